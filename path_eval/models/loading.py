@@ -1,0 +1,178 @@
+"""`load_model`: fla / flame checkpoints, our own `save_pretrained` output, or any transformers
+causal LM, from a local directory, with no conversion step.
+
+fla checkpoints are read by their weight names, not by config flags that older config.json files
+lack: a low-rank `w_proj` is recognised from `w_proj.0`, PaTH's q/k norm from `maybe_q_norm`, and a
+FoX forget gate saved under its pre-2025-04 name `g_proj` (shape [heads, D], with a bias) is renamed.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from path_eval.errors import PathEvalError
+from path_eval.models.attention import get_backend
+from path_eval.models.config import PathEvalConfig
+from path_eval.models.modeling import PathEvalForCausalLM
+from path_eval.models.tokenizer import load_tokenizer
+
+FLA_MODEL_TYPES = {"path_attn": "PaTH / PaTH-FoX", "forgetting_transformer": "FoX", "transformer": "Transformer (RoPE)"}
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float64": torch.float64, "fp64": torch.float64,
+          "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+
+
+def resolve_dtype(dtype, device) -> torch.dtype:
+    """None: float32 on the CPU, bfloat16 on a GPU."""
+    if dtype is None:
+        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise PathEvalError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def weight_files(root: Path) -> list[Path]:
+    """The checkpoint's weight files, or a one-line error naming what is missing."""
+    if (root / "model.safetensors").is_file():
+        return [root / "model.safetensors"]
+    index = root / "model.safetensors.index.json"
+    if index.is_file():
+        shards = [root / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+        for shard in shards:
+            if not shard.is_file():
+                raise PathEvalError(f"{shard} is listed in {index.name} but missing: copy the whole checkpoint")
+        return shards
+    if (root / "pytorch_model.bin").is_file():
+        return [root / "pytorch_model.bin"]
+    raise PathEvalError(f"no weights in {root}: expected model.safetensors, a sharded model.safetensors.index.json, "
+                        "or pytorch_model.bin")
+
+
+def read_weights(root: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    state = {}
+    for file in weight_files(root):
+        state.update(load_file(file) if file.suffix == ".safetensors"
+                     else torch.load(file, map_location="cpu", weights_only=True))
+    return state
+
+
+def _has(state, suffix: str) -> bool:
+    return f"model.layers.0.{suffix}" in state
+
+
+def config_from_fla(raw: dict, state: dict[str, torch.Tensor]) -> PathEvalConfig:
+    """Translate an fla config.json (+ the weight names present) into ours."""
+    model_type = raw["model_type"]
+    for field, allowed in (("attnres_block_size", None), ("window_size", None)):
+        if raw.get(field) is not allowed:
+            raise PathEvalError(f"config.json sets {field}={raw[field]!r}: path-eval supports only {field}=null")
+    if raw.get("hidden_act", "swish") not in ("swish", "silu"):
+        raise PathEvalError(f"config.json sets hidden_act={raw['hidden_act']!r}: only swish (SwiGLU) is supported")
+    if raw.get("elementwise_affine", True) is False:
+        raise PathEvalError("config.json sets elementwise_affine=false: only norms with weights are supported")
+    common = {name: raw[name] for name in (
+        "vocab_size", "hidden_size", "num_hidden_layers", "num_heads", "num_kv_heads", "hidden_ratio",
+        "intermediate_size", "norm_eps", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings",
+        "qkv_bias", "max_position_embeddings") if raw.get(name) is not None}
+    if model_type == "path_attn":
+        return PathEvalConfig(
+            attention="path_fox" if raw.get("use_forget_gate") else "path", **common,
+            low_rank_w=_has(state, "attn.w_proj.0.weight"),
+            use_w_shortconv=_has(state, "attn.w_conv1d.weight"),
+            conv_bias=_has(state, "attn.w_conv1d.bias"),
+            qk_norm=_has(state, "attn.maybe_q_norm.weight"))
+    if model_type == "forgetting_transformer":
+        return PathEvalConfig(attention="fox", **common, qk_norm=_has(state, "attn.q_norm.weight"),
+                              use_output_gate=_has(state, "attn.g_proj.weight") and _has(state, "attn.f_proj.weight"))
+    theta = raw.get("rope_theta", 10000.0)
+    return PathEvalConfig(attention="nope" if theta is None else "rope", rope_theta=theta or 10000.0, **common,
+                          qk_norm=_has(state, "attn.q_norm.weight"))
+
+
+def rename_legacy_fox_gate(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Before 2025-04 fla saved FoX's forget gate as `attn.g_proj` (with a bias); now `attn.f_proj`."""
+    if _has(state, "attn.f_proj.weight") or not _has(state, "attn.g_proj.bias"):
+        return state
+    return {key.replace(".attn.g_proj.", ".attn.f_proj."): value for key, value in state.items()}
+
+
+def build_model(config: PathEvalConfig, state: dict[str, torch.Tensor], root: Path, dtype, device) -> PathEvalForCausalLM:
+    with torch.device("meta"):
+        model = PathEvalForCausalLM(config)
+    expected = {key: tuple(p.shape) for key, p in model.state_dict().items()}
+    if config.tie_word_embeddings:
+        expected.pop("lm_head.weight", None)
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    missing = [key for key in expected if key not in state]
+    if missing:
+        raise PathEvalError(f"the weights in {root} lack {len(missing)} tensors that config.json implies, e.g. "
+                            f"{missing[0]}: config.json and the weights do not belong together")
+    unused = [key for key in state if key not in expected]
+    if unused:
+        raise PathEvalError(f"the weights in {root} hold {len(unused)} tensors this architecture has no place for, "
+                            f"e.g. {unused[0]}: config.json does not describe these weights")
+    for key, shape in expected.items():
+        if tuple(state[key].shape) != shape:
+            raise PathEvalError(f"{key} in {root} has shape {list(state[key].shape)} but config.json implies "
+                                f"{list(shape)}: the weights do not match the config")
+    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
+    if config.tie_word_embeddings:
+        model.lm_head.weight = model.model.embeddings.weight
+    return model.to(device).eval()
+
+
+def load_model(path, *, device="cpu", dtype=None, attention: str | None = None):
+    """Load the checkpoint in directory `path` -> (model, tokenizer).
+
+    attention: a path-eval backend name ("torch", "reference", ...); None picks the fastest for
+    `device`. Plain transformers models (Llama, Mistral, Qwen...) load through transformers and
+    keep their own attention.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise PathEvalError(f"model path {path} is not a directory: give a checkpoint folder with config.json and weights")
+    if not (root / "config.json").is_file():
+        raise PathEvalError(f"{root} has no config.json: give the checkpoint folder itself")
+    try:
+        raw = json.loads((root / "config.json").read_text())
+    except json.JSONDecodeError as err:
+        raise PathEvalError(f"{root / 'config.json'} is not valid JSON ({err})") from None
+    model_type = raw.get("model_type")
+    dtype = resolve_dtype(dtype, device)
+    if attention is not None:
+        get_backend(attention)
+
+    if model_type in FLA_MODEL_TYPES or model_type == PathEvalConfig.model_type:
+        state = rename_legacy_fox_gate(read_weights(root))
+        if model_type == PathEvalConfig.model_type:
+            config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
+        else:
+            config = config_from_fla(raw, state)
+        model = build_model(config, state, root, dtype, device)
+        model.attention_backend = attention
+    else:
+        model = _load_transformers_model(root, model_type, dtype, device, attention)
+    return model, load_tokenizer(root)
+
+
+def _load_transformers_model(root: Path, model_type, dtype, device, attention):
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if model_type not in CONFIG_MAPPING or model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise PathEvalError(
+            f"unknown model_type {model_type!r} in {root / 'config.json'}: path-eval loads fla's "
+            f"{', '.join(FLA_MODEL_TYPES)}, its own '{PathEvalConfig.model_type}', and transformers causal LMs "
+            "(llama, mistral, qwen2, ...)")
+    if attention is not None:
+        raise PathEvalError(f"attention backend {attention!r} applies to path-eval model families; {root} is a "
+                            f"transformers {model_type!r} model, which keeps its own attention: leave it unset")
+    weight_files(root)  # the same one-line error as our families when weights are missing
+    model = AutoModelForCausalLM.from_pretrained(root, dtype=dtype, local_files_only=True)
+    return model.to(device).eval()

@@ -1,0 +1,65 @@
+"""The checkpoint's own tokenizer, else the paper's: Mistral v1 SentencePiece (32000 pieces).
+
+The Mistral model file ships inside the `mistral-common` wheel; we only read the file (no import).
+transformers 5 builds a 3-token vocabulary from `LlamaTokenizer(vocab_file=...)` without an error,
+so the file is placed in a directory with a `tokenizer_config.json` and loaded from there.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from path_eval.errors import PathEvalError
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
+MISTRAL_V1_CONFIG = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+                     "unk_token": "<unk>", "add_bos_token": True, "legacy": False}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PATH_EVAL_CACHE", Path.home() / ".cache" / "path-eval"))
+
+
+def mistral_v1_model_file() -> Path:
+    spec = importlib.util.find_spec("mistral_common")
+    if spec is None or not spec.submodule_search_locations:
+        raise PathEvalError("the checkpoint has no tokenizer and mistral-common (which ships the paper's Mistral v1 "
+                            "tokenizer) is not installed: pip install mistral-common, or add tokenizer files")
+    path = Path(spec.submodule_search_locations[0]) / "data" / "tokenizer.model.v1"
+    if not path.is_file():
+        raise PathEvalError(f"{path} is missing from the installed mistral-common: reinstall it")
+    return path
+
+
+def mistral_v1_directory() -> Path:
+    """A directory transformers can load the Mistral v1 tokenizer from, made once per file hash."""
+    source = mistral_v1_model_file()
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    target = cache_dir() / "tokenizers" / f"mistral-v1-{digest}"
+    if not (target / "tokenizer_config.json").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
+        shutil.copyfile(source, staging / "tokenizer.model")
+        (staging / "tokenizer_config.json").write_text(json.dumps(MISTRAL_V1_CONFIG, indent=1))
+        try:
+            staging.rename(target)
+        except OSError:  # another process got there first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def load_tokenizer(checkpoint: Path):
+    from transformers import AutoTokenizer
+
+    own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
+    source = checkpoint if own else mistral_v1_directory()
+    tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+    if len(tokenizer) < 8:
+        raise PathEvalError(f"the tokenizer in {source} has only {len(tokenizer)} tokens: it did not load properly "
+                            "(a tokenizer.model needs a tokenizer_config.json beside it)")
+    return tokenizer
