@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 from pathlib import Path
 
@@ -16,10 +16,11 @@ class _KernelsFolderFinder(importlib.abc.MetaPathFinder):
     folder = Path(__file__).resolve().parent.parent / "kernels"
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != "path_eval.kernels" or not (self.folder / "__init__.py").is_file():
+        if fullname != "path_eval.kernels" or not self.folder.is_dir():
             return None
-        return importlib.util.spec_from_file_location(
-            fullname, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)])
+        spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)  # a namespace package
+        spec.submodule_search_locations = [str(self.folder)]
+        return spec
 
 
 if not (Path(__file__).resolve().parent / "kernels").is_dir():  # installed wheels map the folder themselves

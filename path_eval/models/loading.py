@@ -110,12 +110,12 @@ def build_model(config: PathEvalConfig, state: dict[str, torch.Tensor], root: Pa
         state = {k: v for k, v in state.items() if k != "lm_head.weight"}
     missing = [key for key in expected if key not in state]
     if missing:
-        raise PathEvalError(f"the weights in {root} lack {len(missing)} tensors that config.json implies, e.g. "
-                            f"{missing[0]}: config.json and the weights do not belong together")
+        raise PathEvalError(f"the weights in {root} lack tensors that config.json implies ({len(missing)}, e.g. "
+                            f"{missing[0]}): config.json and the weights do not belong together")
     unused = [key for key in state if key not in expected]
     if unused:
-        raise PathEvalError(f"the weights in {root} hold {len(unused)} tensors this architecture has no place for, "
-                            f"e.g. {unused[0]}: config.json does not describe these weights")
+        raise PathEvalError(f"the weights in {root} hold tensors this architecture has no place for ({len(unused)}, "
+                            f"e.g. {unused[0]}): config.json does not describe these weights")
     for key, shape in expected.items():
         if tuple(state[key].shape) != shape:
             raise PathEvalError(f"{key} in {root} has shape {list(state[key].shape)} but config.json implies "
@@ -148,7 +148,9 @@ def load_model(path, *, device="cpu", dtype=None, attention: str | None = None):
         get_backend(attention)
 
     if model_type in FLA_MODEL_TYPES or model_type == PathEvalConfig.model_type:
-        state = rename_legacy_fox_gate(read_weights(root))
+        state = read_weights(root)
+        if model_type == "forgetting_transformer":
+            state = rename_legacy_fox_gate(state)
         if model_type == PathEvalConfig.model_type:
             config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
         else:

@@ -6,15 +6,29 @@ the backends (`path_eval.models.attention`); this file prepares their inputs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from transformers import PreTrainedModel
-from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from path_eval.models.attention import AttentionInputs, default_backend, get_backend
 from path_eval.models.cache import DecoderCache, LayerCache
 from path_eval.models.config import PathEvalConfig
+
+
+@dataclass
+class CausalLMOutput:
+    """logits [B, T, vocab] (fp32, or fp64 for fp64 models) and the cache when one was asked for.
+    (Our own type: transformers renames its output fields between releases.)"""
+
+    logits: torch.Tensor
+    past_key_values: DecoderCache | None = None
+
+    @property
+    def cache(self) -> DecoderCache | None:
+        return self.past_key_values
 
 
 def _float_dtype(t: torch.Tensor) -> torch.dtype:
@@ -226,7 +240,7 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
 
     def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
                 past_key_values: DecoderCache | None = None, use_cache: bool | None = None,
-                logits_to_keep: int = 0, **kwargs) -> CausalLMOutputWithPast:
+                logits_to_keep: int = 0) -> CausalLMOutput:
         """attention_mask: [B, T] or [B, cached + T] (HF style), 0 at padding.
         logits_to_keep: compute logits for the last N positions only (0: all)."""
         if past_key_values is not None and not isinstance(past_key_values, DecoderCache):
@@ -258,7 +272,7 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
             h = h[:, -logits_to_keep:]
         logits = self.lm_head(h)
         logits = logits if logits.dtype == torch.float64 else logits.float()
-        return CausalLMOutputWithPast(logits=logits, past_key_values=cache if use_cache else None)
+        return CausalLMOutput(logits, cache if use_cache else None)
 
     def generate(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None, **kwargs) -> torch.LongTensor:
         """See `path_eval.models.generation.generate` (greedy by default, HF-style output)."""

@@ -1,0 +1,118 @@
+"""One full forward == chunked prefill (any chunk size) == token-by-token decode, for every variant,
+and cached generation gives the tokens of a loop of full forwards."""
+import pytest
+import torch
+
+from path_eval.models import VARIANTS, PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.generation import generate, prefill
+
+
+def tiny_model(variant, dtype=torch.float32, seed=0, **overrides):
+    torch.manual_seed(seed)
+    config = PathEvalConfig(attention=variant, vocab_size=97, hidden_size=64, num_hidden_layers=2, num_heads=4,
+                            num_kv_heads=2, qk_norm=variant != "path", use_output_gate=variant == "fox", **overrides)
+    model = PathEvalForCausalLM(config).eval()
+    with torch.no_grad():  # weights large enough that attention is far from uniform
+        for name, p in model.named_parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.15)
+            if name.endswith("bt_proj.bias"):
+                p.uniform_(-4, 4)
+    model.attention_backend = "torch"
+    return model.to(dtype)
+
+
+def rel(a, b):
+    return ((a - b).norm() / b.norm()).item()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_chunked_prefill_and_decode_equal_full_forward(variant):
+    model = tiny_model(variant)
+    ids = torch.randint(0, 97, (2, 300), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full = model(ids).logits
+        for chunk in (1, 3, 64, 257):
+            logits, cache = prefill(model, ids, chunk_size=chunk, logits_to_keep=0)
+            assert rel(logits, full) <= 1e-4, chunk
+            assert cache.get_seq_length() == 300
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_float64_torch_backend_equals_reference_model(variant):
+    model = tiny_model(variant, torch.float64)
+    ids = torch.randint(0, 97, (1, 150), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        model.attention_backend = "reference"
+        ref = model(ids).logits
+        model.attention_backend = "torch"
+        assert rel(model(ids).logits, ref) <= 1e-12
+        logits, _ = prefill(model, ids, chunk_size=7, logits_to_keep=0)
+        assert rel(logits, ref) <= 1e-12
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cached_greedy_generate_equals_loop_of_full_forwards(variant):
+    model = tiny_model(variant, seed=3)
+    prompt = torch.randint(3, 97, (1, 40), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        loop = prompt
+        for _ in range(30):
+            loop = torch.cat([loop, model(loop).logits[:, -1].argmax(-1, keepdim=True)], 1)
+    out = generate(model, prompt, max_new_tokens=30, eos_token_id=[], prefill_chunk_size=16)
+    assert torch.equal(out, loop)
+    assert torch.equal(model.generate(prompt, max_new_tokens=30, eos_token_id=[]), loop)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_left_padded_batch_generates_the_tokens_of_each_row_alone(variant):
+    model = tiny_model(variant, seed=5)
+    g = torch.Generator().manual_seed(6)
+    rows = [torch.randint(3, 97, (n,), generator=g) for n in (25, 11, 18)]
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):], mask[i, width - len(r):] = r, 1
+    batched = generate(model, ids, mask, max_new_tokens=12, eos_token_id=[])
+    for i, r in enumerate(rows):
+        alone = generate(model, r[None], max_new_tokens=12, eos_token_id=[])
+        assert torch.equal(batched[i, width:], alone[0, len(r):])
+
+
+def test_generation_stops_at_eos_and_pads():
+    model = tiny_model("path", seed=7)
+    prompt = torch.randint(3, 97, (1, 10), generator=torch.Generator().manual_seed(8))
+    free = generate(model, prompt, max_new_tokens=20, eos_token_id=[])
+    eos = int(free[0, 15])  # make the 6th generated token the end-of-sequence token
+    out = generate(model, prompt, max_new_tokens=20, eos_token_id=eos, pad_token_id=0)
+    first = (out[0, 10:] == eos).nonzero()[0].item()
+    assert torch.equal(out[0, : 11 + first], free[0, : 11 + first])
+    assert out.shape[1] == 11 + first
+
+
+def test_forward_never_builds_a_T_by_T_tensor():
+    """Record the largest tensor any op creates during a 2048-token forward."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Largest(TorchDispatchMode):
+        numel = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                if isinstance(t, torch.Tensor):
+                    Largest.numel = max(Largest.numel, t.numel())
+            return out
+
+    model = tiny_model("path_fox")
+
+    def largest(T):
+        Largest.numel = 0
+        with torch.no_grad(), Largest():
+            model(torch.randint(0, 97, (1, T)), logits_to_keep=1)
+        return Largest.numel
+
+    small, large = largest(1024), largest(4096)
+    assert large <= 4.5 * small  # linear in T, where T x T logits would grow 16-fold
+    assert large < 4096 * 4096 // 4
