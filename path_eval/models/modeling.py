@@ -67,10 +67,10 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tens
     """GPT-NeoX (rotate-half) RoPE of x [B, T, heads, d] at integer positions [B, T]."""
     f = _float_dtype(x)
     d = x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d))
-    angles = positions.to(torch.float32)[..., None] * inv_freq                  # [B, T, d/2]
-    cos = torch.cat([angles.cos(), angles.cos()], -1).to(f)[:, :, None]
-    sin = torch.cat([angles.sin(), angles.sin()], -1).to(f)[:, :, None]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=f) / d))  # fp32 as in fla
+    angles = positions.to(f)[..., None] * inv_freq                                       # [B, T, d/2]
+    cos = torch.cat([angles.cos(), angles.cos()], -1)[:, :, None]
+    sin = torch.cat([angles.sin(), angles.sin()], -1)[:, :, None]
     xf = x.to(f)
     x1, x2 = xf.chunk(2, dim=-1)
     return (xf * cos + torch.cat([-x2, x1], -1) * sin).to(x.dtype)
