@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import platform
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -73,6 +75,14 @@ def save_legacy_fox(model, path: Path) -> None:
               metadata={"format": "pt"})
 
 
+_START = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """Timestamped progress: fla compiles its Triton kernels on first use, which can take minutes."""
+    print(f"[{time.perf_counter() - _START:7.1f}s] {message}", flush=True)
+
+
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
@@ -84,8 +94,11 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--cases", default=None, help="comma-separated indices into CASES (default: all)")
     args = parser.parse_args()
+    cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
 
+    os.environ.setdefault("TRITON_F32_DEFAULT", "ieee")  # fla's fp32 Triton dots are TF32 otherwise
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     import fla
@@ -99,7 +112,8 @@ def main() -> None:
     vocab, device = 1000, "cuda"
     lengths = [int(x) for x in args.lengths.split(",")]
     records = []
-    for n, (name, model_type, options) in enumerate(CASES):
+    for n, (name, model_type, options) in enumerate(cases):
+        progress(f"{name}: building the fla model")
         fla_model = build_fla_model(model_type, options, args.hidden, args.heads, args.layers, vocab, seed=n)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp)
@@ -114,7 +128,9 @@ def main() -> None:
         for T in lengths:
             ids = torch.randint(0, vocab, (2, T), generator=torch.Generator().manual_seed(T + n)).to(device)
             with torch.no_grad():
+                progress(f"{name}, T={T}: fla float32 forward")
                 ref = fla32(ids, use_cache=False).logits.float()
+                progress(f"{name}, T={T}: our forwards")
                 rec = {"case": name, "fla_model_type": model_type, "T": T, "B": 2, "hidden": args.hidden,
                        "heads": args.heads, "layers": args.layers}
                 ours = ours32(ids).logits
@@ -138,7 +154,8 @@ def main() -> None:
 
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "fla": fla.__version__,
             "python": platform.python_version(), "command": "python -m path_eval.bench.fla_parity " +
-            f"--lengths {args.lengths} --hidden {args.hidden} --heads {args.heads} --layers {args.layers}"}
+            f"--lengths {args.lengths} --hidden {args.hidden} --heads {args.heads} --layers {args.layers}" +
+            (f" --cases {args.cases}" if args.cases else "")}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
