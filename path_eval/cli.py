@@ -3,7 +3,12 @@ happens in the package's stages."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import time
+from pathlib import Path
+
+from path_eval.data import default_data_dir
 
 
 def _inspect(args) -> None:
@@ -34,6 +39,51 @@ def _generate(args) -> None:
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
 
 
+def _run(args) -> None:
+    from rich.console import Console
+
+    from path_eval.plan import build_plan
+    from path_eval.reports import results_table
+    from path_eval.runner import RunOptions, run
+    from path_eval.suites import load_suite
+
+    suite = load_suite(args.suite)
+    plan = build_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
+                      seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
+    out = Path(args.out or f"runs/{suite.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
+                                   batch_size=args.batch_size, max_length=args.max_length,
+                                   bootstrap_iters=args.bootstrap_iters))
+    console = Console()
+    console.print(results_table(records, suite))
+    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
+
+
+def _download(args) -> None:
+    from path_eval.data import download
+    from path_eval.suites import load_suite
+    from path_eval.tasks.lm_eval_tasks import lm_eval_config, needed_splits
+
+    suite = load_suite(args.suite)
+    chosen = [suite.task(n) for n in _csv(args.tasks)] if args.tasks else suite.tasks
+    splits = list(dict.fromkeys(s for t in chosen for s in needed_splits(lm_eval_config(t.lm_eval_task), t.num_fewshot)))
+    for split, target, rows in download(splits, Path(args.data_dir)):
+        print(f"{split}: {rows} rows -> {target}")
+
+
+def _lm_eval(args) -> None:
+    """lm-eval's own command line, with the `path` model registered."""
+    import path_eval.lm  # noqa: F401  (registers the model)
+    from lm_eval.__main__ import cli_evaluate
+
+    sys.argv = ["lm_eval", *args.rest]
+    cli_evaluate()
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -44,6 +94,34 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64 (default: fp32 on "
                                                        "CPU, bf16 on GPU)")
         p.add_argument("--attention", default=None, help="attention backend: torch | reference (| triton)")
+
+    p = sub.add_parser("run", help="run a suite on one or more checkpoints")
+    p.add_argument("--suite", required=True, help="suite name (suites/NAME.yaml) or a suite YAML file")
+    p.add_argument("--model", action="append", required=True, help="checkpoint directory (repeat for several)")
+    p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
+    p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
+    p.add_argument("--limit", type=int, help="first N samples of each task (for quick checks)")
+    p.add_argument("--data-dir", default=str(default_data_dir()), help="offline data folder (default %(default)s)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64")
+    p.add_argument("--attention", default=None, help="attention backend for path-eval models")
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--max-length", type=int, help="context length (default: the suite's, else the checkpoint's)")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
+    p.add_argument("--out", help="output folder (default runs/SUITE-TIME)")
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("download", help="fetch a suite's datasets into a data folder (needs internet)")
+    p.add_argument("--suite", required=True)
+    p.add_argument("--tasks")
+    p.add_argument("--data-dir", default=str(default_data_dir()))
+    p.set_defaults(func=_download)
+
+    p = sub.add_parser("lm-eval", help="lm-eval's command line with the `path` model registered",
+                       prefix_chars="\x00")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_lm_eval)
 
     p = sub.add_parser("inspect", help="load a checkpoint and describe it")
     model_options(p)
@@ -60,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     from path_eval.errors import PathEvalError
 
     args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         args.func(args)
     except PathEvalError as err:

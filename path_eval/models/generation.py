@@ -33,10 +33,12 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
              max_new_tokens: int | None = None, max_length: int | None = None, do_sample: bool = False,
              temperature: float = 1.0, top_k: int | None = None, eos_token_id: int | list[int] | None = None,
              pad_token_id: int | None = None, prefill_chunk_size: int | None = None,
-             generator: torch.Generator | None = None, use_cache: bool = True) -> torch.LongTensor:
+             generator: torch.Generator | None = None, use_cache: bool = True,
+             should_stop=None) -> torch.LongTensor:
     """Like transformers' `generate`: returns [B, prompt + new] token ids; rows that produced an
     end-of-sequence token are filled with `pad_token_id` afterwards. Prompts of a batch are
-    left-padded, with `attention_mask` 0 on the padding."""
+    left-padded, with `attention_mask` 0 on the padding. `should_stop(new_tokens [B, n])` may
+    end rows early too (e.g. when a stop string appeared)."""
     if not use_cache:
         raise ValueError("generation always uses the cache: it gives the same tokens as full forwards")
     if max_new_tokens is None:
@@ -68,6 +70,8 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         token = torch.where(finished, torch.full_like(token, pad), token)
         sequences = torch.cat([sequences, token[:, None]], 1)
         finished |= torch.isin(token, stops)
+        if should_stop is not None:
+            finished |= should_stop(sequences[:, input_ids.shape[1]:])
         if bool(finished.all()) or step == max_new_tokens - 1:
             break
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)

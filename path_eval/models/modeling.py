@@ -238,11 +238,11 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
     def backend_name(self) -> str:
         return self.attention_backend or default_backend(self.lm_head.weight.device)
 
-    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-                past_key_values: DecoderCache | None = None, use_cache: bool | None = None,
-                logits_to_keep: int = 0) -> CausalLMOutput:
-        """attention_mask: [B, T] or [B, cached + T] (HF style), 0 at padding.
-        logits_to_keep: compute logits for the last N positions only (0: all)."""
+    def hidden_states(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
+                      past_key_values: DecoderCache | None = None,
+                      use_cache: bool | None = None) -> tuple[torch.Tensor, DecoderCache | None]:
+        """Final-norm hidden states [B, T, D] (the input of `lm_head`) and the cache.
+        Scoring code projects these to the vocabulary a slice at a time."""
         if past_key_values is not None and not isinstance(past_key_values, DecoderCache):
             raise TypeError("past_key_values must be the DecoderCache this model returned")
         use_cache = past_key_values is not None if use_cache is None else use_cache
@@ -267,12 +267,22 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
                 cache.layers[i] = state
         if use_cache:
             cache.next_position = start + (valid.long().sum(1) if valid is not None else T)
-        h = self.model.norm(h)
+        return self.model.norm(h), (cache if use_cache else None)
+
+    def logits_of(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits of final hidden states, in fp32 (fp64 for fp64 models)."""
+        logits = self.lm_head(hidden)
+        return logits if logits.dtype == torch.float64 else logits.float()
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
+                past_key_values: DecoderCache | None = None, use_cache: bool | None = None,
+                logits_to_keep: int = 0) -> CausalLMOutput:
+        """attention_mask: [B, T] or [B, cached + T] (HF style), 0 at padding.
+        logits_to_keep: compute logits for the last N positions only (0: all)."""
+        h, cache = self.hidden_states(input_ids, attention_mask, past_key_values, use_cache)
         if logits_to_keep:
             h = h[:, -logits_to_keep:]
-        logits = self.lm_head(h)
-        logits = logits if logits.dtype == torch.float64 else logits.float()
-        return CausalLMOutput(logits, cache if use_cache else None)
+        return CausalLMOutput(self.logits_of(h), cache)
 
     def generate(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None, **kwargs) -> torch.LongTensor:
         """See `path_eval.models.generation.generate` (greedy by default, HF-style output)."""

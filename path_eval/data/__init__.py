@@ -1,0 +1,86 @@
+"""Evaluation data without a network at run time.
+
+`eval.py download` (on a machine with internet) writes every dataset a suite needs as
+    DATA_DIR/<org>/<name>/<config>/<split>.jsonl      (config `default` where there is none)
+with the dataset's original fields; runs read only from such a folder. The lm-eval task
+definitions and their Hugging Face ids stay the source of truth for what is needed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from path_eval.errors import PathEvalError
+from path_eval.models.tokenizer import cache_dir
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("PATH_EVAL_DATA", cache_dir() / "data"))
+
+
+@dataclass(frozen=True)
+class DatasetSplit:
+    """One split of one Hugging Face dataset (config None: the dataset has no configs)."""
+
+    path: str
+    config: str | None
+    split: str
+
+    def file(self, data_dir: Path) -> Path:
+        return Path(data_dir) / self.path / (self.config or "default") / f"{self.split}.jsonl"
+
+    def __str__(self) -> str:
+        return f"{self.path}{'/' + self.config if self.config else ''} [{self.split}]"
+
+
+def require(split: DatasetSplit, data_dir: Path, suite: str) -> Path:
+    file = split.file(data_dir)
+    if not file.is_file():
+        raise PathEvalError(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
+                            f"--data-dir {data_dir}` on a machine with internet, or copy the file there")
+    return file
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fingerprint(files: list[Path]) -> str:
+    """One hash for the data a task read: sha256 over (file name, file sha256) pairs, sorted."""
+    digest = hashlib.sha256()
+    for file in sorted(files, key=str):
+        digest.update(f"{Path(file).parent.parent.name}/{Path(file).parent.name}/{Path(file).name}:"
+                      f"{file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def write_jsonl_atomic(rows, target: Path) -> int:
+    """Write rows as JSON lines to `target` via a temporary file: never a half-written file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.partial")
+    count = 0
+    with open(staging, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    os.replace(staging, target)
+    return count
+
+
+def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSplit, Path, int]]:
+    """Fetch each split from the Hugging Face hub (the one step that uses the network)."""
+    import datasets
+
+    done = []
+    for split in splits:
+        rows = datasets.load_dataset(split.path, split.config, split=split.split)
+        target = split.file(data_dir)
+        done.append((split, target, write_jsonl_atomic(iter(rows), target)))
+    return done

@@ -1,0 +1,227 @@
+"""The lm-eval model `path`: loglikelihood, loglikelihood_rolling and generate_until on top of
+`path_eval.load_model`, for our model families and plain transformers causal LMs alike.
+
+Request handling follows lm-eval's own `hf` model (tokenisation of context/continuation pairs,
+left truncation to `max_length`, disjoint rolling windows, stop sequences), so numbers agree
+with `lm_eval --model hf` wherever that model can run; the differences are where it fails:
+no [T, vocab] log-softmax (scoring goes through `scoring.score_batch`), no cache-flag traps on fla
+models, long inputs prefilled in chunks, and no silent default context length.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+from lm_eval.api.model import TemplateLM
+from lm_eval.api.registry import register_model
+from lm_eval.models.utils import Collator, handle_stop_sequences, normalize_gen_kwargs
+from lm_eval.models.utils_hf import stop_sequences_criteria
+from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+
+from path_eval.errors import PathEvalError
+from path_eval.lm.scoring import score_batch
+from path_eval.models import PathEvalForCausalLM
+from path_eval.models.generation import generate
+
+log = logging.getLogger("path_eval")
+
+LENGTH_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len")
+
+
+def checkpoint_max_length(model) -> int | None:
+    """The context length the checkpoint's config.json states, if any."""
+    for field in LENGTH_FIELDS:
+        value = getattr(model.config, field, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+@register_model("path")
+class PathEvalLM(TemplateLM):
+    """lm-eval model: `lm_eval.simple_evaluate(model="path", model_args="pretrained=DIR,...")` after
+    `import path_eval.lm`, or `simple_evaluate(model=PathEvalLM(...))`."""
+
+    def __init__(self, pretrained: str | None = None, *, model=None, tokenizer=None, device: str = "cpu",
+                 dtype: str | None = None, attention: str | None = None, batch_size: int | str = 1,
+                 max_length: int | None = None, max_gen_toks: int = 256, prefill_chunk: int = 8192,
+                 max_batch_size: int | None = None, **unused):
+        super().__init__()
+        if unused:
+            raise PathEvalError(f"unknown option(s) for the path model: {', '.join(sorted(unused))}")
+        if model is None:
+            if pretrained is None:
+                raise PathEvalError("the path model needs pretrained=CHECKPOINT_DIR")
+            from path_eval import load_model
+            model, tokenizer = load_model(pretrained, device=device, dtype=dtype, attention=attention)
+        self.model, self.tokenizer = model, tokenizer
+        self._device = torch.device(device)
+        self.pretrained = pretrained
+        if str(batch_size).startswith("auto"):
+            raise PathEvalError("batch_size=auto is not supported (it probes at the full max_length): give a number")
+        self.batch_size_per_gpu = int(batch_size)
+        self._max_length = int(max_length) if max_length else checkpoint_max_length(model)
+        if not self._max_length:
+            raise PathEvalError(
+                "the checkpoint's config.json states no context length: pass --max-length N (lm-eval's hf model "
+                "would silently use 2048)")
+        self._max_gen_toks = int(max_gen_toks)
+        self.prefill_chunk = int(prefill_chunk)
+        self.tokens_processed = 0
+        self.seconds = 0.0
+        self.truncated_requests = 0
+
+    # ----------------------------------------------------------------- lm-eval properties
+    @property
+    def eot_token_id(self) -> int:
+        return self.tokenizer.eos_token_id
+
+    @property
+    def prefix_token_id(self) -> int:
+        return self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.eot_token_id
+
+    @property
+    def max_length(self) -> int:
+        return self._max_length
+
+    @property
+    def max_gen_toks(self) -> int:
+        return self._max_gen_toks
+
+    @property
+    def batch_size(self) -> int:
+        return self.batch_size_per_gpu
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def tokenizer_name(self) -> str:
+        return self.tokenizer.name_or_path.replace("/", "__")
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return pad if pad is not None else self.eot_token_id
+
+    def tok_encode(self, string: str, add_special_tokens: bool | None = None, **kwargs) -> list[int]:
+        """As lm-eval's hf model: the tokenizer's default special tokens unless told otherwise, and
+        none added when the string already starts with the BOS text."""
+        options = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+        bos = self.tokenizer.bos_token
+        if add_special_tokens is None and bos and string.startswith(bos):
+            options = {"add_special_tokens": False}
+        return self.tokenizer.encode(string, **options)
+
+    def tok_decode(self, tokens: list[int], skip_special_tokens: bool = True) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
+
+    # ----------------------------------------------------------------- scoring
+    def _timed(self, fn, *args, tokens: int):
+        start = time.perf_counter()
+        out = fn(*args)
+        self.seconds += time.perf_counter() - start
+        self.tokens_processed += tokens
+        return out
+
+    def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs: int | None = None):
+        """requests: ((context, continuation), context_tokens, continuation_tokens)."""
+        def order(req):
+            tokens = req[1] + req[2]
+            return -len(tokens), tuple(tokens)
+
+        collated = Collator(requests, sort_fn=order)
+        results = []
+        for batch in collated.get_batched(n=override_bs or self.batch_size):
+            inputs, targets = [], []
+            for _, context, continuation in batch:
+                whole = (context + continuation)[-(self.max_length + 1):]
+                inputs.append(whole[:-1])
+                targets.append(continuation[-(len(whole) - 1):])
+            scores = self._timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
+                                 tokens=sum(map(len, inputs)))
+            for (key, _, _), score in zip(batch, scores):
+                results.append(score)
+                self.cache_hook.add_partial("loglikelihood", key, score)
+        return collated.get_original(results)
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
+        """Disjoint windows of max_length tokens, each predicted with one token of context (the
+        previous window's last, or the prefix token first): lm-eval's definition."""
+        totals = []
+        for (text,) in (r.args for r in requests):
+            windows = [(None,) + make_disjoint_window(w) for w in get_rolling_token_windows(
+                token_list=self.tok_encode(text), prefix_token=self.prefix_token_id,
+                max_seq_len=self.max_length, context_len=1)]
+            scores = self._loglikelihood_tokens(windows, override_bs=self.batch_size)
+            total = sum(score for score, _ in scores)
+            totals.append(total)
+            self.cache_hook.add_partial("loglikelihood_rolling", (text,), total)
+        return totals
+
+    # ----------------------------------------------------------------- generation
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(self.tok_encode(a[0])), a[0]),
+                            group_by="gen_kwargs", group_fn=lambda a: a[1])
+        eos_text = self.tok_decode([self.eot_token_id], skip_special_tokens=False)
+        results = []
+        for batch in collated.get_batched(n=self.batch_size):
+            contexts, all_kwargs = zip(*batch)
+            kwargs = normalize_gen_kwargs(all_kwargs[0], self.max_gen_toks)
+            until = handle_stop_sequences(kwargs.pop("until", None), eos=eos_text)
+            max_gen = kwargs.pop("max_gen_toks")
+            do_sample = bool(kwargs.pop("do_sample", False))
+            temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+            if kwargs:
+                raise PathEvalError(f"unsupported generation options {sorted(kwargs)}: path-eval decodes greedily "
+                                    "or samples with a temperature")
+            max_context = self.max_length - max_gen
+            if max_context <= 0:
+                raise PathEvalError(f"max_gen_toks={max_gen} leaves no room for context in max_length={self.max_length}")
+            encoded = []
+            for text in contexts:
+                tokens = self.tok_encode(text)
+                if len(tokens) > max_context:
+                    self.truncated_requests += 1
+                    log.warning("a %d-token prompt exceeds max_length - max_gen_toks = %d: keeping its last %d "
+                                "tokens (as lm-eval's hf model does)", len(tokens), max_context, max_context)
+                    tokens = tokens[-max_context:]
+                encoded.append(tokens)
+            new_tokens = self._timed(self._generate, encoded, until, max_gen, do_sample, temperature,
+                                     tokens=sum(map(len, encoded)))
+            for tokens, context in zip(new_tokens, contexts):
+                text = self.tok_decode(tokens)
+                for stop in until:
+                    if stop:
+                        text = text.split(stop)[0]
+                results.append(text)
+                self.cache_hook.add_partial("generate_until", (context, all_kwargs[0]), text)
+        return collated.get_original(results)
+
+    def _generate(self, prompts: list[list[int]], until: list[str], max_gen: int, do_sample: bool,
+                  temperature: float) -> list[list[int]]:
+        """Left-padded batch generation; returns each row's new tokens (stop text cut later)."""
+        width = max(map(len, prompts))
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for b, p in enumerate(prompts):
+            ids[b, width - len(p):] = torch.tensor(p)
+            mask[b, width - len(p):] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        sampling = {"do_sample": True, "temperature": temperature} if do_sample and temperature > 0 else {}
+        if isinstance(self.model, PathEvalForCausalLM):
+            def reached_stop(new: torch.Tensor) -> torch.Tensor:
+                texts = self.tokenizer.batch_decode(new)
+                return torch.tensor([any(s and s in t for s in until) for t in texts], device=new.device)
+
+            out = generate(self.model, ids, mask, max_new_tokens=max_gen, eos_token_id=self.eot_token_id,
+                           pad_token_id=self.pad_id, prefill_chunk_size=self.prefill_chunk,
+                           should_stop=reached_stop, **sampling)
+        else:
+            out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_gen,
+                                      stopping_criteria=stop_sequences_criteria(self.tokenizer, until, width, len(prompts)),
+                                      pad_token_id=self.pad_id, use_cache=True, **(sampling or {"do_sample": False}))
+        self.tokens_processed += int((out[:, width:] != self.pad_id).sum())
+        return [row[width:].tolist() for row in out]

@@ -1,0 +1,71 @@
+"""Hashes and versions recorded with every result."""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import socket
+import subprocess
+from pathlib import Path
+
+from path_eval.data import file_sha256
+from path_eval.models.tokenizer import cache_dir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def git_revision() -> str | None:
+    """HEAD of the harness checkout, with '+dirty' when it has uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
+        if head.returncode:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def weights_sha256(files: list[Path]) -> str:
+    """sha256 over the weight files' hashes; each file's hash is cached by (path, size, mtime)."""
+    memo_file = cache_dir() / "weight-hashes.json"
+    try:
+        memo = json.loads(memo_file.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    digest = hashlib.sha256()
+    changed = False
+    for file in files:
+        stat = file.stat()
+        key = f"{file.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        if key not in memo:
+            memo[key], changed = file_sha256(file), True
+        digest.update(f"{file.name}:{memo[key]}\n".encode())
+    if changed:
+        memo_file.parent.mkdir(parents=True, exist_ok=True)
+        staging = memo_file.with_name(f".{memo_file.name}.{socket.gethostname()}.partial")
+        staging.write_text(json.dumps(memo))
+        staging.replace(memo_file)
+    return digest.hexdigest()
+
+
+def tokenizer_sha256(tokenizer) -> str:
+    """Hash of what the tokenizer does, not of its files: class, vocabulary, special tokens."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    special = {name: getattr(tokenizer, name, None) for name in ("bos_token", "eos_token", "unk_token", "pad_token")}
+    probe = tokenizer.encode("path-eval tokenizer probe: Hello world.\n  12345 ünïcödé")
+    blob = json.dumps([type(tokenizer).__name__, vocab, special, probe], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def versions() -> dict[str, str]:
+    import lm_eval
+    import torch
+    import transformers
+
+    from path_eval import __version__
+
+    return {"harness_version": __version__, "lm_eval_version": getattr(lm_eval, "__version__", "?"),
+            "torch_version": torch.__version__, "transformers_version": transformers.__version__,
+            "python_version": platform.python_version(), "hostname": socket.gethostname()}

@@ -1,0 +1,57 @@
+"""The results.json format: a JSON list of `ResultRecord`s."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, RootModel
+
+
+class Provenance(BaseModel):
+    """Everything needed to say whether two numbers are comparable and to reproduce one."""
+
+    model_config = ConfigDict(extra="forbid")
+    model_path: str
+    model_type: str
+    variant: str | None
+    config_sha256: str
+    weights_sha256: str
+    tokenizer: str
+    tokenizer_sha256: str
+    data_fingerprint: str | None
+    data_files: list[str]
+    seed: int
+    limit: int | None
+    num_fewshot: int
+    max_length: int
+    dtype: str
+    device: str
+    attention_backend: str | None
+    batch_size: int
+    harness_version: str
+    git_revision: str | None
+    lm_eval_version: str
+    torch_version: str
+    transformers_version: str
+    python_version: str
+    hostname: str
+    started_at: str
+    wall_time_s: float
+    tokens: int
+    tokens_per_second: float | None
+    truncated_requests: int
+
+
+class ResultRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    suite: str
+    model: str
+    task: str
+    length: int | None
+    metric: str
+    value: float
+    stderr: float | None
+    n: int
+    higher_is_better: bool
+    provenance: Provenance
+
+
+class RunResults(RootModel[list[ResultRecord]]):
+    pass

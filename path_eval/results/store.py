@@ -1,0 +1,38 @@
+"""Reading and writing result files; every write goes through a temporary file and a rename."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from path_eval.errors import PathEvalError
+from path_eval.results.schema import ResultRecord, RunResults
+
+
+def write_json_atomic(data, target: Path) -> None:
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.partial")
+    staging.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    os.replace(staging, target)
+
+
+def write_results(records: list[ResultRecord], target: Path) -> None:
+    validated = RunResults(records)
+    write_json_atomic(json.loads(validated.model_dump_json()), target)
+
+
+def load_results(path: Path) -> list[ResultRecord]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise PathEvalError(f"no results file at {path}")
+    try:
+        return RunResults.model_validate_json(path.read_text()).root
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise PathEvalError(f"{path} is not a path-eval results file: "
+                            f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None

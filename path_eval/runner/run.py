@@ -1,0 +1,119 @@
+"""Execute a plan: one model at a time, all of its tasks in one lm-eval call."""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from path_eval.data import fingerprint
+from path_eval.errors import PathEvalError
+from path_eval.metrics import plain_mean
+from path_eval.plan import Plan
+from path_eval.results import Provenance, ResultRecord, write_results
+from path_eval.results.provenance import git_revision, tokenizer_sha256, versions, weights_sha256
+from path_eval.samples import slug, write_samples
+from path_eval.tasks import build_task
+
+log = logging.getLogger("path_eval")
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    device: str = "cpu"
+    dtype: str | None = None
+    attention: str | None = None
+    batch_size: int = 1
+    max_length: int | None = None
+    bootstrap_iters: int = 100000
+
+
+def model_names(paths: list[Path]) -> list[str]:
+    """Folder names, or whole paths where folder names collide."""
+    names = [p.name for p in paths]
+    return [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths)]
+
+
+def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
+    import lm_eval
+
+    from path_eval.lm import PathEvalLM
+    from path_eval.models.loading import weight_files
+    from path_eval.tasks.lm_eval_tasks import task_manager
+
+    if plan.data_dir is None:
+        raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
+    tasks = {item.task.name: build_task(item.task, plan.data_dir, plan.suite.name) for item in plan.items}
+    records: list[ResultRecord] = []
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    env = versions() | {"git_revision": git_revision()}
+    for path, name in zip(plan.models, model_names(plan.models)):
+        clock = time.perf_counter()
+        lm = PathEvalLM(str(path), device=options.device, dtype=options.dtype, attention=options.attention,
+                        batch_size=options.batch_size, max_length=options.max_length or plan.suite.max_length)
+        log.info("%s: %s on %s, %s, backend %s, tokenizer %s", name, type(lm.model).__name__, options.device,
+                 next(lm.model.parameters()).dtype, getattr(lm.model, "backend_name", "transformers"),
+                 lm.tokenizer.name_or_path)
+        output = lm_eval.simple_evaluate(
+            model=lm, tasks=[t.config for t in tasks.values()], limit=plan.limit, log_samples=True,
+            task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
+            torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=options.bootstrap_iters)
+        wall = time.perf_counter() - clock
+        model_info = {
+            "model_path": str(path.resolve()), "model_type": lm.model.config.model_type,
+            "variant": getattr(lm.model.config, "attention", None),
+            "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
+            "weights_sha256": weights_sha256(weight_files(path)),
+            "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_sha256(lm.tokenizer),
+            "seed": plan.seed, "limit": plan.limit, "max_length": lm.max_length,
+            "dtype": str(next(lm.model.parameters()).dtype).removeprefix("torch."), "device": options.device,
+            "attention_backend": getattr(lm.model, "backend_name", None), "batch_size": options.batch_size,
+            "started_at": started, "wall_time_s": round(wall, 3), "tokens": lm.tokens_processed,
+            "tokens_per_second": round(lm.tokens_processed / lm.seconds, 1) if lm.seconds else None,
+            "truncated_requests": lm.truncated_requests,
+        } | env
+        for task in tasks.values():
+            key = task.spec.lm_eval_task
+            write_samples(output["samples"][key], options.out / "samples" / slug(name) / f"{task.spec.name}.jsonl")
+            found = output["results"][key]
+            provenance = Provenance(**model_info, data_fingerprint=fingerprint(task.files),
+                                    data_files=[str(f) for f in task.files], num_fewshot=task.spec.num_fewshot)
+            for metric in task.spec.metrics:
+                if f"{metric.name},none" not in found:
+                    raise PathEvalError(f"lm-eval reported no {metric.name} for {key}: check the suite's metric names")
+                stderr = found.get(f"{metric.name}_stderr,none")
+                records.append(ResultRecord(
+                    suite=plan.suite.name, model=name, task=task.spec.name, length=None, metric=metric.name,
+                    value=float(found[f"{metric.name},none"]),
+                    stderr=float(stderr) if isinstance(stderr, (int, float)) else None,
+                    n=int(output["n-samples"][key]["effective"]), higher_is_better=metric.higher_is_better,
+                    provenance=provenance))
+        del lm
+    records += aggregate(plan, records)
+    write_results(records, options.out / "results.json")
+    return records
+
+
+def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:
+    """The suite's aggregates (plain means), for models that have every part."""
+    out = []
+    for spec in plan.suite.aggregates:
+        for model in dict.fromkeys(r.model for r in records):
+            parts = []
+            for ref in spec.mean_of:
+                task, metric = ref.split("/", 1)
+                parts += [r for r in records if r.model == model and r.task == task and r.metric == metric]
+            if len(parts) != len(spec.mean_of):
+                continue
+            value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts])
+            provenance = parts[0].provenance.model_copy(update={
+                "data_fingerprint": hashlib.sha256("".join(p.provenance.data_fingerprint or "" for p in parts)
+                                                   .encode()).hexdigest(),
+                "data_files": [f for p in parts for f in p.provenance.data_files]})
+            out.append(ResultRecord(suite=plan.suite.name, model=model, task=spec.name, length=None,
+                                    metric=spec.metric, value=value, stderr=stderr, n=sum(p.n for p in parts),
+                                    higher_is_better=True, provenance=provenance))
+    return out

@@ -1,0 +1,111 @@
+"""Suites are data: `suites/<name>.yaml`, validated here. A suite says which tasks, which metrics
+of each, which context lengths, and how the table aggregates them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from path_eval.errors import PathEvalError
+
+SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
+
+
+def parse_length(value: int | str) -> int:
+    """4096, "4096", "4k", "4K" -> 4096."""
+    text = str(value).strip().lower()
+    try:
+        return int(text[:-1]) * 1024 if text.endswith("k") else int(text)
+    except ValueError:
+        raise PathEvalError(f"length {value!r} is not a number of tokens (e.g. 4096 or 4k)") from None
+
+
+class MetricSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    higher_is_better: bool = True
+
+
+class TaskSpec(BaseModel):
+    """One task of a suite. `lm_eval_task`: the lm-eval task that defines data, prompt and metric."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    lm_eval_task: str
+    metrics: list[MetricSpec] = Field(min_length=1)
+    num_fewshot: int = 0
+    label: str | None = None
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _names_to_specs(cls, value):
+        return [{"name": v} if isinstance(v, str) else v for v in value]
+
+
+class AggregateSpec(BaseModel):
+    """A plain mean of other results, e.g. Table 2's Avg over six accuracies ("task/metric" each)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    metric: str
+    mean_of: list[str] = Field(min_length=1)
+    label: str | None = None
+
+
+class SuiteSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str
+    tasks: list[TaskSpec] = Field(min_length=1)
+    aggregates: list[AggregateSpec] = []
+    lengths: list[int] = []
+    max_length: int | None = None
+
+    @field_validator("lengths", mode="before")
+    @classmethod
+    def _parse_lengths(cls, value):
+        return [parse_length(v) for v in value or []]
+
+    def task(self, name: str) -> TaskSpec:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise PathEvalError(f"suite {self.name} has no task {name!r}: its tasks are "
+                            f"{', '.join(t.name for t in self.tasks)}")
+
+
+def available_suites() -> list[str]:
+    return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
+
+
+def load_suite(name_or_path: str) -> SuiteSpec:
+    """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = SUITES_DIR / f"{name_or_path}.yaml"
+        if not path.is_file():
+            raise PathEvalError(f"unknown suite {name_or_path!r}: choose one of {', '.join(available_suites())} "
+                                "or give a path to a suite YAML file")
+    elif not path.is_file():
+        raise PathEvalError(f"suite file {path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise PathEvalError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
+    try:
+        suite = SuiteSpec.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise PathEvalError(f"malformed suite {path}: {where}: {first['msg']}") from None
+    names = [t.name for t in suite.tasks]
+    if len(set(names)) != len(names):
+        raise PathEvalError(f"malformed suite {path}: task names repeat")
+    known = {(t.name, m.name) for t in suite.tasks for m in t.metrics}
+    for aggregate in suite.aggregates:
+        for ref in aggregate.mean_of:
+            if tuple(ref.split("/", 1)) not in known:
+                raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} refers to {ref!r}, "
+                                    "which no task of the suite reports (use task/metric)")
+    return suite

@@ -1,0 +1,79 @@
+"""Tasks that lm-eval defines (Table 2): its own YAML config and functions, unchanged, with the
+dataset pointed at the local data dir (`dataset_path: json` + `data_files`). Only the splits the
+evaluation reads are mapped; the others are switched off so nothing reaches for the hub."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from path_eval.data import DatasetSplit, require
+from path_eval.errors import PathEvalError
+from path_eval.suites import TaskSpec
+
+SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
+
+
+@lru_cache(maxsize=1)
+def task_manager():
+    """lm-eval's task index (building it takes seconds: once per process)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager()
+
+
+def lm_eval_config(name: str) -> dict:
+    """The task's full lm-eval config (includes followed, !function entries resolved)."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    entry = task_manager().task_index.get(name)
+    if entry is None or entry.yaml_path is None:
+        raise PathEvalError(f"lm-eval {task_manager_version()} has no task {name!r}")
+    return load_yaml(entry.yaml_path, resolve_func=True)
+
+
+def task_manager_version() -> str:
+    import lm_eval
+
+    return getattr(lm_eval, "__version__", "?")
+
+
+@dataclass
+class LmEvalTask:
+    """A suite task bound to lm-eval: the config dict to pass to `simple_evaluate` and the data
+    files it reads."""
+
+    spec: TaskSpec
+    config: dict
+    splits: list[DatasetSplit]
+    files: list[Path]
+
+
+def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
+    """The split lm-eval evaluates on (test if the task has one, else validation), plus the
+    few-shot source when examples are drawn."""
+    evaluated = config.get("test_split") or config.get("validation_split")
+    if evaluated is None:
+        raise PathEvalError(f"lm-eval task {config['task']} has neither a test nor a validation split")
+    names = [evaluated]
+    if num_fewshot:
+        shots = config.get("fewshot_split") or config.get("training_split") or config.get("validation_split")
+        if shots and shots not in names:
+            names.append(shots)
+    return [DatasetSplit(config["dataset_path"], config.get("dataset_name"), n) for n in names]
+
+
+def build_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
+    config = lm_eval_config(spec.lm_eval_task)
+    splits = needed_splits(config, spec.num_fewshot)
+    files = [require(s, data_dir, suite) for s in splits]
+    local = dict(config)
+    for key in SPLIT_KEYS:
+        if local.get(key) not in {s.split for s in splits}:
+            local[key] = None
+    local.update(task=spec.lm_eval_task, dataset_path="json", dataset_name=None,
+                 dataset_kwargs={"data_files": {s.split: str(f) for s, f in zip(splits, files)}},
+                 num_fewshot=spec.num_fewshot)
+    if spec.num_fewshot and len(splits) > 1:
+        local["fewshot_split"] = splits[1].split
+    return LmEvalTask(spec, local, splits, files)
