@@ -94,7 +94,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-SHARED_DATA = Path(os.environ.get("PATH_EVAL_SHARED_DATA", "/work/shared/data"))
+SHARED_DATA = Path(os.environ.get("PATH_EVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 HELLASWAG_UNKNOWN = "unknown"  # placeholder for source_id and split_type
 ARC_LABELS = ("A", "B", "C", "D", "E")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -63,7 +64,8 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=options.bootstrap_iters)
         wall = time.perf_counter() - clock
         model_info = {
-            "model_path": str(path.resolve()), "model_type": lm.model.config.model_type,
+            "model_path": str(path.resolve()),
+            "model_type": json.loads((path / "config.json").read_text()).get("model_type", "?"),
             "variant": getattr(lm.model.config, "attention", None),
             "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
             "weights_sha256": weights_sha256(weight_files(path)),

@@ -1,0 +1,105 @@
+"""The lm-eval adapter on its own: generation batching, sliced scoring, registration."""
+import pytest
+import torch
+from lm_eval.api.instance import Instance
+
+from path_eval.lm import PathEvalLM
+from path_eval.lm.scoring import score_batch
+from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.tokenizer import load_tokenizer, mistral_v1_directory
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("path_fox")
+    torch.manual_seed(0)
+    model = PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64,
+                                               num_hidden_layers=2, num_heads=2, max_position_embeddings=512))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.3)
+    model.save_pretrained(path)
+    return path
+
+
+def requests(kind, args_list):
+    return [Instance(request_type=kind, doc={}, arguments=a, idx=i) for i, a in enumerate(args_list)]
+
+
+def test_max_length_from_checkpoint_or_error(checkpoint, tmp_path):
+    assert PathEvalLM(str(checkpoint)).max_length == 512
+    assert PathEvalLM(str(checkpoint), max_length=128).max_length == 128
+    model = PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=32,
+                                               num_hidden_layers=1, num_heads=2))
+    from path_eval.errors import PathEvalError
+    with pytest.raises(PathEvalError, match="pass --max-length"):
+        PathEvalLM(model=model, tokenizer=load_tokenizer(mistral_v1_directory()))
+
+
+def test_batched_generation_gives_the_tokens_of_batch_size_one(checkpoint):
+    prompts = ["The grass is green. The sky is", "One", "A much longer prompt about numbers: 1 2 3 4 5 6 7 8 9"]
+    gen = {"until": ["\n\n"], "max_gen_toks": 24, "do_sample": False}
+    alone = PathEvalLM(str(checkpoint), batch_size=1).generate_until(requests("generate_until", [(p, gen) for p in prompts]))
+    batched = PathEvalLM(str(checkpoint), batch_size=3).generate_until(requests("generate_until", [(p, gen) for p in prompts]))
+    assert batched == alone
+    assert any(len(text) > 0 for text in alone)
+
+
+def test_stop_strings_cut_the_generation(checkpoint):
+    lm = PathEvalLM(str(checkpoint))
+    [free] = lm.generate_until(requests("generate_until", [("Once upon a time", {"until": [], "max_gen_toks": 30})]))
+    stop = free.strip()[3:6]
+    [cut] = lm.generate_until(requests("generate_until", [("Once upon a time", {"until": [stop], "max_gen_toks": 30})]))
+    assert cut == free.split(stop)[0]
+
+
+def test_sliced_scoring_equals_full_log_softmax(checkpoint):
+    lm = PathEvalLM(str(checkpoint))
+    g = torch.Generator().manual_seed(1)
+    inputs = [torch.randint(0, 32000, (n,), generator=g).tolist() for n in (300, 40)]
+    targets = [x[1:][-250:] + [7] for x in inputs[:1]] + [inputs[1][-5:]]
+    inputs = [inputs[0], inputs[1]]
+    from path_eval.lm import scoring
+    old, scoring.PROJECTION_ROWS = scoring.PROJECTION_ROWS, 64
+    try:
+        got = score_batch(lm.model, inputs, targets, lm.pad_id, prefill_chunk=100)
+    finally:
+        scoring.PROJECTION_ROWS = old
+    for x, t, (total, greedy) in zip(inputs, targets, got):
+        with torch.no_grad():
+            logprobs = torch.log_softmax(lm.model(torch.tensor([x])).logits[0], -1)[-len(t):]
+        expected = logprobs.gather(-1, torch.tensor(t)[:, None]).sum().item()
+        assert total == pytest.approx(expected, rel=1e-5)
+        assert greedy == bool((logprobs.argmax(-1) == torch.tensor(t)).all())
+
+
+def test_rolling_scoring_never_builds_a_tokens_by_vocab_tensor(checkpoint):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Largest(TorchDispatchMode):
+        numel = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                if isinstance(t, torch.Tensor):
+                    Largest.numel = max(Largest.numel, t.numel())
+            return out
+
+    lm = PathEvalLM(str(checkpoint), max_length=4096, prefill_chunk=1024)
+    text = " ".join(f"word{i % 97} and {i}" for i in range(1200))
+    with Largest():
+        [total] = lm.loglikelihood_rolling(requests("loglikelihood_rolling", [(text,)]))
+    T = len(lm.tok_encode(text))
+    assert T > 3000 and total < 0
+    assert Largest.numel <= 1024 * 32000  # one projection slice, never T x vocab
+    assert Largest.numel < T * 32000 / 2
+
+
+def test_registered_for_lm_eval_by_name(checkpoint):
+    from lm_eval.api.registry import get_model
+
+    assert get_model("path") is PathEvalLM
+    lm = get_model("path").create_from_arg_string(f"pretrained={checkpoint},max_length=256", {"batch_size": 2})
+    assert lm.max_length == 256 and lm.batch_size == 2
