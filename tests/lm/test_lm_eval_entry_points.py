@@ -1,0 +1,53 @@
+"""The `path` model through lm-eval's own entry points: its Python API by name, and its command
+line through `eval.py lm-eval`."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from tests.shared_data import SHARED_DATA, build_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("entry")
+    torch.manual_seed(0)
+    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=1,
+                                       num_heads=2)).save_pretrained(root / "model")
+    data = build_data_dir(root / "data", ["lambada_openai"])
+    task = root / "tasks" / "lambada_local.yaml"
+    task.parent.mkdir()
+    task.write_text(
+        "task: lambada_local\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {data / 'EleutherAI/lambada_openai/default/test.jsonl'}\n"
+        "output_type: loglikelihood\ntest_split: test\n"
+        "doc_to_text: \"{{text.split(' ')[:-1]|join(' ')}}\"\ndoc_to_target: \"{{' '+text.split(' ')[-1]}}\"\n"
+        "metric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n")
+    return root
+
+
+def test_simple_evaluate_by_name(setup):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import path_eval.lm  # noqa: F401  registers "path"
+
+    out = lm_eval.simple_evaluate(model="path", model_args=f"pretrained={setup / 'model'},max_length=512",
+                                  tasks=["lambada_local"], limit=3, task_manager=TaskManager(include_path=str(setup / "tasks")))
+    assert out["results"]["lambada_local"]["acc,none"] >= 0.0
+    assert out["n-samples"]["lambada_local"]["effective"] == 3
+
+
+def test_lm_eval_command_line_wrapper(setup):
+    result = subprocess.run([sys.executable, "eval.py", "lm-eval", "run", "--model", "path", "--model_args",
+                             f"pretrained={setup / 'model'},max_length=512", "--tasks", "lambada_local",
+                             "--include_path", str(setup / "tasks"), "--limit", "2", "--device", "cpu"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "lambada_local" in result.stdout and "acc" in result.stdout
