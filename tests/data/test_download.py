@@ -1,0 +1,30 @@
+"""`eval.py download` asks the hub for exactly the splits lm-eval's task definitions evaluate, and
+writes them in the layout `--data-dir` reads (the hub is replaced by a stub: no network in tests)."""
+import json
+
+import datasets
+
+from path_eval.cli import main
+from path_eval.suites import load_suite
+from path_eval.tasks import build_task
+
+
+def test_download_writes_the_splits_a_run_reads(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_load_dataset(path, name=None, split=None, **kwargs):
+        calls.append((path, name, split))
+        return datasets.Dataset.from_list([{"question": f"{path}/{name}/{split} #{i}", "label": i} for i in range(3)])
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    assert main(["download", "--suite", "table2", "--tasks", "piqa,arc_challenge,wikitext", "--data-dir", str(tmp_path)]) == 0
+    assert calls == [("baber/piqa", None, "validation"), ("allenai/ai2_arc", "ARC-Challenge", "test"),
+                     ("EleutherAI/wikitext_document_level", "wikitext-2-raw-v1", "test")]
+    file = tmp_path / "allenai/ai2_arc/ARC-Challenge/test.jsonl"
+    rows = [json.loads(line) for line in file.read_text().splitlines()]
+    assert rows[2] == {"question": "allenai/ai2_arc/ARC-Challenge/test #2", "label": 2}
+    assert not list(tmp_path.rglob(".*.partial"))
+    suite = load_suite("table2")
+    for name in ("piqa", "arc_challenge", "wikitext"):
+        task = build_task(suite.task(name), tmp_path, "table2")
+        assert task.config["dataset_path"] == "json" and all(f.is_file() for f in task.files)

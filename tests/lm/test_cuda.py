@@ -1,0 +1,25 @@
+"""The adapter on a GPU gives the CPU's answers (skipped where no CUDA GPU is present)."""
+import pytest
+import torch
+from lm_eval.api.instance import Instance
+
+from path_eval.lm import PathEvalLM
+from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+
+def test_cuda_scores_and_generates_like_cpu(tmp_path):
+    torch.manual_seed(0)
+    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=128, num_hidden_layers=2,
+                                       num_heads=2, max_position_embeddings=1024)).save_pretrained(tmp_path)
+    pairs = [("The capital of France is", " Paris"), ("1 2 3 4", " 5 6")]
+    prompts = [("Once upon a time", {"until": ["\n"], "max_gen_toks": 16}), ("A", {"until": ["\n"], "max_gen_toks": 16})]
+    out = {}
+    for device in ("cpu", "cuda"):
+        lm = PathEvalLM(str(tmp_path), device=device, dtype="float32", batch_size=2)
+        out[device] = (lm.loglikelihood([Instance("loglikelihood", {}, p, i) for i, p in enumerate(pairs)]),
+                       lm.generate_until([Instance("generate_until", {}, p, i) for i, p in enumerate(prompts)]))
+    for (a, _), (b, _) in zip(out["cpu"][0], out["cuda"][0]):
+        assert a == pytest.approx(b, rel=1e-4)
+    assert out["cpu"][1] == out["cuda"][1]
