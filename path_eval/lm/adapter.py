@@ -71,6 +71,7 @@ class PathEvalLM(TemplateLM):
         self.tokens_processed = 0
         self.seconds = 0.0
         self.truncated_requests = 0
+        self.requests_computed = 0
 
     # ----------------------------------------------------------------- lm-eval properties
     @property
@@ -142,9 +143,11 @@ class PathEvalLM(TemplateLM):
                 targets.append(continuation[-(len(whole) - 1):])
             scores = self._timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
                                  tokens=sum(map(len, inputs)))
+            self.requests_computed += len(batch)
             for (key, _, _), score in zip(batch, scores):
                 results.append(score)
-                self.cache_hook.add_partial("loglikelihood", key, score)
+                if key is not None:  # rolling windows are cached as whole documents instead
+                    self.cache_hook.add_partial("loglikelihood", key, score)
         return collated.get_original(results)
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
@@ -191,6 +194,7 @@ class PathEvalLM(TemplateLM):
                 encoded.append(tokens)
             new_tokens = self._timed(self._generate, encoded, until, max_gen, do_sample, temperature,
                                      tokens=sum(map(len, encoded)))
+            self.requests_computed += len(batch)
             for tokens, context in zip(new_tokens, contexts):
                 text = self.tok_decode(tokens)
                 for stop in until:

@@ -37,6 +37,7 @@ class Provenance(BaseModel):
     tokens: int
     tokens_per_second: float | None
     truncated_requests: int
+    requests_computed: int
 
 
 class ResultRecord(BaseModel):

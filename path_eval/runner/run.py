@@ -32,6 +32,15 @@ class RunOptions:
     bootstrap_iters: int = 100000
 
 
+def resume_cache(out: Path, name: str, identity: dict) -> Path:
+    """Where finished requests of this model are kept (lm-eval's request cache, one sqlite row per
+    request, committed as each is computed): a run started again with the same arguments reuses
+    them. The name carries everything that changes the numbers, so a changed model, dtype, device,
+    backend or length never reuses another's answers."""
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return out / "resume" / f"{slug(name)}-{key}"
+
+
 def model_names(paths: list[Path]) -> list[str]:
     """Folder names, or whole paths where folder names collide."""
     names = [p.name for p in paths]
@@ -55,27 +64,31 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
         clock = time.perf_counter()
         lm = PathEvalLM(str(path), device=options.device, dtype=options.dtype, attention=options.attention,
                         batch_size=options.batch_size, max_length=options.max_length or plan.suite.max_length)
-        log.info("%s: %s on %s, %s, backend %s, tokenizer %s", name, type(lm.model).__name__, options.device,
-                 next(lm.model.parameters()).dtype, getattr(lm.model, "backend_name", "transformers"),
-                 lm.tokenizer.name_or_path)
-        output = lm_eval.simple_evaluate(
-            model=lm, tasks=[t.config for t in tasks.values()], limit=plan.limit, log_samples=True,
-            task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
-            torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=options.bootstrap_iters)
-        wall = time.perf_counter() - clock
-        model_info = {
+        backend = getattr(lm.model, "backend_name", None)
+        identity = {
             "model_path": str(path.resolve()),
             "model_type": json.loads((path / "config.json").read_text()).get("model_type", "?"),
             "variant": getattr(lm.model.config, "attention", None),
             "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
             "weights_sha256": weights_sha256(weight_files(path)),
             "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_sha256(lm.tokenizer),
-            "seed": plan.seed, "limit": plan.limit, "max_length": lm.max_length,
-            "dtype": str(next(lm.model.parameters()).dtype).removeprefix("torch."), "device": options.device,
-            "attention_backend": getattr(lm.model, "backend_name", None), "batch_size": options.batch_size,
+            "max_length": lm.max_length, "dtype": str(next(lm.model.parameters()).dtype).removeprefix("torch."),
+            "device": options.device, "attention_backend": backend,
+        }
+        log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", name,
+                 identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
+                 backend or "transformers' own", identity["tokenizer"], lm.max_length, plan.data_dir)
+        output = lm_eval.simple_evaluate(
+            model=lm, tasks=[t.config for t in tasks.values()], limit=plan.limit, log_samples=True,
+            task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
+            torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=options.bootstrap_iters,
+            use_cache=str(resume_cache(options.out, name, identity)))
+        wall = time.perf_counter() - clock
+        model_info = identity | {
+            "seed": plan.seed, "limit": plan.limit, "batch_size": options.batch_size,
             "started_at": started, "wall_time_s": round(wall, 3), "tokens": lm.tokens_processed,
             "tokens_per_second": round(lm.tokens_processed / lm.seconds, 1) if lm.seconds else None,
-            "truncated_requests": lm.truncated_requests,
+            "truncated_requests": lm.truncated_requests, "requests_computed": lm.requests_computed,
         } | env
         for task in tasks.values():
             key = task.spec.lm_eval_task
