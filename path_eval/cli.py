@@ -80,6 +80,41 @@ def _lm_eval(args) -> None:
     cli_evaluate()
 
 
+def _check(args) -> int:
+    from path_eval.reports.check import check, load_baseline
+    from path_eval.results import load_results
+
+    baseline, tolerances = load_baseline(Path(args.baseline))
+    findings, problems = check(load_results(Path(args.results)), baseline, tolerances)
+    if problems:
+        for problem in problems:
+            print(f"incomparable: {problem}")
+        return 2
+    for finding in findings:
+        print(finding.line())
+    regressed = sum(f.regressed for f in findings)
+    print(f"{regressed} of {len(findings)} metrics regressed beyond tolerance")
+    return 1 if regressed else 0
+
+
+def _list(args) -> None:
+    import json
+
+    from path_eval.suites import available_suites, load_suite
+
+    for name in available_suites():
+        suite = load_suite(name)
+        lengths = ", ".join(str(n) for n in suite.lengths) or "none"
+        print(f"suite {name}: {suite.description}\n  lengths: {lengths}; max_length: {suite.max_length or 'model'}")
+        for task in suite.tasks:
+            print(f"  task {task.name} (lm-eval {task.lm_eval_task}): {', '.join(m.name for m in task.metrics)}")
+    for folder in args.models:
+        for config in sorted(Path(folder).glob("*/config.json")):
+            raw = json.loads(config.read_text())
+            variant = raw.get("attention") or ("path_fox" if raw.get("use_forget_gate") else "")
+            print(f"model {config.parent}: {raw.get('model_type', '?')} {variant}".rstrip())
+
+
 def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
@@ -123,6 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_lm_eval)
 
+    p = sub.add_parser("check", help="compare results with a baseline: exit 0 within tolerance, 1 on a "
+                                     "regression, 2 when the two are not comparable")
+    p.add_argument("results", help="results.json or the run folder holding it")
+    p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
+    p.set_defaults(func=_check)
+
+    p = sub.add_parser("list", help="suites, their tasks and lengths, and models found")
+    p.add_argument("--models", nargs="*", default=["models"], help="folders to look in for checkpoints")
+    p.set_defaults(func=_list)
+
     p = sub.add_parser("inspect", help="load a checkpoint and describe it")
     model_options(p)
     p.set_defaults(func=_inspect)
@@ -140,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        args.func(args)
+        code = args.func(args)
     except PathEvalError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return 0
+    return code or 0

@@ -1,0 +1,65 @@
+"""`eval.py check`: 0 within tolerance, 1 with a per-metric diff on a regression, 2 on incomparable inputs."""
+import json
+
+import pytest
+
+from path_eval.cli import main
+from path_eval.results import Provenance, ResultRecord, write_results
+
+PROVENANCE = dict(model_path="/m", model_type="path_attn", variant="path", config_sha256="c", weights_sha256="w",
+                  tokenizer="t", tokenizer_sha256="tok", data_fingerprint="d", data_files=["f"], seed=1234,
+                  limit=None, num_fewshot=0, max_length=2048, dtype="float32", device="cpu",
+                  attention_backend="torch", batch_size=1, harness_version="0.1.0", git_revision=None,
+                  lm_eval_version="0.4.13", torch_version="2", transformers_version="5", python_version="3.11",
+                  hostname="h", started_at="now", wall_time_s=1.0, tokens=1, tokens_per_second=1.0,
+                  truncated_requests=0, requests_computed=1)
+
+
+def records(acc=0.55, ppl=18.0, **provenance):
+    p = Provenance(**(PROVENANCE | provenance))
+    return [ResultRecord(suite="table2", model="m", task="piqa", length=None, metric="acc", value=acc, stderr=0.01,
+                         n=1838, higher_is_better=True, provenance=p),
+            ResultRecord(suite="table2", model="m", task="wikitext", length=None, metric="word_perplexity",
+                         value=ppl, stderr=None, n=62, higher_is_better=False, provenance=p)]
+
+
+@pytest.fixture
+def baseline(tmp_path):
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"tolerances": {"acc": {"abs": 0.01}, "word_perplexity": {"rel": 0.02}},
+                                "records": [r.model_dump() for r in records()]}))
+    return path
+
+
+def run_check(tmp_path, baseline, recs, capsys):
+    write_results(recs, tmp_path / "run" / "results.json")
+    code = main(["check", str(tmp_path / "run"), "--baseline", str(baseline)])
+    return code, capsys.readouterr().out
+
+
+def test_within_tolerance_passes(tmp_path, baseline, capsys):
+    code, out = run_check(tmp_path, baseline, records(acc=0.545, ppl=18.3), capsys)
+    assert code == 0 and "0 of 2 metrics regressed" in out
+
+
+def test_improvements_are_not_regressions(tmp_path, baseline, capsys):
+    assert run_check(tmp_path, baseline, records(acc=0.70, ppl=12.0), capsys)[0] == 0
+
+
+def test_perturbed_results_fail_with_a_per_metric_diff(tmp_path, baseline, capsys):
+    code, out = run_check(tmp_path, baseline, records(acc=0.53, ppl=18.5), capsys)
+    assert code == 1
+    assert "REGRESSED m piqa acc: 0.53 vs baseline 0.55" in out
+    assert "REGRESSED m wikitext word_perplexity: 18.5 vs baseline 18" in out
+
+
+@pytest.mark.parametrize("change", [{"tokenizer_sha256": "other"}, {"data_fingerprint": "x"}, {"seed": 1},
+                                    {"limit": 10}, {"max_length": 4096}])
+def test_incomparable_inputs_are_refused(tmp_path, baseline, capsys, change):
+    code, out = run_check(tmp_path, baseline, records(**change), capsys)
+    assert code == 2 and f"{next(iter(change))} differs" in out
+
+
+def test_missing_metric_is_incomparable(tmp_path, baseline, capsys):
+    code, out = run_check(tmp_path, baseline, records()[:1], capsys)
+    assert code == 2 and "missing from the results: m wikitext word_perplexity" in out
