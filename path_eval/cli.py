@@ -44,6 +44,7 @@ def _run(args) -> None:
 
     from path_eval.plan import build_plan
     from path_eval.reports import results_table
+    from path_eval.reports.extrapolation import write_reports
     from path_eval.runner import RunOptions, run
     from path_eval.suites import load_suite
 
@@ -57,6 +58,8 @@ def _run(args) -> None:
     console = Console()
     console.print(results_table(records, suite))
     console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
+    for report in write_reports(records, suite, out):
+        console.print(f"report: {report}")
 
 
 def _download(args) -> None:

@@ -42,6 +42,17 @@ def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, rows: list[tor
     return [hidden[b, r] for b, r in enumerate(rows)]
 
 
+def _target_logprobs(model, hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """log p(target) and whether it is the argmax, per row of `hidden`, PROJECTION_ROWS at a time."""
+    logprobs, greedy = [], []
+    for start in range(0, len(targets), PROJECTION_ROWS):
+        full = torch.log_softmax(_project(model, hidden[start:start + PROJECTION_ROWS]), -1)
+        part = targets[start:start + PROJECTION_ROWS]
+        logprobs.append(full.gather(-1, part[:, None])[:, 0])
+        greedy.append(full.argmax(-1) == part)
+    return torch.cat(logprobs), torch.cat(greedy)
+
+
 @torch.no_grad()
 def score_batch(model, inputs: list[list[int]], targets: list[list[int]], pad_id: int,
                 prefill_chunk: int | None = None) -> list[tuple[float, bool]]:
@@ -59,12 +70,18 @@ def score_batch(model, inputs: list[list[int]], targets: list[list[int]], pad_id
     hidden = _hidden_rows(model, tokens.to(device), mask.to(device), rows, prefill_chunk)
     results = []
     for h, t in zip(hidden, targets):
-        target = torch.tensor(t, device=device)
-        total, greedy = 0.0, True
-        for start in range(0, len(t), PROJECTION_ROWS):
-            logprobs = torch.log_softmax(_project(model, h[start:start + PROJECTION_ROWS]), -1)
-            part = target[start:start + PROJECTION_ROWS]
-            total += logprobs.gather(-1, part[:, None]).sum().item()
-            greedy &= bool((logprobs.argmax(-1) == part).all())
-        results.append((total, greedy))
+        logprobs, greedy = _target_logprobs(model, h, torch.tensor(t, device=device))
+        results.append((logprobs.sum().item(), bool(greedy.all())))
     return results
+
+
+@torch.no_grad()
+def next_token_nll(model, block: list[int], prefill_chunk: int | None = None) -> torch.Tensor:
+    """Negative log-likelihood of every token of `block` after the first, given all before it
+    ([len(block) - 1], float32): one forward over the block (prefilled in chunks for our models)."""
+    device = next(model.parameters()).device
+    tokens = torch.tensor([block], device=device)
+    rows = [torch.arange(len(block) - 1, device=device)]
+    [hidden] = _hidden_rows(model, tokens, torch.ones_like(tokens), rows, prefill_chunk)
+    logprobs, _ = _target_logprobs(model, hidden, tokens[0, 1:])
+    return -logprobs.float()

@@ -28,8 +28,8 @@ class Finding:
     regressed: bool
 
     def line(self) -> str:
-        model, task, length, metric = self.key
-        where = f"{model} {task}{'@' + str(length) if length else ''} {metric}"
+        model, task, length, bucket, metric = self.key
+        where = f"{model} {task}{'@' + str(length) if length else ''}{' [' + bucket + ']' if bucket else ''} {metric}"
         verdict = "REGRESSED" if self.regressed else "ok"
         return f"{verdict:9s} {where}: {self.value:.6g} vs baseline {self.baseline:.6g} " \
                f"(change {self.value - self.baseline:+.4g}, allowed {self.allowed:.4g})"
@@ -47,7 +47,8 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
 
 
 def key_of(record: ResultRecord) -> tuple:
-    return record.model, record.task, record.length, record.metric
+    bucket = f"{record.bucket[0]}-{record.bucket[1]}" if record.bucket else None
+    return record.model, record.task, record.length, bucket, record.metric
 
 
 def incomparable(baseline: ResultRecord, current: ResultRecord) -> str | None:

@@ -18,6 +18,8 @@ def format_value(record: ResultRecord) -> str:
 
 
 def results_table(records: list[ResultRecord], suite: SuiteSpec | None = None) -> Table:
+    """Overall values only; per-position buckets go to the extrapolation reports."""
+    records = [r for r in records if r.bucket is None]
     labels = {}
     if suite is not None:
         labels = {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}

@@ -46,6 +46,7 @@ class ResultRecord(BaseModel):
     model: str
     task: str
     length: int | None
+    bucket: list[int] | None = None  # [first, last] token position, for per-position perplexity
     metric: str
     value: float
     stderr: float | None

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.metrics import plain_mean
@@ -16,7 +18,9 @@ from path_eval.plan import Plan
 from path_eval.results import Provenance, ResultRecord, write_results
 from path_eval.results.provenance import git_revision, tokenizer_sha256, versions, weights_sha256
 from path_eval.samples import slug, write_samples
+from path_eval.runner.corpus import perplexity_and_stderr, score_corpus
 from path_eval.tasks import build_task
+from path_eval.tasks.extrapolation import documents
 
 log = logging.getLogger("path_eval")
 
@@ -56,14 +60,19 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
 
     if plan.data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
-    tasks = {item.task.name: build_task(item.task, plan.data_dir, plan.suite.name) for item in plan.items}
+    tasks = {item.task.name: build_task(item.task, plan.data_dir, plan.suite.name)
+             for item in plan.items if item.task.lm_eval_task}
+    corpus_items = [item for item in plan.items if item.task.corpus]
+    for item in corpus_items:  # missing corpus data fails before any model loads
+        documents(item.task.corpus, plan.data_dir, plan.suite.name)
+    max_length = options.max_length or plan.suite.max_length or max((i.length for i in corpus_items), default=None)
     records: list[ResultRecord] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = versions() | {"git_revision": git_revision()}
     for path, name in zip(plan.models, model_names(plan.models)):
         clock = time.perf_counter()
         lm = PathEvalLM(str(path), device=options.device, dtype=options.dtype, attention=options.attention,
-                        batch_size=options.batch_size, max_length=options.max_length or plan.suite.max_length)
+                        batch_size=options.batch_size, max_length=max_length)
         backend = getattr(lm.model, "backend_name", None)
         identity = {
             "model_path": str(path.resolve()),
@@ -82,7 +91,10 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             model=lm, tasks=[t.config for t in tasks.values()], limit=plan.limit, log_samples=True,
             task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
             torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=options.bootstrap_iters,
-            use_cache=str(resume_cache(options.out, name, identity)))
+            use_cache=str(resume_cache(options.out, name, identity))) if tasks else None
+        scored = {(item.task.name, item.length): score_corpus(lm, item.task, item.length, plan.suite, plan.data_dir,
+                                                              options.out / "samples" / slug(name))
+                  for item in corpus_items}
         wall = time.perf_counter() - clock
         model_info = identity | {
             "seed": plan.seed, "limit": plan.limit, "batch_size": options.batch_size,
@@ -90,7 +102,7 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             "tokens_per_second": round(lm.tokens_processed / lm.seconds, 1) if lm.seconds else None,
             "truncated_requests": lm.truncated_requests, "requests_computed": lm.requests_computed,
         } | env
-        for task in tasks.values():
+        for task in tasks.values() if output else []:
             key = task.spec.lm_eval_task
             write_samples(output["samples"][key], options.out / "samples" / slug(name) / f"{task.spec.name}.jsonl")
             found = output["results"][key]
@@ -106,10 +118,28 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
                     stderr=float(stderr) if isinstance(stderr, (int, float)) else None,
                     n=int(output["n-samples"][key]["effective"]), higher_is_better=metric.higher_is_better,
                     provenance=provenance))
+        for (task_name, length), result in scored.items():
+            records += corpus_records(plan, name, task_name, length, result, model_info)
+            curve = options.out / "curves" / slug(name) / f"{task_name}@{length}.npy"
+            curve.parent.mkdir(parents=True, exist_ok=True)
+            np.save(curve, result["curve"].astype(np.float32))
         del lm
     records += aggregate(plan, records)
     write_results(records, options.out / "results.json")
     return records
+
+
+def corpus_records(plan: Plan, model: str, task: str, length: int, result: dict, model_info: dict) -> list[ResultRecord]:
+    provenance = Provenance(**model_info, data_fingerprint=result["fingerprint"],
+                            data_files=[str(f) for f in result["files"][:50]], num_fewshot=0)
+    out = []
+    overall = [(None, result["total"])]
+    for bucket, (_, _, nll_sum, count, means) in overall + [([b[0], b[1]], b) for b in result["buckets"]]:
+        ppl, stderr = perplexity_and_stderr(nll_sum, count, means)
+        out.append(ResultRecord(suite=plan.suite.name, model=model, task=task, length=length, bucket=bucket,
+                                metric="perplexity", value=ppl, stderr=stderr, n=result["blocks"],
+                                higher_is_better=False, provenance=provenance))
+    return out
 
 
 def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:

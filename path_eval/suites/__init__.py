@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from path_eval.errors import PathEvalError
 
@@ -27,15 +27,52 @@ class MetricSpec(BaseModel):
     higher_is_better: bool = True
 
 
+class CorpusSpec(BaseModel):
+    """A text corpus for per-position perplexity: exactly one source.
+
+    hf_path (+ hf_config, split, field, dedupe, max_docs): a Hugging Face dataset, read from the
+    data dir; `field` may be dotted ("document.text"); `dedupe` drops rows whose (dotted) field
+    repeats (NarrativeQA lists each story once per question). folder: *.txt files under the data
+    dir (sorted by name), optionally without Project Gutenberg headers and footers. python_stdlib:
+    the `.py` sources of the running Python's standard library (sorted by path), a code corpus
+    present on every machine. `standin_for` names the corpus an offline stand-in replaces."""
+
+    model_config = ConfigDict(extra="forbid")
+    hf_path: str | None = None
+    hf_config: str | None = None
+    split: str = "test"
+    field: str = "text"
+    dedupe: str | None = None
+    max_docs: int | None = None
+    folder: str | None = None
+    strip_gutenberg: bool = False
+    python_stdlib: bool = False
+    standin_for: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if sum([self.hf_path is not None, self.folder is not None, self.python_stdlib]) != 1:
+            raise ValueError("a corpus needs exactly one of hf_path, folder, python_stdlib")
+        return self
+
+
 class TaskSpec(BaseModel):
-    """One task of a suite. `lm_eval_task`: the lm-eval task that defines data, prompt and metric."""
+    """One task of a suite: an lm-eval task (`lm_eval_task`, which defines data, prompt and
+    metric) or a corpus scored for perplexity by token position (`corpus`)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
-    lm_eval_task: str
+    lm_eval_task: str | None = None
+    corpus: CorpusSpec | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
     num_fewshot: int = 0
     label: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if (self.lm_eval_task is None) == (self.corpus is None):
+            raise ValueError("a task needs exactly one of lm_eval_task and corpus")
+        return self
 
     @field_validator("metrics", mode="before")
     @classmethod
@@ -61,6 +98,10 @@ class SuiteSpec(BaseModel):
     aggregates: list[AggregateSpec] = []
     lengths: list[int] = []
     max_length: int | None = None
+    bucket_size: int = 2048
+    max_blocks: int | None = None
+    training_length: int | None = None
+    caption: str | None = None
 
     @field_validator("lengths", mode="before")
     @classmethod

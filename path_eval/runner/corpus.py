@@ -1,0 +1,75 @@
+"""Per-position perplexity of a corpus at one block length, for one model (see
+`path_eval.tasks.extrapolation` for the protocol). Each finished block is logged at once (its
+per-bucket sums in a JSONL line, its per-position NLL in an .npy file), so a killed run resumes
+block by block."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from path_eval.data import fingerprint, write_jsonl_atomic
+from path_eval.errors import PathEvalError
+from path_eval.lm.scoring import next_token_nll
+from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
+
+
+def _save_npy_atomic(array: np.ndarray, target: Path) -> None:
+    staging = target.with_name(f".{target.name}.partial")
+    with open(staging, "wb") as handle:
+        np.save(handle, array)
+    staging.replace(target)
+
+
+def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path) -> dict:
+    """Returns {"buckets": [(first, last, nll_sum, count, per-block means)], "total": (...),
+    "blocks": n, "files": [...], "curve": mean NLL per position}."""
+    texts, files = documents(task.corpus, data_dir, suite.name)
+    edges = bucket_edges(length, suite.bucket_size)
+    log_file = samples_dir / f"{task.name}@{length}.jsonl"
+    block_dir = samples_dir / f"{task.name}@{length}"
+    block_dir.mkdir(parents=True, exist_ok=True)
+    finished = {}
+    if log_file.is_file():
+        finished = {row["block"]: row for row in map(json.loads, log_file.read_text().splitlines())}
+    rows, curve_sum, per_block = [], np.zeros(length - 1), []
+    for index, block in enumerate(blocks(token_stream(texts, lm.tokenizer), length, suite.max_blocks)):
+        digest = hashlib.sha256(np.asarray(block, dtype=np.int64).tobytes()).hexdigest()
+        nll_file = block_dir / f"block-{index:05d}.npy"
+        row = finished.get(index)
+        if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
+            nll = np.load(nll_file)
+        else:
+            nll = next_token_nll(lm.model, block, lm.prefill_chunk).cpu().numpy().astype(np.float64)
+            lm.tokens_processed += length
+            lm.requests_computed += 1
+            _save_npy_atomic(nll.astype(np.float32), nll_file)
+            row = {"block": index, "tokens_sha256": digest, "first_tokens": block[:8],
+                   "nll_sum": [float(nll[a:b + 1].sum()) for a, b in edges],
+                   "count": [b - a + 1 for a, b in edges], "nll_file": str(nll_file.relative_to(samples_dir))}
+        rows.append(row)
+        write_jsonl_atomic(rows, log_file)
+        curve_sum += nll
+        per_block.append(row)
+    if not rows:
+        raise PathEvalError(f"corpus {task.name} has fewer than {length} tokens: it cannot fill one block; "
+                            "use a shorter --lengths or more data")
+    buckets = []
+    for k, (a, b) in enumerate(edges):
+        means = [r["nll_sum"][k] / r["count"][k] for r in per_block]
+        buckets.append((a, b, sum(r["nll_sum"][k] for r in per_block), sum(r["count"][k] for r in per_block), means))
+    totals = [sum(r["nll_sum"]) / sum(r["count"]) for r in per_block]
+    total = (0, length - 2, sum(sum(r["nll_sum"]) for r in per_block), sum(sum(r["count"]) for r in per_block), totals)
+    return {"buckets": buckets, "total": total, "blocks": len(rows), "files": files,
+            "fingerprint": fingerprint(files), "curve": curve_sum / len(rows)}
+
+
+def perplexity_and_stderr(nll_sum: float, count: int, block_means: list[float]) -> tuple[float, float | None]:
+    """exp(mean NLL); stderr by the delta method from the spread of the per-block means."""
+    ppl = math.exp(nll_sum / count)
+    if len(block_means) < 2:
+        return ppl, None
+    return ppl, ppl * float(np.std(block_means, ddof=1) / math.sqrt(len(block_means)))

@@ -1,0 +1,107 @@
+"""Length-extrapolation protocol: block cutting, Gutenberg stripping, chunked == full scoring, and
+the suite end to end on the offline stand-in corpora."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from path_eval.lm import PathEvalLM
+from path_eval.lm.scoring import next_token_nll
+from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.runner.corpus import score_corpus
+from path_eval.suites import load_suite
+from path_eval.tasks.extrapolation import blocks, bucket_edges, strip_gutenberg
+from tests.shared_data import SHARED_DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_blocks_keep_every_token_once_and_drop_only_the_tail():
+    stream = list(range(10_007))
+    cut = list(blocks(iter(stream), 1000))
+    assert [len(b) for b in cut] == [1000] * 10
+    assert [t for b in cut for t in b] == stream[:10_000]
+    assert len(list(blocks(iter(stream), 1000, max_blocks=3))) == 3
+    assert bucket_edges(1000, 256) == [(0, 255), (256, 511), (512, 767), (768, 998)]
+
+
+def test_gutenberg_header_and_footer_are_stripped():
+    text = ("The Project Gutenberg EBook of X\nlicence words\n*** START OF THIS PROJECT GUTENBERG EBOOK X ***\n\n"
+            "Chapter 1\nIt was a dark night.\n\nEnd of the Project Gutenberg EBook of X, by Y\n\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\nmore licence\n")
+    assert strip_gutenberg(text) == "Chapter 1\nIt was a dark night.\n"
+    assert strip_gutenberg("no markers at all\n") == "no markers at all\n"
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+def test_real_gutenberg_books_lose_only_the_licence():
+    for book in sorted((SHARED_DATA / "gutenberg_books").glob("*.txt")):
+        raw = book.read_text(encoding="utf-8", errors="replace")
+        body = strip_gutenberg(raw)
+        assert "PROJECT GUTENBERG" not in body.upper() and "*** START" not in body
+        assert 0.8 * len(raw) < len(body) < len(raw)
+
+
+@pytest.fixture(scope="module")
+def lm(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ppl")
+    torch.manual_seed(0)
+    model = PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64,
+                                               num_hidden_layers=2, num_heads=2))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.2)
+    model.save_pretrained(path)
+    return PathEvalLM(str(path), max_length=4096)
+
+
+def test_chunked_prefill_scoring_equals_one_full_forward(lm):
+    block = torch.randint(0, 32000, (700,), generator=torch.Generator().manual_seed(3)).tolist()
+    full = next_token_nll(lm.model, block, None)
+    for chunk in (64, 100, 333):
+        assert torch.allclose(next_token_nll(lm.model, block, chunk), full, rtol=1e-5, atol=1e-5), chunk
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([block])).logits[0, :-1]
+    expected = -torch.log_softmax(logits, -1).gather(-1, torch.tensor(block[1:])[:, None])[:, 0]
+    assert torch.allclose(full, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_bucketed_perplexity_is_the_same_for_every_chunk_size(lm, tmp_path):
+    suite = load_suite("extrapolation").model_copy(update={"bucket_size": 256, "max_blocks": 2})
+    task = suite.task("code_standin")
+    results = []
+    for chunk in (None, 128, 500):
+        lm.prefill_chunk = chunk or 10**9
+        results.append(score_corpus(lm, task, 900, suite, tmp_path, tmp_path / f"s{chunk}"))
+    lm.prefill_chunk = 8192
+    for other in results[1:]:
+        for a, b in zip(results[0]["buckets"], other["buckets"]):
+            assert a[:2] == b[:2] and a[2] == pytest.approx(b[2], rel=1e-5) and a[3] == b[3]
+    assert [b[:2] for b in results[0]["buckets"]] == [(0, 255), (256, 511), (512, 767), (768, 898)]
+    assert results[0]["blocks"] == 2
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+def test_suite_runs_offline_on_the_stand_ins_and_writes_reports(lm, tmp_path):
+    data = tmp_path / "data"
+    (data / "gutenberg_books").mkdir(parents=True)
+    for book in (SHARED_DATA / "gutenberg_books").glob("*.txt"):
+        (data / "gutenberg_books" / book.name).write_bytes(book.read_bytes())
+    out = tmp_path / "out"
+    command = [sys.executable, "eval.py", "run", "--suite", "extrapolation", "--tasks", "books_standin,code_standin",
+               "--lengths", "1k", "--model", lm.pretrained, "--data-dir", str(data), "--out", str(out)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = json.loads((out / "results.json").read_text())
+    buckets = [r for r in records if r["bucket"] is not None]
+    assert {r["task"] for r in buckets} == {"books_standin", "code_standin"} and len(buckets) == 2 * 1
+    assert all(r["length"] == 1024 and r["n"] == 8 for r in records)
+    for name in ("perplexity_by_position.csv", "perplexity_by_position.md", "perplexity_by_position.png"):
+        assert (out / name).stat().st_size > 100
+    assert np.load(out / "curves" / Path(lm.pretrained).name / "books_standin@1024.npy").shape == (1023,)
+    too_long = subprocess.run(command[:8] + ["100000k"] + command[9:], cwd=ROOT, capture_output=True, text=True)
+    assert too_long.returncode == 2 and "cannot fill one block" in too_long.stderr
