@@ -24,8 +24,9 @@ def _save_npy_atomic(array: np.ndarray, target: Path) -> None:
     staging.replace(target)
 
 
-def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path) -> dict:
-    """Returns {"buckets": [(first, last, nll_sum, count, per-block means)], "total": (...),
+def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path, limit: int | None = None) -> dict:
+    """`limit` (else the suite's max_blocks) caps the number of blocks.
+    Returns {"buckets": [(first, last, nll_sum, count, per-block means)], "total": (...),
     "blocks": n, "files": [...], "curve": mean NLL per position}."""
     texts, files = documents(task.corpus, data_dir, suite.name)
     edges = bucket_edges(length, suite.bucket_size)
@@ -36,7 +37,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     if log_file.is_file():
         finished = {row["block"]: row for row in map(json.loads, log_file.read_text().splitlines())}
     rows, curve_sum, per_block = [], np.zeros(length - 1), []
-    for index, block in enumerate(blocks(token_stream(texts, lm.tokenizer), length, suite.max_blocks)):
+    for index, block in enumerate(blocks(token_stream(texts, lm.tokenizer), length, limit or suite.max_blocks)):
         digest = hashlib.sha256(np.asarray(block, dtype=np.int64).tobytes()).hexdigest()
         nll_file = block_dir / f"block-{index:05d}.npy"
         row = finished.get(index)

@@ -93,7 +93,7 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=options.bootstrap_iters,
             use_cache=str(resume_cache(options.out, name, identity))) if tasks else None
         scored = {(item.task.name, item.length): score_corpus(lm, item.task, item.length, plan.suite, plan.data_dir,
-                                                              options.out / "samples" / slug(name))
+                                                              options.out / "samples" / slug(name), plan.limit)
                   for item in corpus_items}
         wall = time.perf_counter() - clock
         model_info = identity | {

@@ -7,6 +7,7 @@ from path_eval.lm import PathEvalLM
 from path_eval.lm.scoring import score_batch
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.models.tokenizer import load_tokenizer, mistral_v1_directory
+from tests.tensor_tracking import LargestTensor
 
 
 @pytest.fixture(scope="module")
@@ -75,26 +76,14 @@ def test_sliced_scoring_equals_full_log_softmax(checkpoint):
 
 
 def test_rolling_scoring_never_builds_a_tokens_by_vocab_tensor(checkpoint):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Largest(TorchDispatchMode):
-        numel = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in (out if isinstance(out, (tuple, list)) else (out,)):
-                if isinstance(t, torch.Tensor):
-                    Largest.numel = max(Largest.numel, t.numel())
-            return out
-
     lm = PathEvalLM(str(checkpoint), max_length=4096, prefill_chunk=1024)
     text = " ".join(f"word{i % 97} and {i}" for i in range(1200))
-    with Largest():
+    with LargestTensor() as seen:
         [total] = lm.loglikelihood_rolling(requests("loglikelihood_rolling", [(text,)]))
     T = len(lm.tok_encode(text))
     assert T > 3000 and total < 0
-    assert Largest.numel <= 1024 * 32000  # one projection slice, never T x vocab
-    assert Largest.numel < T * 32000 / 2
+    assert seen.numel <= 1024 * 32000  # one projection slice, never T x vocab
+    assert seen.numel < T * 32000 / 2
 
 
 def test_registered_for_lm_eval_by_name(checkpoint):

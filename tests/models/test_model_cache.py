@@ -5,6 +5,7 @@ import torch
 
 from path_eval.models import VARIANTS, PathEvalConfig, PathEvalForCausalLM
 from path_eval.models.generation import generate, prefill
+from tests.tensor_tracking import LargestTensor
 
 
 def tiny_model(variant, dtype=torch.float32, seed=0, **overrides):
@@ -92,26 +93,13 @@ def test_generation_stops_at_eos_and_pads():
 
 
 def test_forward_never_builds_a_T_by_T_tensor():
-    """Record the largest tensor any op creates during a 2048-token forward."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Largest(TorchDispatchMode):
-        numel = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in (out if isinstance(out, (tuple, list)) else (out,)):
-                if isinstance(t, torch.Tensor):
-                    Largest.numel = max(Largest.numel, t.numel())
-            return out
-
+    """Record the largest tensor any op creates during forwards of 1024 and 4096 tokens."""
     model = tiny_model("path_fox")
 
     def largest(T):
-        Largest.numel = 0
-        with torch.no_grad(), Largest():
+        with torch.no_grad(), LargestTensor() as seen:
             model(torch.randint(0, 97, (1, T)), logits_to_keep=1)
-        return Largest.numel
+        return seen.numel
 
     small, large = largest(1024), largest(4096)
     assert large <= 4.5 * small  # linear in T, where T x T logits would grow 16-fold

@@ -19,7 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid
+from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid, gate_offsets_to_end
 
 CHUNK = 64
 CACHE_BLOCK = 1024
@@ -167,11 +167,6 @@ def _next_state(x: AttentionInputs, past: KVState | None, f, transform: bool, k_
     else:
         k_all = x.k if past is None else torch.cat([past.k, x.k], 1)
     v_all = x.v if past is None else torch.cat([past.v, x.v], 1)
-    g_to_end = None
-    if x.g is not None:
-        G = x.g.to(f).cumsum(1)
-        total = G[:, -1:]
-        old = past.g_to_end.to(f) + total if past is not None else G[:, :0]
-        g_to_end = torch.cat([old, total - G], dim=1)
+    g_to_end = gate_offsets_to_end(x, past, f)
     valid = concat_valid(None if past is None else past.valid, x.key_valid, L, T, B, x.k.device)
     return KVState(k_all.contiguous(), v_all, g_to_end, valid)

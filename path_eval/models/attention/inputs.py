@@ -81,3 +81,14 @@ def concat_valid(old: torch.Tensor | None, new: torch.Tensor | None, old_len: in
     if new is None:
         new = torch.ones(batch, new_len, dtype=torch.bool, device=device)
     return torch.cat([old, new], dim=1)
+
+
+def gate_offsets_to_end(x: AttentionInputs, past: KVState | None, f: torch.dtype) -> torch.Tensor | None:
+    """Per-key sum of log gates up to the new cache end: old keys decay by the whole segment, and
+    a new key j by the segment's gates after j."""
+    if x.g is None:
+        return None
+    G = x.g.to(f).cumsum(1)
+    total = G[:, -1:]
+    old = past.g_to_end.to(f) + total if past is not None else G[:, :0]
+    return torch.cat([old, total - G], dim=1)

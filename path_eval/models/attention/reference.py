@@ -11,7 +11,7 @@ import os
 import torch
 
 from path_eval.errors import PathEvalError
-from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid
+from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid, gate_offsets_to_end
 
 MAX_LOGIT_BYTES = int(os.environ.get("PATH_EVAL_REFERENCE_MAX_BYTES", 2 << 30))
 
@@ -82,11 +82,6 @@ def _next_state(x: AttentionInputs, past: KVState | None, f: torch.dtype, valid)
         for t in range(T):
             k_old = _apply_householder(k_old, w[:, None, t], beta[:, None, t])
             k_new[:, :t] = _apply_householder(k_new[:, :t], w[:, None, t], beta[:, None, t])
-    g_to_end = None
-    if x.g is not None:
-        G = x.g.to(f).cumsum(1)
-        total = G[:, -1:]
-        old = past.g_to_end.to(f) + total if past is not None else G[:, :0]
-        g_to_end = torch.cat([old, total - G], dim=1)
+    g_to_end = gate_offsets_to_end(x, past, f)
     v_old = past.v if past is not None else x.v[:, :0]
     return KVState(torch.cat([k_old, k_new], 1), torch.cat([v_old, x.v], 1), g_to_end, valid)
