@@ -120,7 +120,8 @@ class PathEvalLM(TemplateLM):
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
 
     # ----------------------------------------------------------------- scoring
-    def _timed(self, fn, *args, tokens: int):
+    def timed(self, fn, *args, tokens: int):
+        """Run fn(*args), counting its seconds and `tokens` toward the throughput in the provenance."""
         start = time.perf_counter()
         out = fn(*args)
         self.seconds += time.perf_counter() - start
@@ -141,7 +142,7 @@ class PathEvalLM(TemplateLM):
                 whole = (context + continuation)[-(self.max_length + 1):]
                 inputs.append(whole[:-1])
                 targets.append(continuation[-(len(whole) - 1):])
-            scores = self._timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
+            scores = self.timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
                                  tokens=sum(map(len, inputs)))
             self.requests_computed += len(batch)
             for (key, _, _), score in zip(batch, scores):
@@ -192,7 +193,7 @@ class PathEvalLM(TemplateLM):
                                 "tokens (as lm-eval's hf model does)", len(tokens), max_context, max_context)
                     tokens = tokens[-max_context:]
                 encoded.append(tokens)
-            new_tokens = self._timed(self._generate, encoded, until, max_gen, do_sample, temperature,
+            new_tokens = self.timed(self._generate, encoded, until, max_gen, do_sample, temperature,
                                      tokens=sum(map(len, encoded)))
             self.requests_computed += len(batch)
             for tokens, context in zip(new_tokens, contexts):

@@ -63,7 +63,7 @@ def plot(records: list[ResultRecord], suite: SuiteSpec, target: Path) -> None:
                     marker="o", markersize=3, label=model)
         if suite.training_length:
             ax.axvline(suite.training_length, color="grey", linestyle="--", linewidth=1)
-            ax.text(suite.training_length, ax.get_ylim()[1], "training length ", color="grey", va="top", ha="right",
+            ax.text(suite.training_length, ax.get_ylim()[0], "training length ", color="grey", va="bottom", ha="right",
                     fontsize=8)
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(

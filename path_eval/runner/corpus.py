@@ -44,8 +44,8 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
         if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
             nll = np.load(nll_file)
         else:
-            nll = next_token_nll(lm.model, block, lm.prefill_chunk).cpu().numpy().astype(np.float64)
-            lm.tokens_processed += length
+            nll = lm.timed(next_token_nll, lm.model, block, lm.prefill_chunk, tokens=length)
+            nll = nll.cpu().numpy().astype(np.float64)
             lm.requests_computed += 1
             _save_npy_atomic(nll.astype(np.float32), nll_file)
             row = {"block": index, "tokens_sha256": digest, "first_tokens": block[:8],
