@@ -102,22 +102,8 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             "tokens_per_second": round(lm.tokens_processed / lm.seconds, 1) if lm.seconds else None,
             "truncated_requests": lm.truncated_requests, "requests_computed": lm.requests_computed,
         } | env
-        for task in tasks.values() if output else []:
-            key = task.spec.lm_eval_task
-            write_samples(output["samples"][key], options.out / "samples" / slug(name) / f"{task.spec.name}.jsonl")
-            found = output["results"][key]
-            provenance = Provenance(**model_info, data_fingerprint=fingerprint(task.files),
-                                    data_files=[str(f) for f in task.files], num_fewshot=task.spec.num_fewshot)
-            for metric in task.spec.metrics:
-                if f"{metric.name},none" not in found:
-                    raise PathEvalError(f"lm-eval reported no {metric.name} for {key}: check the suite's metric names")
-                stderr = found.get(f"{metric.name}_stderr,none")
-                records.append(ResultRecord(
-                    suite=plan.suite.name, model=name, task=task.spec.name, length=None, metric=metric.name,
-                    value=float(found[f"{metric.name},none"]),
-                    stderr=float(stderr) if isinstance(stderr, (int, float)) else None,
-                    n=int(output["n-samples"][key]["effective"]), higher_is_better=metric.higher_is_better,
-                    provenance=provenance))
+        if output is not None:
+            records += lm_eval_records(plan, name, tasks, output, model_info, options.out / "samples" / slug(name))
         for (task_name, length), result in scored.items():
             records += corpus_records(plan, name, task_name, length, result, model_info)
             curve = options.out / "curves" / slug(name) / f"{task_name}@{length}.npy"
@@ -126,6 +112,29 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
         del lm
     records += aggregate(plan, records)
     write_results(records, options.out / "results.json")
+    return records
+
+
+def lm_eval_records(plan: Plan, model: str, tasks: dict, output: dict, model_info: dict,
+                    samples_dir: Path) -> list[ResultRecord]:
+    """Per-sample logs and one record per suite metric from lm-eval's output."""
+    records = []
+    for task in tasks.values():
+        key = task.spec.lm_eval_task
+        write_samples(output["samples"][key], samples_dir / f"{task.spec.name}.jsonl")
+        found = output["results"][key]
+        provenance = Provenance(**model_info, data_fingerprint=fingerprint(task.files),
+                                data_files=[str(f) for f in task.files], num_fewshot=task.spec.num_fewshot)
+        for metric in task.spec.metrics:
+            if f"{metric.name},none" not in found:
+                raise PathEvalError(f"lm-eval reported no {metric.name} for {key}: check the suite's metric names")
+            stderr = found.get(f"{metric.name}_stderr,none")
+            records.append(ResultRecord(
+                suite=plan.suite.name, model=model, task=task.spec.name, length=None, metric=metric.name,
+                value=float(found[f"{metric.name},none"]),
+                stderr=float(stderr) if isinstance(stderr, (int, float)) else None,
+                n=int(output["n-samples"][key]["effective"]), higher_is_better=metric.higher_is_better,
+                provenance=provenance))
     return records
 
 
