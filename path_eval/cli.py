@@ -100,6 +100,42 @@ def _check(args) -> int:
     return 1 if regressed else 0
 
 
+def _report(args) -> None:
+    from path_eval.errors import PathEvalError
+    from path_eval.reports.tables import render, suite_table
+    from path_eval.results import load_results
+    from path_eval.suites import load_suite
+
+    records = [r for path in args.results for r in load_results(Path(path))]
+    suites = list(dict.fromkeys(r.suite for r in records))
+    if not suites:
+        raise PathEvalError("the results hold no records")
+    for name in suites:
+        suite = load_suite(name)
+        header, rows, note = suite_table([r for r in records if r.suite == name], suite)
+        _emit(render(header, rows, args.format, f"{suite.name}: {suite.description}", note), args.format)
+
+
+def _compare(args) -> None:
+    from path_eval.reports.tables import comparison, protocol_differences, render
+    from path_eval.results import load_results
+
+    runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
+    header, rows = comparison(runs)
+    note = "; ".join(["delta against the first column; * beyond noise (1.96 combined standard errors)",
+                      *(f"CAUTION: {d}" for d in protocol_differences(runs))])
+    _emit(render(header, rows, args.format, "comparison", note), args.format)
+
+
+def _emit(rendered, fmt: str) -> None:
+    if fmt == "terminal":
+        from rich.console import Console
+
+        Console().print(rendered)
+    else:
+        print(rendered, end="")
+
+
 def _list(args) -> None:
     import json
 
@@ -166,6 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", help="results.json or the run folder holding it")
     p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
     p.set_defaults(func=_check)
+
+    formats = ["terminal", "markdown", "csv", "latex"]
+    p = sub.add_parser("report", help="tables from stored results in the suite's layout, with the paper's rows")
+    p.add_argument("results", nargs="+", help="results.json files or run folders")
+    p.add_argument("--format", choices=formats, default="terminal")
+    p.set_defaults(func=_report)
+
+    p = sub.add_parser("compare", help="runs side by side with deltas against the first")
+    p.add_argument("results", nargs="+", help="results.json files or run folders")
+    p.add_argument("--format", choices=formats, default="terminal")
+    p.set_defaults(func=_compare)
 
     p = sub.add_parser("list", help="suites, their tasks and lengths, and models found")
     p.add_argument("--models", nargs="*", default=["models"], help="folders to look in for checkpoints")

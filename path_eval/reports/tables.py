@@ -1,0 +1,127 @@
+"""Tables from stored results: the suite's layout (variants as rows, task metrics [@ length] as
+columns) with the paper's published rows beside the measured ones where the setting matches, and
+side-by-side comparisons with deltas. Rendered for the terminal (rich), Markdown, CSV or LaTeX."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+from rich.table import Table
+
+from path_eval.results import ResultRecord
+from path_eval.suites import SuiteSpec
+
+PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
+PERCENT = {"acc", "acc_norm", "exact_match", "string_match_all", "string_match_part", "score"}
+
+
+def display(metric: str, value: float) -> float:
+    """Accuracies as percentages (the paper's unit); everything else as stored."""
+    return 100 * value if metric in PERCENT else value
+
+
+def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict], str | None]:
+    """The paper's rows for this suite, or none and the reason the setting does not match."""
+    file = PAPER_DIR / f"{suite.name}.json"
+    if not file.is_file():
+        return [], None
+    paper = json.loads(file.read_text())
+    for field, wanted in paper.get("protocol", {}).items():
+        found = {getattr(r.provenance, field) for r in records}
+        if found != {wanted}:
+            return [], f"paper rows left out: the runs used {field}={sorted(map(str, found))}, the paper {wanted}"
+    return paper["rows"], None
+
+
+def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:
+    """Header and rows in the suite's layout: measured models first, then the paper's rows."""
+    records = [r for r in records if r.bucket is None]
+    labels = {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
+    columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
+    header = ["model"] + [f"{labels.get(t, t)} {m}" + (f" @{n}" if n else "") for t, m, n in columns]
+    rows = []
+    for model in dict.fromkeys(r.model for r in records):
+        cells = {(r.task, r.metric, r.length): r for r in records if r.model == model}
+        rows.append([model] + [_cell(cells.get(c)) for c in columns])
+    published, note = paper_rows(suite, records)
+    for row in published:
+        rows.append([row["model"]] + [_number(row.get(f"{t}/{m}")) for t, m, _ in columns])
+    return header, rows, note
+
+
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.2f}" if value >= 100 or value != round(value, 1) else f"{value:.1f}"
+
+
+def _cell(record: ResultRecord | None) -> str:
+    if record is None:
+        return "-"
+    value = display(record.metric, record.value)
+    return f"{value:.1f}" if record.metric in PERCENT else f"{value:.2f}"
+
+
+def comparison(runs: list[tuple[str, list[ResultRecord]]]) -> tuple[list[str], list[list[str]]]:
+    """Every (task, metric, length) of the runs; each run's value; deltas against the first run,
+    marked * where beyond noise (|delta| > 1.96 * sqrt(se_a^2 + se_b^2), both stderrs known)."""
+    entries = [(f"{label}:{model}" if len(runs) > 1 else model, [r for r in recs if r.model == model])
+               for label, recs in runs for model in dict.fromkeys(r.model for r in recs)]
+    keys = list(dict.fromkeys((r.task, r.metric, r.length) for _, recs in entries for r in recs if r.bucket is None))
+    header = ["task", "metric", "length"] + [e[0] for e in entries] + [f"delta {e[0]}" for e in entries[1:]]
+    rows = []
+    for task, metric, length in keys:
+        found = [next((r for r in recs if (r.task, r.metric, r.length, r.bucket) == (task, metric, length, None)), None)
+                 for _, recs in entries]
+        row = [task, metric, str(length or "")] + [_cell(r) for r in found]
+        base = found[0]
+        for other in found[1:]:
+            if base is None or other is None:
+                row.append("-")
+                continue
+            delta = display(metric, other.value) - display(metric, base.value)
+            noisy = base.stderr is None or other.stderr is None or \
+                abs(other.value - base.value) <= 1.96 * math.hypot(base.stderr, other.stderr)
+            row.append(f"{delta:+.2f}{'' if noisy else ' *'}")
+        rows.append(row)
+    return header, rows
+
+
+def protocol_differences(runs: list[tuple[str, list[ResultRecord]]]) -> list[str]:
+    """Settings that differ between the compared runs (their deltas mix protocols)."""
+    from path_eval.reports.check import PROTOCOL_FIELDS
+
+    notes = []
+    for field in PROTOCOL_FIELDS:
+        values = {str(getattr(r.provenance, field)) for _, recs in runs for r in recs}
+        if len(values) > 1:
+            notes.append(f"{field} differs between runs ({', '.join(sorted(values))[:120]})")
+    return notes
+
+
+def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", note: str | None = None):
+    """A rich Table for fmt 'terminal', else the text of a Markdown, CSV or LaTeX table."""
+    if fmt == "terminal":
+        table = Table(title=title or None, caption=note)
+        for i, name in enumerate(header):
+            table.add_column(name, justify="left" if i == 0 else "right")
+        for row in rows:
+            table.add_row(*row)
+        return table
+    if fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        return "\n".join(lines + ([f"\n{note}"] if note else [])) + "\n"
+    if fmt == "csv":
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows([header, *rows])
+        return buffer.getvalue()
+    if fmt == "latex":
+        escape = lambda s: s.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")  # noqa: E731
+        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
+                 " & ".join(map(escape, header)) + r" \\", r"\midrule"]
+        lines += [" & ".join(map(escape, row)) + r" \\" for row in rows]
+        return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"]) + "\n"
+    raise ValueError(f"unknown format {fmt!r}")
