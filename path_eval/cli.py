@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from pathlib import Path
 
 from path_eval.data import default_data_dir
@@ -51,7 +50,7 @@ def _run(args) -> None:
     suite = load_suite(args.suite)
     plan = build_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
                       seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
-    out = Path(args.out or f"runs/{suite.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    out = Path(args.out) if args.out else default_out(args, suite.name)
     records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
                                    batch_size=args.batch_size, max_length=args.max_length,
                                    bootstrap_iters=args.bootstrap_iters))
@@ -60,6 +59,17 @@ def _run(args) -> None:
     console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
     for report in write_reports(records, suite, out):
         console.print(f"report: {report}")
+
+
+def default_out(args, suite: str) -> Path:
+    """runs/SUITE-KEY, KEY a hash of every argument that changes the results: the same command
+    finds its own folder again and resumes there."""
+    import hashlib
+    import json
+
+    key = [[str(Path(m).resolve()) for m in args.model], args.tasks, args.lengths, args.limit, args.seed,
+           str(Path(args.data_dir).resolve()), args.device, args.dtype, args.attention, args.max_length]
+    return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
 
 
 def _download(args) -> None:
@@ -183,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-length", type=int, help="context length (default: the suite's, else the checkpoint's)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
-    p.add_argument("--out", help="output folder (default runs/SUITE-TIME)")
+    p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
+                                 "results, so that the same command resumes)")
     p.set_defaults(func=_run)
 
     p = sub.add_parser("download", help="fetch a suite's datasets into a data folder (needs internet)")

@@ -60,3 +60,13 @@ def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
     assert a[0].provenance.requests_computed == 2 * limit - done_before
     lines = (out / "samples" / "model" / "piqa.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["doc_id"] for x in lines) == list(range(limit))  # none lost, none twice
+
+
+def test_default_output_folder_is_the_same_for_the_same_command():
+    from path_eval.cli import build_parser, default_out
+
+    parse = build_parser().parse_args
+    base = ["run", "--suite", "table2", "--model", "m", "--data-dir", "d", "--limit", "5"]
+    first, again = default_out(parse(base), "table2"), default_out(parse(base + ["--batch-size", "8"]), "table2")
+    assert first == again and first.parent.name == "runs" and first.name.startswith("table2-")
+    assert default_out(parse(base + ["--dtype", "bfloat16"]), "table2") != first
