@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -82,7 +83,7 @@ def _demo(args) -> None:
     from rich.console import Console
 
     from path_eval.models import PathEvalConfig, PathEvalForCausalLM
-    from path_eval.models.tokenizer import cache_dir
+    from path_eval.locations import cache_dir
     from path_eval.plan import build_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="(the default) a small offline evaluation of four variants on the CPU")
     p.add_argument("--out", default="runs/demo")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("run", help="run a suite on one or more checkpoints")
@@ -242,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_run)
 
     p = sub.add_parser("download", help="fetch a suite's datasets into a data folder (needs internet)")
@@ -290,8 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from path_eval.errors import PathEvalError
 
-    args = build_parser().parse_args(["demo"] if argv == [] or (argv is None and len(sys.argv) == 1) else argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    argv = sys.argv[1:] if argv is None else argv
+    if "--quiet" in argv:  # before tqdm is first imported: it reads the switch then
+        os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
+    args = build_parser().parse_args(argv or ["demo"])
+    quiet = getattr(args, "quiet", False)
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
+    for name in ("lm_eval", "lm-eval"):
+        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.INFO)
     try:
         code = args.func(args)
     except PathEvalError as err:

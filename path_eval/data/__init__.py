@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
-from path_eval.models.tokenizer import cache_dir
+from path_eval.locations import cache_dir
 
 
 def default_data_dir() -> Path:

@@ -10,6 +10,7 @@ models, long inputs prefilled in chunks, and no silent default context length.
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import torch
@@ -120,6 +121,10 @@ class PathEvalLM(TemplateLM):
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
 
     # ----------------------------------------------------------------- scoring
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        """lm-eval's tokenisation of (context, continuation) pairs; its progress bar obeys TQDM_DISABLE."""
+        return super().loglikelihood(requests, disable_tqdm=disable_tqdm or os.environ.get("TQDM_DISABLE") == "1")
+
     def timed(self, fn, *args, tokens: int):
         """Run fn(*args), counting its seconds and `tokens` toward the throughput in the provenance."""
         start = time.perf_counter()

@@ -9,20 +9,16 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
+from path_eval.locations import cache_dir
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
 MISTRAL_V1_CONFIG = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
                      "unk_token": "<unk>", "add_bos_token": True, "legacy": False}
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("PATH_EVAL_CACHE", Path.home() / ".cache" / "path-eval"))
 
 
 def mistral_v1_model_file() -> Path:

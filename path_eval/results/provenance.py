@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from path_eval.data import file_sha256
-from path_eval.models.tokenizer import cache_dir
+from path_eval.locations import cache_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
