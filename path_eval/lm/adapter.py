@@ -172,7 +172,8 @@ class PathEvalLM(TemplateLM):
 
     # ----------------------------------------------------------------- generation
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(self.tok_encode(a[0])), a[0]),
+        encodings = {text: self.tok_encode(text) for text in dict.fromkeys(r.args[0] for r in requests)}
+        collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(encodings[a[0]]), a[0]),
                             group_by="gen_kwargs", group_fn=lambda a: a[1])
         eos_text = self.tok_decode([self.eot_token_id], skip_special_tokens=False)
         results = []
@@ -191,7 +192,7 @@ class PathEvalLM(TemplateLM):
                 raise PathEvalError(f"max_gen_toks={max_gen} leaves no room for context in max_length={self.max_length}")
             encoded = []
             for text in contexts:
-                tokens = self.tok_encode(text)
+                tokens = encodings[text]
                 if len(tokens) > max_context:
                     self.truncated_requests += 1
                     log.warning("a %d-token prompt exceeds max_length - max_gen_toks = %d: keeping its last %d "
