@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from path_eval.results.store import write_json_atomic
+
 
 def _sdpa_as_flash_attn(q, k, v, causal=True, window_size=(-1, -1), **_):
     """fla's Transformer layer calls flash_attn; where it is not installed, SDPA computes the same."""
@@ -48,8 +50,10 @@ def build_fla_model(model_type: str, options: dict, hidden: int, heads: int, lay
     from transformers import AutoConfig, AutoModelForCausalLM
 
     options = {k: v for k, v in options.items() if k != "legacy_gate_name"}
+    # fla's fused RMSNorm and SwiGLU kernels compute the same functions as its plain ones (the saved
+    # weights do not depend on the flag); the plain ones spare minutes of Triton compilation per dtype.
     config = AutoConfig.for_model(model_type, hidden_size=hidden, num_heads=heads, num_hidden_layers=layers,
-                                  vocab_size=vocab, **options)
+                                  vocab_size=vocab, fuse_norm=False, fuse_swiglu=False, **options)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config).float()
     with torch.no_grad():
@@ -85,6 +89,14 @@ def progress(message: str) -> None:
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def save(records: list[dict], args, fla_version: str) -> None:
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "fla": fla_version,
+            "python": platform.python_version(), "command": "python -m path_eval.bench.fla_parity " +
+            f"--lengths {args.lengths} --hidden {args.hidden} --heads {args.heads} --layers {args.layers}" +
+            (f" --cases {args.cases}" if args.cases else "")}
+    write_json_atomic({"meta": meta, "records": records}, Path(args.out))
 
 
 def main() -> None:
@@ -149,18 +161,10 @@ def main() -> None:
                 rec["fp32_ours_prefill_decode_vs_ours_full"] = rel(torch.cat(steps, 1), ours)
             records.append(rec)
             print(json.dumps(rec), flush=True)
+            save(records, args, fla.__version__)  # after each record: a run cut short keeps what it measured
         del fla_model, fla32, fla16, ours32, ours16
         torch.cuda.empty_cache()
 
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "fla": fla.__version__,
-            "python": platform.python_version(), "command": "python -m path_eval.bench.fla_parity " +
-            f"--lengths {args.lengths} --hidden {args.hidden} --heads {args.heads} --layers {args.layers}" +
-            (f" --cases {args.cases}" if args.cases else "")}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"meta": meta, "records": records}, indent=1))
-    tmp.replace(out)
     print(f"\n{'case':34s} {'T':>5s} {'fp32 ours/fla':>13s} {'bf16 fla':>9s} {'bf16 ours':>9s} {'prefill+dec':>11s}")
     for r in records:
         print(f"{r['case']:34s} {r['T']:5d} {r['fp32_ours_vs_fla']:13.2e} {r['bf16_fla_vs_fla_fp32']:9.2e} "

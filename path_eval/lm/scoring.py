@@ -38,7 +38,10 @@ def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, rows: list[tor
                 inside = r[(r >= start) & (r < stop)]
                 pieces[b].append(hidden[b, inside - start])
         return [torch.cat(p) for p in pieces]
-    hidden = model.base_model(input_ids=tokens, attention_mask=mask).last_hidden_state
+    # Without padding no mask is passed: equivalent for every causal LM, and the only call fla's PaTH
+    # layer accepts without a cache (with a mask it takes its prefill/decode path).
+    hidden = model.base_model(input_ids=tokens, attention_mask=None if bool(mask.all()) else mask,
+                              use_cache=False).last_hidden_state
     return [hidden[b, r] for b, r in enumerate(rows)]
 
 

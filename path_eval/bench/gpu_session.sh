@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One GPU session (the H200 device tool): install the carried wheels, then run the named steps,
+# each under its own time limit, logging to $OUT. Steps: cuda-tests, parity-quick, parity, extrapolation.
+#   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+stamp() { echo "[$(date +%T)] $*"; }
+stamp "installing wheels"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, triton, transformers, fla; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__)"
+for step in "$@"; do
+  stamp "step $step"
+  case $step in
+    cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
+    parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
+    parity) timeout 530 python3 -m path_eval.bench.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;
+    extrapolation) timeout 560 python3 -m path_eval.bench.extrapolation_speed --budget-s 400 --out "$OUT/extrapolation_h200.json" ;;
+    *) echo "unknown step $step" ;;
+  esac
+  stamp "step $step done (exit $?)"
+done
