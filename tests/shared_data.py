@@ -294,12 +294,35 @@ def convert_arc_challenge(src: Path = SHARED_DATA) -> list[dict]:
     return _convert_arc(src, "arc_challenge_test.llmfoundry.jsonl", "ARC-Challenge")
 
 
+def convert_squad_v2(src: Path = SHARED_DATA) -> list[dict]:
+    """The official-format SQuAD v2 dev subset as Hugging Face ``rajpurkar/squad_v2`` rows (one per
+    question, in file order; unanswerable questions have empty answer lists)."""
+    data = json.loads((src / "squad_v2" / "dev-v2.0.subset_Normans_Rhine.json").read_text(encoding="utf-8"))
+    return [{"id": qa["id"], "title": article["title"], "context": paragraph["context"], "question": qa["question"],
+             "answers": {"text": [a["text"] for a in qa["answers"]], "answer_start": [a["answer_start"] for a in qa["answers"]]}}
+            for article in data["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+
+
+def convert_hotpotqa(src: Path = SHARED_DATA) -> list[dict]:
+    """The first 100 HotpotQA dev-distractor records, already in the Hugging Face layout."""
+    return json.loads((src / "hotpotqa" / "hotpot_dev_distractor_first100.hf_style.json").read_text(encoding="utf-8"))
+
+
+def copy_essays(out: Path, src: Path = SHARED_DATA) -> Path:
+    """The Paul Graham essays as DIR/paul_graham_essays/*.txt (RULER's essay haystack)."""
+    target = Path(out) / "paul_graham_essays"
+    target.mkdir(parents=True, exist_ok=True)
+    for essay in sorted((src / "paul_graham_essays" / "PaulGrahamEssays").glob("*.txt")):
+        (target / essay.name).write_bytes(essay.read_bytes())
+    return target
+
+
 # ---------------------------------------------------------------- the data dir
 
 
 @dataclass(frozen=True)
 class SharedDataset:
-    task: str  # lm-eval task name
+    task: str  # the lm-eval task (or RULER task) that reads it
     path: str  # HF dataset path (org/name)
     config: str  # HF config name, "default" where there is none
     split: str
@@ -321,6 +344,8 @@ DATASETS: dict[str, SharedDataset] = {
         SharedDataset("winogrande", "allenai/winogrande", "winogrande_xl", "validation", 1267, convert_winogrande),
         SharedDataset("arc_easy", "allenai/ai2_arc", "ARC-Easy", "test", 2376, convert_arc_easy),
         SharedDataset("arc_challenge", "allenai/ai2_arc", "ARC-Challenge", "test", 1172, convert_arc_challenge),
+        SharedDataset("ruler_qa_1", "rajpurkar/squad_v2", "squad_v2", "validation", 706, convert_squad_v2),
+        SharedDataset("ruler_qa_2", "hotpotqa/hotpot_qa", "distractor", "validation", 100, convert_hotpotqa),
     )
 }
 

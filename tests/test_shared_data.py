@@ -127,6 +127,8 @@ def test_layout_and_row_counts(data_dir):
         "winogrande": 1267,
         "arc_easy": 2376,
         "arc_challenge": 1172,
+        "ruler_qa_1": 706,  # the SQuAD subset's questions (PROVENANCE.md), answerable or not
+        "ruler_qa_2": 100,
     }
 
 

@@ -25,6 +25,19 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
+def check_generated_task(task: TaskSpec) -> None:
+    """A generated task names a known generator and metrics the registry has."""
+    from path_eval.metrics import METRICS
+    from path_eval.tasks.generated import check_generator
+
+    if not task.generator:
+        return
+    check_generator(task.generator)
+    for metric in task.metrics:
+        if metric.name not in METRICS:
+            raise PathEvalError(f"task {task.name}: unknown metric {metric.name!r}: choose one of {', '.join(METRICS)}")
+
+
 def build_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
                lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
                data_dir: Path | None = None, max_length: int | None = None) -> Plan:
@@ -49,5 +62,9 @@ def build_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = No
             raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}")
     if limit is not None and limit <= 0:
         raise PathEvalError("--limit must be a positive number of samples per task")
+    for task in chosen:
+        check_generated_task(task)
+        if (task.generator or task.corpus) and wanted == [None]:
+            raise PathEvalError(f"task {task.name} runs at context lengths: give --lengths or lengths in the suite")
     items = [PlanItem(task, length) for task in chosen for length in wanted]
     return Plan(suite, paths, items, limit, seed, data_dir)

@@ -53,6 +53,8 @@ class ResultRecord(BaseModel):
     n: int
     higher_is_better: bool
     provenance: Provenance
+    seeds: int | None = None  # a task run under several seeds: value is their mean,
+    seed_std: float | None = None  # seed_std the standard deviation of the per-seed values
 
 
 class RunResults(RootModel[list[ResultRecord]]):

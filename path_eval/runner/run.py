@@ -21,6 +21,7 @@ from path_eval.samples import slug, write_samples
 from path_eval.runner.corpus import perplexity_and_stderr, score_corpus
 from path_eval.tasks import build_task
 from path_eval.tasks.extrapolation import documents
+from path_eval.tasks.generated import build_generated_task, input_files, sample_seeds
 
 log = logging.getLogger("path_eval")
 
@@ -60,12 +61,14 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
 
     if plan.data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
-    tasks = {item.task.name: build_task(item.task, plan.data_dir, plan.suite.name)
-             for item in plan.items if item.task.lm_eval_task}
+    fixed_tasks = [build_task(item.task, plan.data_dir, plan.suite.name) for item in plan.items if item.task.lm_eval_task]
     corpus_items = [item for item in plan.items if item.task.corpus]
     for item in corpus_items:  # missing corpus data fails before any model loads
         documents(item.task.corpus, plan.data_dir, plan.suite.name)
-    max_length = options.max_length or plan.suite.max_length or max((i.length for i in corpus_items), default=None)
+    generated_items = runnable_generated_items(plan)
+    # A generated sample fills its length without BOS (as the originals count); the model also reads BOS.
+    max_length = options.max_length or plan.suite.max_length or max(
+        [i.length for i in corpus_items] + [i.length + 1 for i in generated_items], default=None)
     records: list[ResultRecord] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = versions() | {"git_revision": git_revision()}
@@ -87,6 +90,8 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
         log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", name,
                  identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
                  backend or "transformers' own", identity["tokenizer"], lm.max_length, plan.data_dir)
+        tasks = {t.name: t for t in fixed_tasks + generated_tasks(plan, generated_items, lm.tokenizer,
+                                                                   identity["tokenizer_sha256"])}
         output = lm_eval.simple_evaluate(
             model=lm, tasks=[t.config for t in tasks.values()], limit=plan.limit, log_samples=True,
             task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
@@ -115,26 +120,71 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
     return records
 
 
+def runnable_generated_items(plan: Plan) -> list:
+    """The plan's generated-task items whose input data is present. Missing data is an error, except
+    for an `optional` task, which is dropped with a notice (RULER without its QA sets)."""
+    items, skipped = [], {}
+    for item in plan.items:
+        if not item.task.generator:
+            continue
+        try:
+            input_files(item.task, plan.data_dir, plan.suite.name)
+        except PathEvalError as err:
+            if not item.task.optional:
+                raise
+            skipped[item.task.name] = str(err)
+            continue
+        items.append(item)
+    for name, reason in skipped.items():
+        note = f"{name} skipped (optional, its data is missing): {reason}"
+        log.warning(note)
+        plan.notes.append(note)
+    return items
+
+
+def generated_tasks(plan: Plan, items: list, tokenizer, tokenizer_hash: str) -> list:
+    """Frozen samples (made once per tokenizer, length, seed and generator version) as lm-eval tasks."""
+    out = []
+    for item in items:
+        count = min(plan.limit, item.task.samples or plan.suite.samples) if plan.limit else (
+            item.task.samples or plan.suite.samples)
+        for seed in sample_seeds(item.task, plan.seed):
+            out.append(build_generated_task(item.task, item.length, seed, tokenizer, tokenizer_hash, count,
+                                            plan.data_dir, plan.suite.name))
+    return out
+
+
 def lm_eval_records(plan: Plan, model: str, tasks: dict, output: dict, model_info: dict,
                     samples_dir: Path) -> list[ResultRecord]:
-    """Per-sample logs and one record per suite metric from lm-eval's output."""
-    records = []
+    """Per-sample logs and one record per suite metric (and length) from lm-eval's output; a task
+    run under several seeds gives one record: the mean over seeds, with their spread."""
+    groups: dict[tuple[str, int | None], list] = {}
     for task in tasks.values():
-        key = task.spec.lm_eval_task
-        write_samples(output["samples"][key], samples_dir / f"{task.spec.name}.jsonl")
-        found = output["results"][key]
-        provenance = Provenance(**model_info, data_fingerprint=fingerprint(task.files),
-                                data_files=[str(f) for f in task.files], num_fewshot=task.spec.num_fewshot)
-        for metric in task.spec.metrics:
-            if f"{metric.name},none" not in found:
-                raise PathEvalError(f"lm-eval reported no {metric.name} for {key}: check the suite's metric names")
-            stderr = found.get(f"{metric.name}_stderr,none")
+        write_samples(output["samples"][task.name], samples_dir / f"{task.lm_eval_name or task.spec.name}.jsonl")
+        groups.setdefault((task.spec.name, task.length), []).append(task)
+    records = []
+    for (_, length), group in groups.items():
+        spec = group[0].spec
+        files = [f for t in group for f in t.files]
+        provenance = Provenance(**model_info, data_fingerprint=fingerprint(files),
+                                data_files=[str(f) for f in files], num_fewshot=spec.num_fewshot)
+        for metric in spec.metrics:
+            values, stderrs = [], []
+            for task in group:
+                found = output["results"][task.name]
+                if f"{metric.name},none" not in found:
+                    raise PathEvalError(f"lm-eval reported no {metric.name} for {task.name}: check the suite's "
+                                        "metric names")
+                values.append(float(found[f"{metric.name},none"]))
+                stderr = found.get(f"{metric.name}_stderr,none")
+                stderrs.append(float(stderr) if isinstance(stderr, (int, float)) else None)
+            value, stderr = plain_mean(values, stderrs)
             records.append(ResultRecord(
-                suite=plan.suite.name, model=model, task=task.spec.name, length=None, metric=metric.name,
-                value=float(found[f"{metric.name},none"]),
-                stderr=float(stderr) if isinstance(stderr, (int, float)) else None,
-                n=int(output["n-samples"][key]["effective"]), higher_is_better=metric.higher_is_better,
-                provenance=provenance))
+                suite=plan.suite.name, model=model, task=spec.name, length=length, metric=metric.name,
+                value=value, stderr=stderr, n=sum(int(output["n-samples"][t.name]["effective"]) for t in group),
+                higher_is_better=metric.higher_is_better, provenance=provenance,
+                seeds=len(group) if len(group) > 1 else None,
+                seed_std=float(np.std(values, ddof=1)) if len(group) > 1 else None))
     return records
 
 
@@ -152,14 +202,16 @@ def corpus_records(plan: Plan, model: str, task: str, length: int, result: dict,
 
 
 def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:
-    """The suite's aggregates (plain means), for models that have every part."""
+    """The suite's aggregates (plain means), per model and length, where every part is present (an
+    aggregate missing a part is left out, never computed from fewer parts)."""
     out = []
     for spec in plan.suite.aggregates:
-        for model in dict.fromkeys(r.model for r in records):
+        for model, length in dict.fromkeys((r.model, r.length) for r in records if r.bucket is None):
             parts = []
             for ref in spec.mean_of:
                 task, metric = ref.split("/", 1)
-                parts += [r for r in records if r.model == model and r.task == task and r.metric == metric]
+                parts += [r for r in records if r.model == model and r.length == length and r.task == task
+                          and r.metric == metric and r.bucket is None]
             if len(parts) != len(spec.mean_of):
                 continue
             value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts])
@@ -167,7 +219,7 @@ def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:
                 "data_fingerprint": hashlib.sha256("".join(p.provenance.data_fingerprint or "" for p in parts)
                                                    .encode()).hexdigest(),
                 "data_files": [f for p in parts for f in p.provenance.data_files]})
-            out.append(ResultRecord(suite=plan.suite.name, model=model, task=spec.name, length=None,
+            out.append(ResultRecord(suite=plan.suite.name, model=model, task=spec.name, length=length,
                                     metric=spec.metric, value=value, stderr=stderr, n=sum(p.n for p in parts),
                                     higher_is_better=True, provenance=provenance))
     return out

@@ -56,22 +56,40 @@ class CorpusSpec(BaseModel):
         return self
 
 
+class GeneratorData(BaseModel):
+    """A Hugging Face split a generator reads from the data dir (RULER's QA dev sets)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hf_path: str
+    hf_config: str | None = None
+    split: str = "validation"
+
+
 class TaskSpec(BaseModel):
     """One task of a suite: an lm-eval task (`lm_eval_task`, which defines data, prompt and
-    metric) or a corpus scored for perplexity by token position (`corpus`)."""
+    metric), a corpus scored for perplexity by token position (`corpus`), or samples we generate
+    and freeze per length (`generator`: "ruler/<task>" or "phonebook"; `samples` per length and
+    seed, `seeds` seeds from the run's seed on, `stop` sequences, `data` a generator reads).
+    `optional`: a task whose input data is missing is skipped with a notice, not an error."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
     lm_eval_task: str | None = None
     corpus: CorpusSpec | None = None
+    generator: str | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
     num_fewshot: int = 0
     label: str | None = None
+    samples: int | None = Field(default=None, gt=0)
+    seeds: int = Field(default=1, gt=0)
+    stop: list[str] = []
+    data: GeneratorData | None = None
+    optional: bool = False
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if (self.lm_eval_task is None) == (self.corpus is None):
-            raise ValueError("a task needs exactly one of lm_eval_task and corpus")
+        if sum(x is not None for x in (self.lm_eval_task, self.corpus, self.generator)) != 1:
+            raise ValueError("a task needs exactly one of lm_eval_task, corpus and generator")
         return self
 
     @field_validator("metrics", mode="before")
@@ -97,6 +115,7 @@ class SuiteSpec(BaseModel):
     tasks: list[TaskSpec] = Field(min_length=1)
     aggregates: list[AggregateSpec] = []
     lengths: list[int] = []
+    samples: int = Field(default=500, gt=0)  # per generated task, length and seed, unless the task says
     max_length: int | None = None
     bucket_size: int = 2048
     max_blocks: int | None = None

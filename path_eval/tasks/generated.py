@@ -1,0 +1,142 @@
+"""Tasks whose samples we generate (RULER's 13, PhoneBook): generate with the model's tokenizer,
+freeze, and hand lm-eval a `generate_until` task over the frozen file.
+
+The model is given `input + answer_prefix` (RULER's base template; PhoneBook has no prefix) and
+decodes greedily up to the sample's `max_new_tokens`; each metric of the suite (registry
+`path_eval.metrics.METRICS`) scores the generation against the sample's references.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from path_eval.data import DatasetSplit, fingerprint, require
+from path_eval.errors import PathEvalError
+from path_eval.metrics import METRICS
+from path_eval.suites import TaskSpec
+from path_eval.tasks.frozen import freeze, read_frozen
+from path_eval.tasks.lm_eval_tasks import LmEvalTask
+
+log = logging.getLogger("path_eval")
+
+# Bumped whenever a generator's output changes for the same key: frozen sets of an older version
+# are then never reused.
+GENERATOR_VERSIONS = {"ruler": "1", "phonebook": "1"}
+# Which sample field each metric compares against (RULER: the list of references; PhoneBook: the number).
+METRIC_REFERENCES = {"string_match_all": "outputs", "string_match_part": "outputs", "phonebook_exact_match": "answer"}
+
+
+@dataclass(frozen=True)
+class GenerationInputs:
+    length: int
+    tokenizer: object
+    seed: int
+    num_samples: int
+    essays: str | None = None
+    qa_file: Path | None = None
+
+
+def _ruler(task: str) -> Callable[[GenerationInputs], list[dict]]:
+    from path_eval.tasks.ruler import aggregation, niah, qa, variable_tracking
+
+    def make(inputs: GenerationInputs) -> list[dict]:
+        common = (inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)
+        if task in niah.NIAH_TASKS:
+            samples = niah.generate_niah(task, *common, essays=inputs.essays)
+        elif task in ("qa_1", "qa_2"):
+            samples = qa.generate_qa("squad" if task == "qa_1" else "hotpotqa", *common, documents_path=inputs.qa_file)
+        else:
+            samples = {"vt": variable_tracking.generate_vt, "cwe": aggregation.generate_cwe,
+                       "fwe": aggregation.generate_fwe}[task](*common)
+        return [sample.to_json() for sample in samples]
+    return make
+
+
+def _phonebook(inputs: GenerationInputs) -> list[dict]:
+    from path_eval.tasks.phonebook import generate_phonebook
+
+    return [{**sample, "answer_prefix": "", "outputs": [sample["answer"]]}
+            for sample in generate_phonebook(inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)]
+
+
+RULER_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
+               "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2")
+ESSAY_TASKS = ("niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multivalue", "niah_multiquery")
+GENERATORS: dict[str, Callable[[GenerationInputs], list[dict]]] = {
+    **{f"ruler/{task}": _ruler(task) for task in RULER_TASKS},
+    "phonebook": _phonebook,
+}
+
+
+def check_generator(name: str) -> None:
+    if name not in GENERATORS:
+        raise PathEvalError(f"unknown generator {name!r}: choose one of {', '.join(GENERATORS)}")
+
+
+def input_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
+    """The data files a generator reads (checked before any model loads; missing -> one line)."""
+    from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, load_essays
+
+    if spec.generator.removeprefix("ruler/") in ESSAY_TASKS:
+        folder = Path(data_dir) / ESSAYS_FOLDER
+        load_essays(folder)  # raises with the fix when there are none
+        return sorted(folder.glob("*.txt"))
+    if spec.data is not None:
+        return [require(DatasetSplit(spec.data.hf_path, spec.data.hf_config, spec.data.split), data_dir, suite)]
+    return []
+
+
+def process_results(metrics: list[str]):
+    """lm-eval's per-document scorer: each metric on the generation against the sample's references."""
+    def score(doc: dict, results: list[str]) -> dict[str, float]:
+        return {name: METRICS[name](results[0], doc[METRIC_REFERENCES[name]]) for name in metrics}
+    return score
+
+
+def _prompt(doc: dict) -> str:
+    return doc["input"] + doc["answer_prefix"]
+
+
+def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, tokenizer_hash: str,
+                         num_samples: int, data_dir: Path, suite: str, frozen_root: Path | None = None) -> LmEvalTask:
+    """Freeze (or reuse) the samples of `spec` at `length` for this tokenizer and seed, and the
+    lm-eval task config that evaluates them."""
+    from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, load_essays
+
+    files = input_files(spec, data_dir, suite)
+    family = spec.generator.split("/")[0]
+    key = {"task": spec.generator, "length": length, "tokenizer_sha256": tokenizer_hash, "seed": seed,
+           "samples": num_samples, "generator_version": GENERATOR_VERSIONS[family],
+           "data_fingerprint": fingerprint(files) if files else None}
+    essays = spec.generator.removeprefix("ruler/") in ESSAY_TASKS
+    inputs = GenerationInputs(length, tokenizer, seed, num_samples,
+                              essays=load_essays(Path(data_dir) / ESSAYS_FOLDER) if essays else None,
+                              qa_file=files[0] if spec.data is not None else None)
+    frozen = freeze(key, lambda: GENERATORS[spec.generator](inputs), frozen_root)
+    first = read_frozen(frozen)[0]
+    name = lm_eval_name(spec, length, seed)
+    config = {
+        "task": name, "dataset_path": "json", "dataset_name": None,
+        "dataset_kwargs": {"data_files": {"test": str(frozen)}}, "test_split": "test",
+        "output_type": "generate_until", "doc_to_text": _prompt, "doc_to_target": "",
+        "target_delimiter": "", "process_results": process_results([m.name for m in spec.metrics]),
+        "generation_kwargs": {"until": list(spec.stop), "max_gen_toks": first["max_new_tokens"], "do_sample": False,
+                              "temperature": 0.0},
+        "metric_list": [{"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better}
+                        for m in spec.metrics],
+        "num_fewshot": 0, "repeats": 1,
+        "metadata": {"version": GENERATOR_VERSIONS[family], "frozen_key": key},
+    }
+    return LmEvalTask(spec, config, [], [frozen, *files], length=length, seed=seed, lm_eval_name=name)
+
+
+def lm_eval_name(spec: TaskSpec, length: int, seed: int) -> str:
+    """Unique per (task, length, seed): lm-eval keys results and its request cache by task name."""
+    return f"{spec.name}_{length}_s{seed}"
+
+
+def sample_seeds(spec: TaskSpec, seed: int) -> list[int]:
+    """The run seed, then the next ones: PhoneBook reports mean and spread over `spec.seeds` seeds."""
+    return [seed + i for i in range(spec.seeds)]

@@ -1,0 +1,78 @@
+"""What every RULER generator shares: the sample record, token counting with the model's
+tokenizer, and the search for the largest task size that fits a length budget."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Protocol, TypeVar
+
+from path_eval.errors import PathEvalError
+
+
+class Tokenizer(Protocol):
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+
+@dataclass
+class RulerSample:
+    """One frozen sample. `input` is the prompt without the answer prefix (as NVIDIA's prepared
+    jsonl); the model is given `input + answer_prefix` and generates up to `max_new_tokens`.
+    `length` counts the prompt's tokens (answer prefix included) plus `max_new_tokens`."""
+
+    index: int
+    input: str
+    outputs: list[str]
+    answer_prefix: str
+    max_new_tokens: int
+    length: int
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def count_tokens(tokenizer: Tokenizer, text: str) -> int:
+    """Tokens of `text` as the model reads it (no BOS, as NVIDIA's `text_to_tokens`)."""
+    return len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def largest_fitting(fits: Callable[[int], bool], lower: int, upper: int) -> int:
+    """The largest size in [lower, upper] for which `fits(size)` holds, by binary search (fits is
+    monotone: a larger haystack never takes fewer tokens). Returns lower - 1 if none fits."""
+    best = lower - 1
+    while lower <= upper:
+        middle = (lower + upper) // 2
+        if fits(middle):
+            best, lower = middle, middle + 1
+        else:
+            upper = middle - 1
+    return best
+
+
+Drawn = TypeVar("Drawn")
+
+
+def searched_size(fits: Callable[[int], bool], step: int, upper: int) -> int:
+    """NVIDIA's haystack size: the largest in [step, upper] that fits (each probe a fresh random
+    draw, as the original), or `step` where none does (the original's fallback)."""
+    return max(largest_fitting(fits, step, upper), step)
+
+
+def first_fitting(draw: Callable[[int], Drawn], tokens_of: Callable[[Drawn], int], size: int, step: int,
+                  budget: int) -> tuple[Drawn, int, int]:
+    """NVIDIA's per-sample loop: draw at `size` and, while the prompt has more than `budget` tokens,
+    draw afresh `step` units smaller. Returns (draw, its tokens, its size). Where even `step` units
+    do not fit, the original loops forever."""
+    while True:
+        drawn = draw(size)
+        tokens = tokens_of(drawn)
+        if tokens <= budget:
+            return drawn, tokens, size
+        if size <= step:
+            raise PathEvalError(f"even the smallest RULER haystack ({size} units) gives a {tokens}-token prompt, more "
+                                f"than the {budget} the length leaves after generation: choose a longer length")
+        size -= step
+
+
+def prompt_counter(tokenizer: Tokenizer) -> Callable[[tuple[str, str, list[str]]], int]:
+    """Tokens of a drawn prompt with its answer prefix, as the original counts them."""
+    return lambda drawn: count_tokens(tokenizer, drawn[0] + drawn[1])
