@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_package_folder_is_listed_in_pyproject():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "path_eval").rglob("__init__.py")}
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "path_eval").rglob("*.py")}
     found.add("path_eval.kernels")  # a namespace folder (see kernels/README.md)
     found |= {"path_eval.kernels." + ".".join(p.parent.relative_to(ROOT / "kernels").parts)
               for p in (ROOT / "kernels").rglob("__init__.py")}

@@ -21,6 +21,7 @@ from lm_eval.models.utils_hf import stop_sequences_criteria
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
 from path_eval.errors import PathEvalError
+from path_eval.lm.progress import RequestProgress
 from path_eval.lm.scoring import score_batch
 from path_eval.models import PathEvalForCausalLM
 from path_eval.models.generation import generate
@@ -141,33 +142,41 @@ class PathEvalLM(TemplateLM):
 
         collated = Collator(requests, sort_fn=order)
         results = []
-        for batch in collated.get_batched(n=override_bs or self.batch_size):
-            inputs, targets = [], []
-            for _, context, continuation in batch:
-                whole = (context + continuation)[-(self.max_length + 1):]
-                inputs.append(whole[:-1])
-                targets.append(continuation[-(len(whole) - 1):])
-            scores = self.timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
-                                 tokens=sum(map(len, inputs)))
-            self.requests_computed += len(batch)
-            for (key, _, _), score in zip(batch, scores):
-                results.append(score)
-                if key is not None:  # rolling windows are cached as whole documents instead
-                    self.cache_hook.add_partial("loglikelihood", key, score)
+        with RequestProgress(self, "loglikelihood", len(requests), enabled=not disable_tqdm) as bar:
+            for batch in collated.get_batched(n=override_bs or self.batch_size):
+                results += self._score_batch(batch)
+                bar.advance(len(batch))
         return collated.get_original(results)
+
+    def _score_batch(self, batch) -> list[tuple[float, bool]]:
+        """(log-likelihood, is_greedy) of each request of one batch, cached as computed."""
+        inputs, targets = [], []
+        for _, context, continuation in batch:
+            whole = (context + continuation)[-(self.max_length + 1):]
+            inputs.append(whole[:-1])
+            targets.append(continuation[-(len(whole) - 1):])
+        scores = self.timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
+                             tokens=sum(map(len, inputs)))
+        self.requests_computed += len(batch)
+        for (key, _, _), score in zip(batch, scores):
+            if key is not None:  # rolling windows are cached as whole documents instead
+                self.cache_hook.add_partial("loglikelihood", key, score)
+        return scores
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
         """Disjoint windows of max_length tokens, each predicted with one token of context (the
         previous window's last, or the prefix token first): lm-eval's definition."""
         totals = []
-        for (text,) in (r.args for r in requests):
-            windows = [(None,) + make_disjoint_window(w) for w in get_rolling_token_windows(
-                token_list=self.tok_encode(text), prefix_token=self.prefix_token_id,
-                max_seq_len=self.max_length, context_len=1)]
-            scores = self._loglikelihood_tokens(windows, override_bs=self.batch_size)
-            total = sum(score for score, _ in scores)
-            totals.append(total)
-            self.cache_hook.add_partial("loglikelihood_rolling", (text,), total)
+        with RequestProgress(self, "loglikelihood_rolling (documents)", len(requests)) as bar:
+            for (text,) in (r.args for r in requests):
+                windows = [(None,) + make_disjoint_window(w) for w in get_rolling_token_windows(
+                    token_list=self.tok_encode(text), prefix_token=self.prefix_token_id,
+                    max_seq_len=self.max_length, context_len=1)]
+                scores = self._loglikelihood_tokens(windows, disable_tqdm=True, override_bs=self.batch_size)
+                total = sum(score for score, _ in scores)
+                totals.append(total)
+                self.cache_hook.add_partial("loglikelihood_rolling", (text,), total)
+                bar.advance()
         return totals
 
     # ----------------------------------------------------------------- generation
@@ -177,39 +186,47 @@ class PathEvalLM(TemplateLM):
                             group_by="gen_kwargs", group_fn=lambda a: a[1])
         eos_text = self.tok_decode([self.eot_token_id], skip_special_tokens=False)
         results = []
-        for batch in collated.get_batched(n=self.batch_size):
-            contexts, all_kwargs = zip(*batch)
-            kwargs = normalize_gen_kwargs(all_kwargs[0], self.max_gen_toks)
-            until = handle_stop_sequences(kwargs.pop("until", None), eos=eos_text)
-            max_gen = kwargs.pop("max_gen_toks")
-            do_sample = bool(kwargs.pop("do_sample", False))
-            temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
-            if kwargs:
-                raise PathEvalError(f"unsupported generation options {sorted(kwargs)}: path-eval decodes greedily "
-                                    "or samples with a temperature")
-            max_context = self.max_length - max_gen
-            if max_context <= 0:
-                raise PathEvalError(f"max_gen_toks={max_gen} leaves no room for context in max_length={self.max_length}")
-            encoded = []
-            for text in contexts:
-                tokens = encodings[text]
-                if len(tokens) > max_context:
-                    self.truncated_requests += 1
-                    log.warning("a %d-token prompt exceeds max_length - max_gen_toks = %d: keeping its last %d "
-                                "tokens (as lm-eval's hf model does)", len(tokens), max_context, max_context)
-                    tokens = tokens[-max_context:]
-                encoded.append(tokens)
-            new_tokens = self.timed(self._generate, encoded, until, max_gen, do_sample, temperature,
-                                     tokens=sum(map(len, encoded)))
-            self.requests_computed += len(batch)
-            for tokens, context in zip(new_tokens, contexts):
-                text = self.tok_decode(tokens)
-                for stop in until:
-                    if stop:
-                        text = text.split(stop)[0]
-                results.append(text)
-                self.cache_hook.add_partial("generate_until", (context, all_kwargs[0]), text)
+        with RequestProgress(self, "generate_until", len(requests)) as bar:
+            for batch in collated.get_batched(n=self.batch_size):
+                results += self._generate_batch(batch, encodings, eos_text)
+                bar.advance(len(batch))
         return collated.get_original(results)
+
+    def _generate_batch(self, batch, encodings: dict[str, list[int]], eos_text: str) -> list[str]:
+        """One batch of generate_until requests (same generation options): the generated texts."""
+        contexts, all_kwargs = zip(*batch)
+        kwargs = normalize_gen_kwargs(all_kwargs[0], self.max_gen_toks)
+        until = handle_stop_sequences(kwargs.pop("until", None), eos=eos_text)
+        max_gen = kwargs.pop("max_gen_toks")
+        do_sample = bool(kwargs.pop("do_sample", False))
+        temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+        if kwargs:
+            raise PathEvalError(f"unsupported generation options {sorted(kwargs)}: path-eval decodes greedily "
+                                "or samples with a temperature")
+        max_context = self.max_length - max_gen
+        if max_context <= 0:
+            raise PathEvalError(f"max_gen_toks={max_gen} leaves no room for context in max_length={self.max_length}")
+        encoded = []
+        for text in contexts:
+            tokens = encodings[text]
+            if len(tokens) > max_context:
+                self.truncated_requests += 1
+                log.warning("a %d-token prompt exceeds max_length - max_gen_toks = %d: keeping its last %d "
+                            "tokens (as lm-eval's hf model does)", len(tokens), max_context, max_context)
+                tokens = tokens[-max_context:]
+            encoded.append(tokens)
+        new_tokens = self.timed(self._generate, encoded, until, max_gen, do_sample, temperature,
+                                tokens=sum(map(len, encoded)))
+        self.requests_computed += len(batch)
+        texts = []
+        for tokens, context in zip(new_tokens, contexts):
+            text = self.tok_decode(tokens)
+            for stop in until:
+                if stop:
+                    text = text.split(stop)[0]
+            texts.append(text)
+            self.cache_hook.add_partial("generate_until", (context, all_kwargs[0]), text)
+        return texts
 
     def _generate(self, prompts: list[list[int]], until: list[str], max_gen: int, do_sample: bool,
                   temperature: float) -> list[list[int]]:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from rich.table import Table
 
+from path_eval.reports.terminal import PERCENT_METRICS as PERCENT
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
 PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
-PERCENT = {"acc", "acc_norm", "exact_match", "string_match_all", "string_match_part", "score"}
 
 
 def display(metric: str, value: float) -> float:
@@ -40,6 +40,16 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     """Header and rows in the suite's layout: measured models first, then the paper's rows."""
     records = [r for r in records if r.bucket is None]
     labels = {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
+    lengths = sorted({r.length for r in records if r.length is not None})
+    if lengths:  # long-context suites: a row per (model, task metric), lengths as columns
+        header = ["model", "task"] + [f"@{n}" for n in lengths]
+        rows = []
+        for model in dict.fromkeys(r.model for r in records):
+            cells = {(r.task, r.metric, r.length): r for r in records if r.model == model}
+            for task, metric in dict.fromkeys((r.task, r.metric) for r in records if r.model == model):
+                rows.append([model, f"{labels.get(task, task)} {metric}"] +
+                            [_cell(cells.get((task, metric, n))) for n in lengths])
+        return header, rows, None
     columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
     header = ["model"] + [f"{labels.get(t, t)} {m}" + (f" @{n}" if n else "") for t, m, n in columns]
     rows = []

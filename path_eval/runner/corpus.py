@@ -13,6 +13,7 @@ import numpy as np
 
 from path_eval.data import fingerprint, write_jsonl_atomic
 from path_eval.errors import PathEvalError
+from path_eval.lm.progress import RequestProgress
 from path_eval.lm.scoring import next_token_nll
 from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
 
@@ -37,24 +38,27 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     if log_file.is_file():
         finished = {row["block"]: row for row in map(json.loads, log_file.read_text().splitlines())}
     rows, curve_sum, per_block = [], np.zeros(length - 1), []
-    for index, block in enumerate(blocks(token_stream(texts, lm.tokenizer), length, limit or suite.max_blocks)):
-        digest = hashlib.sha256(np.asarray(block, dtype=np.int64).tobytes()).hexdigest()
-        nll_file = block_dir / f"block-{index:05d}.npy"
-        row = finished.get(index)
-        if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
-            nll = np.load(nll_file)
-        else:
-            nll = lm.timed(next_token_nll, lm.model, block, lm.prefill_chunk, tokens=length)
-            nll = nll.cpu().numpy().astype(np.float64)
-            lm.requests_computed += 1
-            _save_npy_atomic(nll.astype(np.float32), nll_file)
-            row = {"block": index, "tokens_sha256": digest, "first_tokens": block[:8],
-                   "nll_sum": [float(nll[a:b + 1].sum()) for a, b in edges],
-                   "count": [b - a + 1 for a, b in edges], "nll_file": str(nll_file.relative_to(samples_dir))}
-        rows.append(row)
-        write_jsonl_atomic(rows, log_file)
-        curve_sum += nll
-        per_block.append(row)
+    cap = limit or suite.max_blocks
+    with RequestProgress(lm, f"{task.name} @{length} (blocks)", cap) as bar:
+        for index, block in enumerate(blocks(token_stream(texts, lm.tokenizer), length, cap)):
+            digest = hashlib.sha256(np.asarray(block, dtype=np.int64).tobytes()).hexdigest()
+            nll_file = block_dir / f"block-{index:05d}.npy"
+            row = finished.get(index)
+            if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
+                nll = np.load(nll_file)
+            else:
+                nll = lm.timed(next_token_nll, lm.model, block, lm.prefill_chunk, tokens=length)
+                nll = nll.cpu().numpy().astype(np.float64)
+                lm.requests_computed += 1
+                _save_npy_atomic(nll.astype(np.float32), nll_file)
+                row = {"block": index, "tokens_sha256": digest, "first_tokens": block[:8],
+                       "nll_sum": [float(nll[a:b + 1].sum()) for a, b in edges],
+                       "count": [b - a + 1 for a, b in edges], "nll_file": str(nll_file.relative_to(samples_dir))}
+            rows.append(row)
+            write_jsonl_atomic(rows, log_file)
+            curve_sum += nll
+            per_block.append(row)
+            bar.advance()
     if not rows:
         raise PathEvalError(f"corpus {task.name} has fewer than {length} tokens: it cannot fill one block; "
                             "use a shorter --lengths or more data")

@@ -53,3 +53,19 @@ def test_published_numbers_are_internally_consistent():
         for i in range(4):
             mean = sum(table7["rows"][d][bucket][i] for d in datasets) / 11
             assert mean == pytest.approx(table7["rows"]["Average"][bucket][i], abs=0.1)
+
+
+def test_long_context_suites_put_lengths_in_columns():
+    from path_eval.results import Provenance, ResultRecord
+    from tests.reports.records import PROVENANCE
+
+    p = Provenance(**PROVENANCE)
+    rows = [ResultRecord(suite="ruler", model=m, task=t, length=n, metric=metric, value=v, stderr=None, n=5,
+                         higher_is_better=True, provenance=p)
+            for m, t, metric, n, v in [("a", "vt", "string_match_all", 4096, 0.5), ("a", "vt", "string_match_all", 8192, 0.25),
+                                       ("a", "ruler_11", "score", 4096, 0.4), ("b", "vt", "string_match_all", 8192, 1.0)]]
+    header, table, _ = suite_table(rows, load_suite("ruler"))
+    assert header == ["model", "task", "@4096", "@8192"]
+    assert table == [["a", "vt string_match_all", "50.0", "25.0"],
+                     ["a", "RULER without QA (11 tasks) score", "40.0", "-"],
+                     ["b", "vt string_match_all", "-", "100.0"]]

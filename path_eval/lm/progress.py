@@ -1,0 +1,33 @@
+"""A progress bar for the adapter's request loops: done/total, elapsed, ETA and the model's tokens
+per second so far. Off under `--quiet` (TQDM_DISABLE=1, which also silences lm-eval's own bars)."""
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+class RequestProgress:
+    """with RequestProgress(lm, "generate_until", total) as bar: ... bar.advance(n)"""
+
+    def __init__(self, lm, description: str, total: int | None, enabled: bool = True):
+        self.lm = lm
+        self.enabled = enabled and os.environ.get("TQDM_DISABLE") != "1" and total != 0
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                 TextColumn("{task.fields[rate]}"), console=Console(stderr=True))
+        self.task = self.progress.add_task(description, total=total, rate="")
+
+    def __enter__(self) -> "RequestProgress":
+        if self.enabled:
+            self.progress.start()
+        return self
+
+    def advance(self, count: int = 1) -> None:
+        rate = f"{self.lm.tokens_processed / self.lm.seconds:,.0f} tok/s" if self.lm.seconds else ""
+        self.progress.update(self.task, advance=count, rate=rate)
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self.progress.stop()
