@@ -55,6 +55,8 @@ def _run(args) -> None:
     records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
                                    batch_size=args.batch_size, max_length=args.max_length,
                                    bootstrap_iters=args.bootstrap_iters))
+    if not records:  # a data-parallel process other than the first: it wrote nothing
+        return
     console = Console()
     console.print(results_table(records, suite))
     console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
@@ -159,7 +161,7 @@ def _check(args) -> int:
 
 def _report(args) -> None:
     from path_eval.errors import PathEvalError
-    from path_eval.reports.tables import render, suite_table
+    from path_eval.reports.tables import paper_layout, render, suite_table
     from path_eval.results import load_results
     from path_eval.suites import load_suite
 
@@ -167,6 +169,10 @@ def _report(args) -> None:
     suites = list(dict.fromkeys(r.suite for r in records))
     if not suites:
         raise PathEvalError("the results hold no records")
+    if args.layout:
+        header, rows, note = paper_layout(args.layout, records)
+        _emit(render(header, rows, args.format, f"PaTH paper {args.layout} layout", note), args.format)
+        return
     for name in suites:
         suite = load_suite(name)
         header, rows, note = suite_table([r for r in records if r.suite == name], suite)
@@ -272,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="tables from stored results in the suite's layout, with the paper's rows")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
+    p.add_argument("--layout", help="a paper table rebuilt from several suites' results (table3: RULER, BABILong, "
+                                    "PhoneBook, LongBench-E by length)")
     p.set_defaults(func=_report)
 
     p = sub.add_parser("compare", help="runs side by side with deltas against the first")

@@ -2,3 +2,14 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+import pytest  # noqa: E402  (after the environment defaults above)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tmp_path_factory):
+    """The paper's Mistral v1 tokenizer (what a checkpoint without tokenizer files gets)."""
+    from path_eval.models.tokenizer import load_tokenizer
+
+    return load_tokenizer(tmp_path_factory.mktemp("no_tokenizer_files"))

@@ -21,6 +21,7 @@ from lm_eval.models.utils_hf import stop_sequences_criteria
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
 from path_eval.errors import PathEvalError
+from path_eval.lm.distributed import DataParallel, launched_processes
 from path_eval.lm.progress import RequestProgress
 from path_eval.lm.scoring import score_batch
 from path_eval.models import PathEvalForCausalLM
@@ -52,6 +53,10 @@ class PathEvalLM(TemplateLM):
         super().__init__()
         if unused:
             raise PathEvalError(f"unknown option(s) for the path model: {', '.join(sorted(unused))}")
+        self.parallel = DataParallel(device) if launched_processes() > 1 else None
+        if self.parallel is not None:
+            self._rank, self._world_size = self.parallel.rank, self.parallel.world_size
+            device = str(self.parallel.device) if torch.device(device).type == "cuda" else device
         if model is None:
             if pretrained is None:
                 raise PathEvalError("the path model needs pretrained=CHECKPOINT_DIR")
@@ -74,6 +79,17 @@ class PathEvalLM(TemplateLM):
         self.seconds = 0.0
         self.truncated_requests = 0
         self.requests_computed = 0
+
+    # ----------------------------------------------------------------- data parallelism (lm-eval's hooks)
+    def all_gather(self, tensor):
+        return self.parallel.all_gather(tensor) if self.parallel else tensor
+
+    def gather_object(self, obj, dst: int = 0):
+        return self.parallel.gather_object(obj) if self.parallel else [obj]
+
+    def barrier(self) -> None:
+        if self.parallel:
+            self.parallel.barrier()
 
     # ----------------------------------------------------------------- lm-eval properties
     @property

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from path_eval.errors import PathEvalError
 from path_eval.reports.terminal import PERCENT_METRICS as PERCENT
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
@@ -59,6 +60,33 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     published, note = paper_rows(suite, records)
     for row in published:
         rows.append([row["model"]] + [_number(row.get(f"{t}/{m}")) for t, m, _ in columns])
+    return header, rows, note
+
+
+def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
+    """A table of the paper (`results/paper/<name>.json` with a `columns` map) rebuilt from results of
+    several suites: measured models first, then the published rows. A column whose suite has no
+    results here shows "-"; the note says which columns are measured and where the protocol differs."""
+    file = PAPER_DIR / f"{name}.json"
+    paper = json.loads(file.read_text()) if file.is_file() else {}
+    if "columns" not in paper:
+        layouts = sorted(p.stem for p in PAPER_DIR.glob("*.json") if "columns" in json.loads(p.read_text()))
+        raise PathEvalError(f"no paper layout {name!r}: choose one of {', '.join(layouts)}")
+    columns = [(c, n) for c in paper["columns"] for n in c["lengths"]]
+    header = ["model"] + [f"{c['group']} {n}" for c, n in columns]
+    records = [r for r in records if r.bucket is None]
+    rows = []
+    for model in dict.fromkeys(r.model for r in records):
+        cells = {(r.suite, r.task, r.metric, str(r.length)): r for r in records if r.model == model}
+        rows.append([model] + [_cell(cells.get((c["suite"], c["task"], c["metric"], n))) for c, n in columns])
+    for row in paper["rows"]:
+        rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])
+    measured = [c["group"] for c in paper["columns"] if any(r.suite == c["suite"] for r in records)]
+    note = f"{paper['source']}; measured here: {', '.join(measured) or 'none'}"
+    for field, wanted in paper.get("protocol", {}).items():
+        found = {getattr(r.provenance, field) for r in records}
+        if found and found != {wanted}:
+            note += f"; CAUTION: the runs used {field}={sorted(map(str, found))}, the paper {wanted}"
     return header, rows, note
 
 

@@ -38,6 +38,7 @@ class Provenance(BaseModel):
     tokens_per_second: float | None
     truncated_requests: int
     requests_computed: int
+    processes: int = 1  # data-parallel processes (accelerate launch)
 
 
 class ResultRecord(BaseModel):

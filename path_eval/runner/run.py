@@ -13,6 +13,7 @@ import numpy as np
 
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
+from path_eval.lm.distributed import launched_processes
 from path_eval.metrics import plain_mean
 from path_eval.plan import Plan
 from path_eval.results import Provenance, ResultRecord, write_results
@@ -66,12 +67,16 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
     for item in corpus_items:  # missing corpus data fails before any model loads
         documents(item.task.corpus, plan.data_dir, plan.suite.name)
     generated_items = runnable_generated_items(plan)
+    if corpus_items and launched_processes() > 1:
+        raise PathEvalError("per-position perplexity (corpus tasks) is not shared between processes yet: run the "
+                            "extrapolation suite without accelerate launch (one process per model instead)")
     # A generated sample fills its length without BOS (as the originals count); the model also reads BOS.
     max_length = options.max_length or plan.suite.max_length or max(
         [i.length for i in corpus_items] + [i.length + 1 for i in generated_items], default=None)
     records: list[ResultRecord] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = versions() | {"git_revision": git_revision()}
+    lm_rank = 0
     for path, name in zip(plan.models, model_names(plan.models)):
         clock = time.perf_counter()
         lm = PathEvalLM(str(path), device=options.device, dtype=options.dtype, attention=options.attention,
@@ -90,8 +95,12 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
         log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", name,
                  identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
                  backend or "transformers' own", identity["tokenizer"], lm.max_length, plan.data_dir)
+        if lm.rank != 0:  # the first process freezes any new samples; the others then read them
+            lm.barrier()
         tasks = {t.name: t for t in fixed_tasks + generated_tasks(plan, generated_items, lm.tokenizer,
                                                                    identity["tokenizer_sha256"])}
+        if lm.rank == 0:
+            lm.barrier()
         output = lm_eval.simple_evaluate(
             model=lm, tasks=[t.config for t in tasks.values()], limit=plan.limit, log_samples=True,
             task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
@@ -101,11 +110,19 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
                                                               options.out / "samples" / slug(name), plan.limit)
                   for item in corpus_items}
         wall = time.perf_counter() - clock
+        counters = lm.gather_object({"tokens": lm.tokens_processed, "seconds": lm.seconds,
+                                     "truncated": lm.truncated_requests, "requests": lm.requests_computed})
+        lm_rank = lm.rank
+        if lm_rank != 0:  # results are written by the first process alone
+            del lm
+            continue
         model_info = identity | {
             "seed": plan.seed, "limit": plan.limit, "batch_size": options.batch_size,
-            "started_at": started, "wall_time_s": round(wall, 3), "tokens": lm.tokens_processed,
-            "tokens_per_second": round(lm.tokens_processed / lm.seconds, 1) if lm.seconds else None,
-            "truncated_requests": lm.truncated_requests, "requests_computed": lm.requests_computed,
+            "started_at": started, "wall_time_s": round(wall, 3), "tokens": sum(c["tokens"] for c in counters),
+            # processes run side by side: the run's rate is the sum of theirs
+            "tokens_per_second": round(sum(c["tokens"] / c["seconds"] for c in counters if c["seconds"]), 1) or None,
+            "truncated_requests": sum(c["truncated"] for c in counters),
+            "requests_computed": sum(c["requests"] for c in counters), "processes": len(counters),
         } | env
         if output is not None:
             records += lm_eval_records(plan, name, tasks, output, model_info, options.out / "samples" / slug(name))
@@ -115,6 +132,8 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             curve.parent.mkdir(parents=True, exist_ok=True)
             np.save(curve, result["curve"].astype(np.float32))
         del lm
+    if launched_processes() > 1 and lm_rank != 0:
+        return []
     records += aggregate(plan, records)
     write_results(records, options.out / "results.json")
     return records

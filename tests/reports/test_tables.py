@@ -69,3 +69,25 @@ def test_long_context_suites_put_lengths_in_columns():
     assert table == [["a", "vt string_match_all", "50.0", "25.0"],
                      ["a", "RULER without QA (11 tasks) score", "40.0", "-"],
                      ["b", "vt string_match_all", "-", "100.0"]]
+
+
+def test_table3_layout_joins_suites_by_length_beside_the_paper_rows():
+    from path_eval.reports.tables import paper_layout
+    from path_eval.results import Provenance, ResultRecord
+    from tests.reports.records import PROVENANCE
+
+    p = Provenance(**PROVENANCE)
+    measured = [ResultRecord(suite=suite, model="mine", task=task, length=n, metric=metric, value=v, stderr=None,
+                             n=5, higher_is_better=True, provenance=p)
+                for suite, task, metric, n, v in [("ruler", "ruler_13", "score", 8192, 0.345),
+                                                   ("phonebook", "phonebook", "phonebook_exact_match", 2048, 0.9),
+                                                   ("ruler", "vt", "string_match_all", 8192, 0.1)]]
+    header, rows, note = paper_layout("table3", measured)
+    assert header[:4] == ["model", "RULER 4096", "RULER 8192", "RULER 16384"] and len(header) == 14
+    assert rows[0] == ["mine", "-", "34.5", "-"] + ["-"] * 4 + ["90.0", "-", "-"] + ["-"] * 3
+    paper = json.loads((Path(__file__).resolve().parents[2] / "results/paper/table3.json").read_text())
+    path_fox = next(r for r in paper["rows"] if r["variant"] == "path_fox")
+    assert rows[4][0] == path_fox["model"] and rows[4][8:11] == ["89.6", "93.8", "66.6"]
+    assert "measured here: RULER, PhoneBook" in note and "CAUTION" not in note
+    with pytest.raises(Exception, match="no paper layout"):
+        paper_layout("table9", measured)

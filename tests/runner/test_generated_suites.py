@@ -15,7 +15,6 @@ from lm_eval.api.model import LM
 
 from path_eval.errors import PathEvalError
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
-from path_eval.models.tokenizer import load_tokenizer
 from path_eval.results import load_results
 from path_eval.results.provenance import tokenizer_sha256
 from path_eval.suites import load_suite
@@ -60,11 +59,6 @@ class OracleLM(LM):
 def own_cache(tmp_path, monkeypatch):
     """Frozen samples of these tests go to a fresh cache, inherited by the CLI subprocesses."""
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return load_tokenizer(tmp_path_factory.mktemp("no_tokenizer"))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from importlib import resources
 import names
 import pytest
 
-from path_eval.models.tokenizer import load_tokenizer
+from tests.tasks.tokens import tokens
 from path_eval.errors import PathEvalError
 from path_eval.tasks.phonebook import generate_phonebook
 
@@ -56,15 +56,6 @@ def census_names(filename: str) -> set[str]:
     return {line.split()[0].capitalize() for line in text.splitlines()}
 
 
-def prompt_tokens(tokenizer, text: str) -> int:
-    return len(tokenizer.encode(text, add_special_tokens=False))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return load_tokenizer(tmp_path_factory.mktemp("no-tokenizer-files"))
-
-
 @pytest.fixture(scope="module")
 def samples_by_length(tokenizer):
     return {length: generate_phonebook(length, tokenizer, seed=SEED, num_samples=4) for length in (1024, 2048)}
@@ -101,10 +92,10 @@ def test_entry_count_is_the_largest_that_fits(tokenizer, samples_by_length):
     for length, samples in samples_by_length.items():
         counts = [s["num_entries"] for s in samples]
         for index, sample in enumerate(samples):
-            tokens = prompt_tokens(tokenizer, sample["input"])
-            assert sample["length"] == tokens + NEW_TOKENS <= length
+            prompt = tokens(tokenizer, sample["input"])
+            assert sample["length"] == prompt + NEW_TOKENS <= length
             one_more, _ = original_batch(SEED, counts[:index] + [counts[index] + 1])[-1]
-            assert prompt_tokens(tokenizer, one_more) + NEW_TOKENS > length
+            assert tokens(tokenizer, one_more) + NEW_TOKENS > length
 
 
 def test_same_seed_same_bytes_other_seed_other_samples(tokenizer, samples_by_length):

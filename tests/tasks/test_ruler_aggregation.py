@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from wonderwords.random_word import _get_words_from_text_file
 
-from path_eval.models.tokenizer import load_tokenizer
+from tests.tasks.tokens import tokens
 from path_eval.tasks.ruler.aggregation import generate_cwe, generate_fwe
 
 LENGTH = 4096
@@ -30,15 +30,6 @@ FWE_QUESTION = ("\nQuestion: Do not provide any explanation. Please ignore the d
                 "What are the three most frequently appeared words in the above coded text?")
 FWE_PREFIX = " Answer: According to the coded text above, the three most frequently appeared words are:"
 FWE_NEW_TOKENS = 50
-
-
-def tokens(tokenizer, text: str) -> int:
-    return len(tokenizer.encode(text, add_special_tokens=False))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return load_tokenizer(tmp_path_factory.mktemp("no_tokenizer_files"))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import pytest
 from wonderwords.random_word import _get_words_from_text_file
 
 from path_eval.errors import PathEvalError
-from path_eval.models.tokenizer import load_tokenizer
 from path_eval.tasks.ruler.haystack import load_essays, split_sentences
 from path_eval.tasks.ruler.niah import NIAH_TASKS, adjectives_and_nouns, generate_niah, random_needle_part
 
@@ -63,11 +62,6 @@ def prompt_parts(value_type: str, singular: bool, query: str) -> tuple[str, str,
 def is_word_key(key: str) -> bool:
     adjectives, nouns = map(set, adjectives_and_nouns())
     return any(key[:cut] in adjectives and key[cut + 1 :] in nouns for cut in range(len(key)) if key[cut] == "-")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return load_tokenizer(tmp_path_factory.mktemp("no-tokenizer-files"))
 
 
 @pytest.fixture(scope="module")

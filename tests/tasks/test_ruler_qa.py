@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from path_eval.errors import PathEvalError
-from path_eval.models.tokenizer import load_tokenizer
+from tests.tasks.tokens import tokens
 from path_eval.tasks.ruler.qa import generate_qa, load_hotpotqa, load_squad
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,15 +33,6 @@ INSTRUCTION = ("Answer the question based on the given documents. "
 HEAD = INSTRUCTION + "\n\nThe following are given documents.\n\n"
 TAIL = "\n\n" + INSTRUCTION + "\n\nQuestion: "
 PREFIX = " Answer:"
-
-
-def tokens(tokenizer, text: str) -> int:
-    return len(tokenizer.encode(text, add_special_tokens=False))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return load_tokenizer(tmp_path_factory.mktemp("no_tokenizer_files"))
 
 
 @pytest.fixture(scope="module")

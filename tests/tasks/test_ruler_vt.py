@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from path_eval.models.tokenizer import load_tokenizer
+from tests.tasks.tokens import tokens
 from path_eval.tasks.ruler.variable_tracking import generate_vt
 
 LENGTH = 4096
@@ -25,15 +25,6 @@ PREFIX = (" Answer: According to the chain(s) of variable assignment in the text
 PROMPT = re.compile(
     re.escape(HEAD) + r"(?P<context>.*)" + re.escape(QUESTION.format(value="@")).replace("@", r"(?P<value>\d+)"),
     re.DOTALL)
-
-
-def tokens(tokenizer, text: str) -> int:
-    return len(tokenizer.encode(text, add_special_tokens=False))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return load_tokenizer(tmp_path_factory.mktemp("no_tokenizer_files"))
 
 
 @pytest.fixture(scope="module")

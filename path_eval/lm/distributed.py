@@ -1,0 +1,37 @@
+"""Data parallelism under `accelerate launch` (or torchrun): lm-eval's evaluator hands each process
+every world_size-th document and asks the model for these collectives to pad, gather and merge;
+the model itself stays whole on each process's device."""
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def launched_processes() -> int:
+    """How many processes the launcher started (1 when run plainly)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+class DataParallel:
+    """accelerate's process group: NCCL between GPUs, gloo between CPU processes."""
+
+    def __init__(self, device: str):
+        from accelerate import Accelerator
+
+        self.accelerator = Accelerator(cpu=torch.device(device).type == "cpu")
+        self.rank = self.accelerator.process_index
+        self.world_size = self.accelerator.num_processes
+        self.device = self.accelerator.device  # cuda:<local rank> on GPUs
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return self.accelerator.gather(tensor)
+
+    def gather_object(self, obj):
+        """Every process's `obj`, in rank order (on every process)."""
+        from accelerate.utils import gather_object
+
+        return gather_object([obj])
+
+    def barrier(self) -> None:
+        self.accelerator.wait_for_everyone()

@@ -1,0 +1,62 @@
+"""Two data-parallel processes (torchrun on the CPU: gloo; `accelerate launch --multi_gpu` on GPUs
+takes the same path) give exactly the results of one process: every sample scored once, merged
+on the first process, which alone writes."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.results import load_results
+from tests.shared_data import SHARED_DATA, build_data_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+
+
+def run(launcher: list[str], args: list[str], out: Path) -> list:
+    done = subprocess.run(launcher + ["eval.py", "run", *args, "--out", str(out), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return load_results(out)
+
+
+@pytest.mark.parametrize("suite, extra", [
+    ("table2", ["--tasks", "piqa", "--limit", "30"]),
+    ("phonebook", ["--lengths", "1k", "--limit", "3"]),
+])
+def test_two_processes_give_the_results_of_one(tmp_path, monkeypatch, suite, extra):
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    model = tmp_path / "model"
+    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=2,
+                                       num_heads=2)).save_pretrained(model)
+    data = build_data_dir(tmp_path / "data", ["piqa"])
+    args = ["--suite", suite, "--model", str(model), "--data-dir", str(data), *extra]
+    one = run([sys.executable], args, tmp_path / "one")
+    two = run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"], args, tmp_path / "two")
+    assert [(r.task, r.length, r.metric, r.n) for r in one] == [(r.task, r.length, r.metric, r.n) for r in two]
+    assert [r.value for r in two] == pytest.approx([r.value for r in one], abs=1e-9)
+    assert {r.provenance.processes for r in two} == {2} and {r.provenance.processes for r in one} == {1}
+    logs = sorted(p.name for p in (tmp_path / "two" / "samples" / "model").glob("*.jsonl"))
+    # lm-eval evens the processes' shares of each task with copies of a request, whose answers it drops
+    computed_one, computed_two = one[0].provenance.requests_computed, two[0].provenance.requests_computed
+    assert computed_one <= computed_two <= computed_one + len(logs)
+    assert logs == sorted(p.name for p in (tmp_path / "one" / "samples" / "model").glob("*.jsonl"))
+    for name in logs:
+        lines = lambda run: (tmp_path / run / "samples" / "model" / name).read_text().splitlines()  # noqa: E731
+        assert len(lines("two")) == len(lines("one"))
+
+
+def test_corpus_tasks_refuse_several_processes(tmp_path):
+    torch.manual_seed(0)
+    model = tmp_path / "model"
+    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=2,
+                                       num_heads=2)).save_pretrained(model)
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "eval.py", "run",
+                           "--suite", "extrapolation", "--tasks", "code_standin", "--lengths", "512", "--model",
+                           str(model), "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "not shared between processes" in done.stderr
+    assert not (tmp_path / "out" / "results.json").exists()
