@@ -22,11 +22,11 @@ from pathlib import Path
 import torch
 
 from path_eval.lm.scoring import next_token_nll
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.bench.random_checkpoint import SHAPES, random_model
 from path_eval.models.attention import default_backend
 from path_eval.results.store import write_json_atomic
 
-SHAPE = {"hidden_size": 1536, "num_hidden_layers": 24, "num_heads": 24, "vocab_size": 32000}
+SHAPE = SHAPES["760m"]
 MODELS = ("path", "path_fox", "fox", "rope-sdpa", "fla-path")
 
 
@@ -34,7 +34,7 @@ def build(name: str, device: str, attention: str):
     """A 760M-shaped model in bfloat16 on `device`, and the attention implementation it runs."""
     torch.manual_seed(0)
     if name in ("path", "path_fox", "fox"):
-        model = PathEvalForCausalLM(PathEvalConfig(attention=name, **SHAPE))
+        model = random_model(name, "760m")
         model.attention_backend = attention
         impl = f"path-eval {attention}"
     elif name == "rope-sdpa":
