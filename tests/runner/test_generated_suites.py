@@ -151,6 +151,13 @@ def test_ruler_suite_at_4k_offline(tmp_path, data_dir):
     assert per_task["qa_1"].metric == "string_match_part"
     logged = [json.loads(line) for line in (out / "samples" / "model" / "niah_single_1_4096_s1234.jsonl").open()]
     assert len(logged) == 1 and logged[0]["doc"]["length"] <= 4096
+    # the same command again: the frozen samples give the same prompts, so every answer comes from the cache
+    again = run_cli("run", "--suite", "ruler", "--lengths", "4k", "--limit", "1", "--model", str(model),
+                    "--data-dir", str(data_dir), "--out", str(out), "--quiet")
+    assert again.returncode == 0, again.stderr[-3000:]
+    rerun = load_results(out)
+    assert [(r.task, r.metric, r.value) for r in rerun] == [(r.task, r.metric, r.value) for r in records]
+    assert rerun[0].provenance.requests_computed == 0
 
 
 def test_ruler_without_qa_data_reports_the_11_task_mean_only(tmp_path):
