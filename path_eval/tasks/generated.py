@@ -7,9 +7,8 @@ decodes greedily up to the sample's `max_new_tokens`; each metric of the suite (
 """
 from __future__ import annotations
 
-import logging
-from importlib.metadata import version
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Callable
 
@@ -19,8 +18,6 @@ from path_eval.metrics import METRICS
 from path_eval.suites import TaskSpec
 from path_eval.tasks.frozen import freeze, read_frozen
 from path_eval.tasks.lm_eval_tasks import LmEvalTask
-
-log = logging.getLogger("path_eval")
 
 # Bumped whenever a generator's output changes for the same key: frozen sets of an older version
 # are then never reused.
