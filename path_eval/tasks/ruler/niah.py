@@ -14,6 +14,7 @@ samples are the same on every machine and for any task order.
 """
 from __future__ import annotations
 
+import bisect
 import random
 import uuid
 from dataclasses import dataclass
@@ -72,9 +73,7 @@ SINGULAR_REPLACEMENTS = (("Some", "A"), ("are all", "is"), ("are", "is"), ("answ
 
 @lru_cache(maxsize=1)
 def adjectives_and_nouns() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """wonderwords' adjective and noun lists, each deduplicated and sorted. RULER draws keys from
-    sorted(set(adj-noun for all pairs)); no two pairs join to the same string (tested), so a uniform
-    draw of (adjective, noun) is the same distribution without building its 6 million strings."""
+    """wonderwords' adjective and noun lists (its asset files), each deduplicated and sorted."""
     def word_list(name: str) -> tuple[str, ...]:
         lines = (files("wonderwords") / "assets" / name).read_text(encoding="utf-8").splitlines()
         return tuple(sorted({line.rstrip() for line in lines}))
@@ -82,14 +81,51 @@ def adjectives_and_nouns() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return word_list("adjectivelist.txt"), word_list("nounlist.txt")
 
 
+class WordKeys:
+    """RULER's word keys: `sorted(set(f"{adjective}-{noun}"))` over wonderwords' lists, indexed as
+    `random.choice` indexes that list, without building its 6.2 million strings. Adjectives sharing a
+    prefix ("blue", "blue-eyed", "bluer") form a group whose strings can interleave ("blue-eyed-ant"
+    sorts among "blue-e..." nouns): a group's strings are sorted explicitly; a lone adjective's are
+    itself + "-" + each sorted noun. Groups follow one another in the order of their first adjective."""
+
+    def __init__(self, adjectives: tuple[str, ...], nouns: tuple[str, ...]):
+        self.nouns = nouns
+        self.groups: list[tuple[str, ...]] = []
+        for adjective in adjectives:  # sorted: the words starting with a prefix follow it directly
+            if self.groups and adjective.startswith(self.groups[-1][0]):
+                self.groups[-1] += (adjective,)
+            else:
+                self.groups.append((adjective,))
+        self.sorted_groups = {g: sorted({f"{a}-{n}" for a in g for n in nouns}) for g in self.groups if len(g) > 1}
+        sizes = [len(self.sorted_groups.get(g, ())) or len(nouns) for g in self.groups]
+        self.starts = [0]
+        for size in sizes:
+            self.starts.append(self.starts[-1] + size)
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def __getitem__(self, index: int) -> str:
+        group = bisect.bisect_right(self.starts, index) - 1
+        offset = index - self.starts[group]
+        members = self.groups[group]
+        if len(members) > 1:
+            return self.sorted_groups[members][offset]
+        return f"{members[0]}-{self.nouns[offset]}"
+
+
+@lru_cache(maxsize=1)
+def word_keys() -> WordKeys:
+    return WordKeys(*adjectives_and_nouns())
+
+
 def random_needle_part(kind: str, rng: random.Random) -> str:
     """A key or value: an adjective-noun word, a 7-digit number, or a uuid4-shaped string."""
     if kind == "numbers":
         return str(rng.randint(10**6, 10**7 - 1))
     if kind == "words":
-        adjectives, nouns = adjectives_and_nouns()
-        pair = rng.randrange(len(adjectives) * len(nouns))
-        return f"{adjectives[pair // len(nouns)]}-{nouns[pair % len(nouns)]}"
+        keys = word_keys()
+        return keys[rng.randrange(len(keys))]  # random.choice(list) draws exactly this index
     if kind == "uuids":
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
     raise ValueError(f"unknown needle part {kind!r}; known: {', '.join(NEEDLE_TYPES)}")
