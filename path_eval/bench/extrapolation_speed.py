@@ -55,7 +55,7 @@ def build(name: str, device: str, attention: str):
     return model.to(device=device, dtype=torch.bfloat16).eval(), impl
 
 
-def measure(model, length: int, prefill_chunk: int, device: str) -> dict:
+def measure(model, length: int, prefill_chunk: int) -> dict:
     """Seconds and peak memory of scoring one random block; the peak counts this model's weights and
     activations, not the other models resident beside it."""
     block = torch.randint(0, SHAPE["vocab_size"], (length,), generator=torch.Generator().manual_seed(length)).tolist()
@@ -93,14 +93,14 @@ def main() -> None:
     models = {}
     for name in args.models.split(","):  # all built first (~1.6 GB each), so a budget cut drops lengths, not models
         models[name] = build(name, device, attention)
-        measure(models[name][0], args.warmup, args.prefill_chunk, device)
+        measure(models[name][0], args.warmup, args.prefill_chunk)
     records = []
     for length in lengths:
         for name, (model, impl) in models.items():
             if time.perf_counter() - began > args.budget_s:
                 records.append({"model": name, "tokens": length, "status": "not run (time budget)"})
                 continue
-            record = {"model": name, "impl": impl, **measure(model, length, args.prefill_chunk, device)}
+            record = {"model": name, "impl": impl, **measure(model, length, args.prefill_chunk)}
             records.append(record)
             print(json.dumps(record), flush=True)
             save(records, args)  # after each record: a run cut short keeps what it measured

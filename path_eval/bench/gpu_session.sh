@@ -30,7 +30,7 @@ for step in "$@"; do
     data-parallel)
       python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
       for n in 1 2; do
-        timeout 270 torchrun --nproc_per_node $n eval.py run --suite ruler --lengths 8k --limit 8 --model /tmp/path-760m \
+        timeout 270 torchrun --standalone --nproc_per_node $n eval.py run --suite ruler --lengths 8k --limit 8 --model /tmp/path-760m \
           --data-dir .gpudata --device cuda --batch-size 8 --out /tmp/runs/dp$n --quiet && cp /tmp/runs/dp$n/results.json "$OUT/dp$n.json"
       done ;;
     *) echo "unknown step $step" ;;

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from path_eval.errors import PathEvalError
 from path_eval.reports.terminal import PERCENT_METRICS as PERCENT
+from path_eval.reports.terminal import rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
@@ -40,16 +41,12 @@ def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict
 def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:
     """Header and rows in the suite's layout: measured models first, then the paper's rows."""
     records = [r for r in records if r.bucket is None]
-    labels = {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
-    lengths = sorted({r.length for r in records if r.length is not None})
+    labels = suite_labels(suite)
+    lengths, by_length = rows_by_length(records)
     if lengths:  # long-context suites: a row per (model, task metric), lengths as columns
         header = ["model", "task"] + [f"@{n}" for n in lengths]
-        rows = []
-        for model in dict.fromkeys(r.model for r in records):
-            cells = {(r.task, r.metric, r.length): r for r in records if r.model == model}
-            for task, metric in dict.fromkeys((r.task, r.metric) for r in records if r.model == model):
-                rows.append([model, f"{labels.get(task, task)} {metric}"] +
-                            [_cell(cells.get((task, metric, n))) for n in lengths])
+        rows = [[model, f"{labels.get(task, task)} {metric}"] + [_cell(cells.get(n)) for n in lengths]
+                for model, task, metric, cells in by_length]
         return header, rows, None
     columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
     header = ["model"] + [f"{labels.get(t, t)} {m}" + (f" @{n}" if n else "") for t, m, n in columns]

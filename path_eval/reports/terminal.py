@@ -20,27 +20,43 @@ def format_value(record: ResultRecord) -> str:
     return f"{record.value:.2f}"
 
 
+def suite_labels(suite: SuiteSpec | None) -> dict[str, str]:
+    """Display names of the suite's tasks and aggregates."""
+    if suite is None:
+        return {}
+    return {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
+
+
+def rows_by_length(records: list[ResultRecord]) -> tuple[list[int], list[tuple[str, str, str, dict]]]:
+    """The lengths present (sorted) and, per (model, task, metric) in order of appearance, its
+    records by length: the layout of long-context suites (lengths as columns)."""
+    lengths = sorted({r.length for r in records if r.length is not None})
+    rows: dict[tuple[str, str, str], dict] = {}
+    for r in records:
+        rows.setdefault((r.model, r.task, r.metric), {})[r.length] = r
+    models = list(dict.fromkeys(r.model for r in records))  # a model's rows together, aggregates included
+    ordered = sorted(rows.items(), key=lambda item: models.index(item[0][0]))
+    return lengths, [(model, task, metric, cells) for (model, task, metric), cells in ordered]
+
+
 def results_table(records: list[ResultRecord], suite: SuiteSpec | None = None) -> Table:
     """Overall values only; per-position buckets go to the extrapolation reports. Results without
     lengths: models as rows, task metrics as columns. Results at context lengths: one row per
     (model, task metric), lengths as columns."""
     records = [r for r in records if r.bucket is None]
-    labels = {}
-    if suite is not None:
-        labels = {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
+    labels = suite_labels(suite)
     table = Table(title=f"{suite.name}: {suite.description}" if suite else None)
     table.add_column("model")
-    lengths = list(dict.fromkeys(r.length for r in records if r.length is not None))
+    lengths, rows = rows_by_length(records)
     if lengths:
         table.add_column("task")
-        for length in sorted(lengths):
+        for length in lengths:
             table.add_column(f"@{length}", justify="right")
-        for model in dict.fromkeys(r.model for r in records):
-            cells = {(r.task, r.metric, r.length): format_value(r) for r in records if r.model == model}
-            for task, metric in dict.fromkeys((r.task, r.metric) for r in records if r.model == model):
-                table.add_row(model, f"{labels.get(task, task)} {metric}",
-                              *(cells.get((task, metric, n), "-") for n in sorted(lengths)))
-            table.add_section()
+        for index, (model, task, metric, cells) in enumerate(rows):
+            if index and rows[index - 1][0] != model:
+                table.add_section()
+            table.add_row(model, f"{labels.get(task, task)} {metric}",
+                          *(format_value(cells[n]) if n in cells else "-" for n in lengths))
         return table
     columns = list(dict.fromkeys((r.task, r.metric) for r in records))
     for task, metric in columns:

@@ -61,6 +61,12 @@ def freeze(key: dict, generate: Callable[[], list[dict]], root: Path | None = No
     return samples
 
 
+def first_frozen(path: Path) -> dict:
+    """The first sample alone (a frozen set at 64K tokens runs to hundreds of MB)."""
+    with open(path, encoding="utf-8") as handle:
+        return json.loads(handle.readline())
+
+
 def read_frozen(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]

@@ -16,8 +16,11 @@ from path_eval.data import DatasetSplit, fingerprint, require
 from path_eval.errors import PathEvalError
 from path_eval.metrics import METRICS
 from path_eval.suites import TaskSpec
-from path_eval.tasks.frozen import freeze, read_frozen
+from path_eval.tasks.frozen import first_frozen, freeze
 from path_eval.tasks.lm_eval_tasks import LmEvalTask
+from path_eval.tasks.phonebook import generate_phonebook
+from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays
+from path_eval.tasks.ruler import aggregation, niah, qa, variable_tracking
 
 # Bumped whenever a generator's output changes for the same key: frozen sets of an older version
 # are then never reused.
@@ -35,17 +38,16 @@ class GenerationInputs:
     tokenizer: object
     seed: int
     num_samples: int
-    essays: str | None = None
+    essays_folder: Path | None = None  # read only when samples are generated, not when reused
     qa_file: Path | None = None
 
 
 def _ruler(task: str) -> Callable[[GenerationInputs], list[dict]]:
-    from path_eval.tasks.ruler import aggregation, niah, qa, variable_tracking
-
     def make(inputs: GenerationInputs) -> list[dict]:
         common = (inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)
         if task in niah.NIAH_TASKS:
-            samples = niah.generate_niah(task, *common, essays=inputs.essays)
+            essays = load_essays(inputs.essays_folder) if inputs.essays_folder else None
+            samples = niah.generate_niah(task, *common, essays=essays)
         elif task in ("qa_1", "qa_2"):
             samples = qa.generate_qa("squad" if task == "qa_1" else "hotpotqa", *common, documents_path=inputs.qa_file)
         else:
@@ -56,15 +58,13 @@ def _ruler(task: str) -> Callable[[GenerationInputs], list[dict]]:
 
 
 def _phonebook(inputs: GenerationInputs) -> list[dict]:
-    from path_eval.tasks.phonebook import generate_phonebook
-
     return [{**sample, "answer_prefix": "", "outputs": [sample["answer"]]}
             for sample in generate_phonebook(inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)]
 
 
 RULER_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
                "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2")
-ESSAY_TASKS = ("niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multivalue", "niah_multiquery")
+ESSAY_TASKS = tuple(name for name, config in niah.NIAH_TASKS.items() if config.haystack == "essay")
 GENERATORS: dict[str, Callable[[GenerationInputs], list[dict]]] = {
     **{f"ruler/{task}": _ruler(task) for task in RULER_TASKS},
     "phonebook": _phonebook,
@@ -78,12 +78,8 @@ def check_generator(name: str) -> None:
 
 def input_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
     """The data files a generator reads (checked before any model loads; missing -> one line)."""
-    from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, load_essays
-
     if spec.generator.removeprefix("ruler/") in ESSAY_TASKS:
-        folder = Path(data_dir) / ESSAYS_FOLDER
-        load_essays(folder)  # raises with the fix when there are none
-        return sorted(folder.glob("*.txt"))
+        return essay_files(Path(data_dir) / ESSAYS_FOLDER)  # none: a one-line error with the fix
     if spec.data is not None:
         return [require(DatasetSplit(spec.data.hf_path, spec.data.hf_config, spec.data.split), data_dir, suite)]
     return []
@@ -104,8 +100,6 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
                          num_samples: int, data_dir: Path, suite: str, frozen_root: Path | None = None) -> LmEvalTask:
     """Freeze (or reuse) the samples of `spec` at `length` for this tokenizer and seed, and the
     lm-eval task config that evaluates them."""
-    from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, load_essays
-
     files = input_files(spec, data_dir, suite)
     family = spec.generator.split("/")[0]
     key = {"task": spec.generator, "length": length, "tokenizer_sha256": tokenizer_hash, "seed": seed,
@@ -114,10 +108,10 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
            "data_fingerprint": fingerprint(files) if files else None}
     essays = spec.generator.removeprefix("ruler/") in ESSAY_TASKS
     inputs = GenerationInputs(length, tokenizer, seed, num_samples,
-                              essays=load_essays(Path(data_dir) / ESSAYS_FOLDER) if essays else None,
+                              essays_folder=Path(data_dir) / ESSAYS_FOLDER if essays else None,
                               qa_file=files[0] if spec.data is not None else None)
     frozen = freeze(key, lambda: GENERATORS[spec.generator](inputs), frozen_root)
-    first = read_frozen(frozen)[0]
+    first = first_frozen(frozen)
     name = lm_eval_name(spec, length, seed)
     config = {
         "task": name, "dataset_path": "json", "dataset_name": None,

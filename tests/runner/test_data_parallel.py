@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.bench.random_checkpoint import random_model
 from path_eval.results import load_results
 from tests.shared_data import SHARED_DATA, build_data_dir
 
@@ -29,14 +28,12 @@ def run(launcher: list[str], args: list[str], out: Path) -> list:
 ])
 def test_two_processes_give_the_results_of_one(tmp_path, monkeypatch, suite, extra):
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
-    torch.manual_seed(0)
     model = tmp_path / "model"
-    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=2,
-                                       num_heads=2)).save_pretrained(model)
+    random_model("path", "tiny").save_pretrained(model)
     data = build_data_dir(tmp_path / "data", ["piqa"])
     args = ["--suite", suite, "--model", str(model), "--data-dir", str(data), *extra]
     one = run([sys.executable], args, tmp_path / "one")
-    two = run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"], args, tmp_path / "two")
+    two = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"], args, tmp_path / "two")
     assert [(r.task, r.length, r.metric, r.n) for r in one] == [(r.task, r.length, r.metric, r.n) for r in two]
     assert [r.value for r in two] == pytest.approx([r.value for r in one], abs=1e-9)
     assert {r.provenance.processes for r in two} == {2} and {r.provenance.processes for r in one} == {1}
@@ -51,11 +48,9 @@ def test_two_processes_give_the_results_of_one(tmp_path, monkeypatch, suite, ext
 
 
 def test_corpus_tasks_refuse_several_processes(tmp_path):
-    torch.manual_seed(0)
     model = tmp_path / "model"
-    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=2,
-                                       num_heads=2)).save_pretrained(model)
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "eval.py", "run",
+    random_model("path", "tiny").save_pretrained(model)
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "eval.py", "run",
                            "--suite", "extrapolation", "--tasks", "code_standin", "--lengths", "512", "--model",
                            str(model), "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode != 0 and "not shared between processes" in done.stderr

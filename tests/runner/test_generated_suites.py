@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from lm_eval.api.model import LM
 
+from path_eval.bench.random_checkpoint import random_model
 from path_eval.errors import PathEvalError
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.results import load_results
 from path_eval.results.provenance import tokenizer_sha256
 from path_eval.suites import load_suite
@@ -121,12 +120,15 @@ def test_frozen_samples_are_reused_and_checked_against_their_key(tokenizer, data
     # a key file that describes other samples is not trusted either
     samples, key_file = frozen_paths(key, tmp_path)
     assert samples == frozen and key_file.is_file()
+    stored = json.loads(key_file.read_text())
+    key_file.write_text(json.dumps(stored | {"samples_sha256": "0" * 64}))
+    caplog.clear()
+    assert build(tokenizer_sha256(tokenizer)).files[0] == frozen
+    assert "do not match their key" in caplog.text and json.loads(key_file.read_text()) == stored
 
 
 def write_model(path: Path) -> Path:
-    torch.manual_seed(0)
-    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64, num_hidden_layers=2,
-                                       num_heads=2)).save_pretrained(path)
+    random_model("path_fox", "tiny").save_pretrained(path)
     return path
 
 

@@ -22,7 +22,7 @@ from shared_data import SHARED_DATA  # noqa: E402
 SQUAD = SHARED_DATA / "squad_v2" / "dev-v2.0.subset_Normans_Rhine.json"
 HOTPOT = SHARED_DATA / "hotpotqa" / "hotpot_dev_distractor_v1.first53.json"
 HOTPOT_HF = SHARED_DATA / "hotpotqa" / "hotpot_dev_distractor_first100.hf_style.json"
-pytestmark = pytest.mark.skipif(not (SQUAD.is_file() and HOTPOT.is_file()), reason="shared/data QA copies absent")
+pytestmark = pytest.mark.skipif(not (SQUAD.is_file() and HOTPOT.is_file()), reason="../shared/data (SQuAD v2 and HotpotQA copies) is not beside the checkout")
 
 LENGTH = 4096
 NUM_SAMPLES = 3

