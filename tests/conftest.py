@@ -3,6 +3,11 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import torch  # noqa: E402
+
+if not torch.cuda.is_available():  # Triton kernels run interpreted on the CPU (read when they are decorated)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 import pytest  # noqa: E402  (after the environment defaults above)
 

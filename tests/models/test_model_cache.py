@@ -104,3 +104,22 @@ def test_forward_never_builds_a_T_by_T_tensor():
     small, large = largest(1024), largest(4096)
     assert large <= 4.5 * small  # linear in T, where T x T logits would grow 16-fold
     assert large < 4096 * 4096 // 4
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_triton_backend_model_agrees_with_torch_backend(variant):
+    """The Triton kernels inside a whole model (interpreted on the CPU): full forward, chunked prefill
+    and decoding (pending tail, folds) all give the torch backend's logits."""
+    model = tiny_model(variant)
+    ids = torch.randint(0, 97, (2, 100), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        full = model(ids).logits
+        model.attention_backend = "triton"
+        assert rel(model(ids).logits, full) <= 1e-4
+        for chunk in (33, 64):
+            logits, _ = prefill(model, ids[:, :90], chunk_size=chunk, logits_to_keep=0)
+            assert rel(logits, full[:, :90]) <= 1e-4, chunk
+        logits, cache = prefill(model, ids[:, :90], chunk_size=90, logits_to_keep=1)
+        for t in range(90, 100):
+            step = model(ids[:, t:t + 1], past_key_values=cache, use_cache=True).logits
+            assert rel(step[:, -1], full[:, t]) <= 1e-4, t

@@ -1,10 +1,12 @@
 """Attention backends, selectable by name. Each computes the same function (see `inputs`).
 
 `reference` is the definition materialised (tests); `torch` is the chunked algorithm, the CPU
-default. A GPU backend registers itself here under its own name when its kernels import.
+default; `triton` runs the kernels of `path_eval.kernels` (the CUDA default; on the CPU only under
+TRITON_INTERPRET=1). Other backends register themselves with `register_backend`.
 """
 from __future__ import annotations
 
+import importlib.util
 from typing import Callable
 
 import torch
@@ -15,9 +17,21 @@ from path_eval.models.attention.inputs import AttentionInputs, KVState
 
 Backend = Callable[[AttentionInputs, "KVState | None", bool], "tuple[torch.Tensor, KVState | None]"]
 
+
+
+def _triton(x: AttentionInputs, past, build_state: bool):
+    """Imported on first use: triton is heavy to import and absent on some machines."""
+    if importlib.util.find_spec("triton") is None:
+        raise PathEvalError("the triton attention backend needs the triton package: pip install triton, "
+                            "or choose attention='torch'")
+    from path_eval.models.attention import kernel_backend
+    return kernel_backend.attend(x, past, build_state)
+
+
 BACKENDS: dict[str, Backend] = {
     "reference": reference.attend,
     "torch": blockwise.attend,
+    "triton": _triton,
 }
 
 
@@ -28,7 +42,7 @@ def register_backend(name: str, backend: Backend) -> None:
 
 def default_backend(device: torch.device | str) -> str:
     """The fastest registered backend that runs on `device`."""
-    if torch.device(device).type == "cuda" and "triton" in BACKENDS:
+    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
         return "triton"
     return "torch"
 

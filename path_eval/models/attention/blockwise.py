@@ -1,11 +1,7 @@
 """The `torch` backend: PaTH / FoX / plain attention in chunks, O(T x chunk) memory, any device.
 
-The segment is cut into chunks of C tokens. Per chunk (all chunks at once), with W the chunk's
-w rows and A = strict_tril(diag(beta) W W^T), the UT transform T = (I + A)^-1 diag(beta) gives
-    H_last ... H_first = I - W^T (T W)                        (the chunk's full product)
-    C = T strict_tril(W K^T)   so   k'_b = k_b - sum_s C_sb w_s = H_last ... H_{b+1} k_b
-    q'_a = q_a - sum_{s<=a} (q_a . w_s) (T W)_s = H_first ... H_a q_a
-    intra logit(a, b) = q_a . k_b - sum_{b<s<=a} (q_a . w_s) C_sb.
+The per-chunk preparation (UT transform, in-chunk transformed queries, keys transported to
+their chunk end, in-chunk logits) is shared with the Triton kernels (`path_eval.kernels.path_attn.chunks`).
 Across chunks every query block walks the key chunks right to left, one diagonal of the block
 matrix per step (all query blocks in one batched matmul): score q'.k' of the key chunk, then
 q' <- q' - (q' W^T)(T W). Softmax is online (running max, sum, weighted values), so nothing of
@@ -17,8 +13,8 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
+from path_eval.kernels.path_attn.chunks import Chunks, prepare, transport_state
 from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid, gate_offsets_to_end
 
 CHUNK = 64
@@ -53,56 +49,20 @@ class _OnlineSoftmax:
         return self.acc / self.l[..., None]
 
 
-def _chunked(t: torch.Tensor, n: int, c: int) -> torch.Tensor:
-    """[B, T, H, ...] -> [B, H, N, C, ...], zero-padded at the end to N * C."""
-    t = t.movedim(1, 2)
-    pad = n * c - t.shape[2]
-    if pad:
-        t = F.pad(t, (0, 0) * (t.dim() - 3) + (0, pad))
-    return t.unflatten(2, (n, c))
-
-
 def attend(x: AttentionInputs, past: KVState | None, build_state: bool,
            chunk_size: int = CHUNK) -> tuple[torch.Tensor, KVState | None]:
     x = x.without_padding_effects()
     f = x.compute_dtype
     B, T, HQ, D = x.q.shape
-    H = x.k.shape[2]
-    group = HQ // H
     dev = x.q.device
-    c = max(1, min(chunk_size, T))
-    n = -(-T // c)
     neg = torch.finfo(f).min
-
-    # Queries grouped under their kv head: [B, H, N, group, C, D].
-    q = _chunked(x.q.to(f).unflatten(2, (H, group)), n, c).movedim(4, 3)
-    k = _chunked(x.k.to(f), n, c)                                   # [B, H, N, C, D]
-    v = _chunked(x.v.to(f), n, c)
-    valid = torch.arange(n * c, device=dev) < T                     # end padding of the last chunk
-    key_ok = valid.view(1, 1, n, 1, 1, c)
-    if x.key_valid is not None:
-        key_ok = key_ok & F.pad(x.key_valid, (0, n * c - T)).view(B, 1, n, 1, 1, c)
-
-    transform = x.w is not None
+    ch = prepare(x.q, x.k, x.v, x.w, x.beta, x.g, x.key_valid, chunk_size, f)
+    q, k_end, v, Gc, key_ok = ch.q, ch.k, ch.v, ch.G, ch.key_ok
+    H, n, group, c = q.shape[1:5]
+    transform = ch.transform
+    qk_intra = ch.intra
     if transform:
-        w = _chunked(x.w.to(f), n, c)
-        beta = _chunked(x.beta.to(f), n, c)                        # [B, H, N, C]
-        eye = torch.eye(c, dtype=f, device=dev)
-        A = ((beta[..., None] * w) @ w.transpose(-1, -2)).tril(-1)
-        T_ut = torch.linalg.solve_triangular(eye + A, torch.diag_embed(beta), upper=False, unitriangular=True)
-        TW = T_ut @ w                                              # rows y_s of the WY form
-        Cmat = T_ut @ (w @ k.transpose(-1, -2)).tril(-1)
-        k_end = k - Cmat.transpose(-1, -2) @ w                     # keys transported to their chunk end
-        qw = (q @ w[:, :, :, None].transpose(-1, -2)).tril()       # [B, H, N, group, C, C], s <= a
-        qk_intra = q @ k[:, :, :, None].transpose(-1, -2) - qw @ Cmat[:, :, :, None]
-        q = q - qw @ TW[:, :, :, None]
-    else:
-        k_end = k
-        qk_intra = q @ k[:, :, :, None].transpose(-1, -2)
-
-    if x.g is not None:
-        G = x.g.to(f).cumsum(1)
-        Gc = _chunked(G.unflatten(2, (H, group)), n, c).movedim(4, 3)  # [B, H, N, group, C]
+        w, TW = ch.w, ch.TW
 
     soft = _OnlineSoftmax((B, H, n, group, c), D, f, dev)
     causal = torch.ones(c, c, dtype=torch.bool, device=dev).tril()
@@ -127,9 +87,7 @@ def attend(x: AttentionInputs, past: KVState | None, build_state: bool,
     out = out.movedim(1, 2).flatten(2, 3).to(x.q.dtype)
     if not build_state:
         return out, None
-    state = _next_state(x, past, f, transform, k_end if transform else None,
-                        w if transform else None, TW if transform else None, n, c)
-    return out, state
+    return out, next_state(x, past, ch if transform else None)
 
 
 def _attend_cache(soft: _OnlineSoftmax, q: torch.Tensor, x: AttentionInputs, past: KVState, Gc, f, neg) -> None:
@@ -149,24 +107,15 @@ def _attend_cache(soft: _OnlineSoftmax, q: torch.Tensor, x: AttentionInputs, pas
         soft.add(s, vc[:, :, None, None])
 
 
-def _next_state(x: AttentionInputs, past: KVState | None, f, transform: bool, k_end, w, TW, n: int, c: int) -> KVState:
-    """Append the segment; for PaTH carry every key through the remaining chunk products."""
+def next_state(x: AttentionInputs, past: KVState | None, chunks: Chunks | None) -> KVState:
+    """Append the segment; for PaTH every key is transported to the new end (`transport_state`)."""
     B, T, H, D = x.k.shape
     L = 0 if past is None else past.length
-    if transform:
-        keys = torch.empty(B, H, L + n * c, D, dtype=f, device=x.k.device)
-        if L:
-            keys[:, :, :L] = past.k.to(f).movedim(1, 2)
-        for i in range(n):  # cache so far <- P_i cache so far; then append chunk i's keys
-            end = L + i * c
-            if end:
-                held = keys[:, :, :end]
-                keys[:, :, :end] = held - (held @ TW[:, :, i].transpose(-1, -2)) @ w[:, :, i]
-            keys[:, :, end:end + c] = k_end[:, :, i]
-        k_all = keys[:, :, :L + T].movedim(1, 2)
+    if chunks is not None:
+        k_all = transport_state(chunks, None if past is None else past.k, T).movedim(1, 2)
     else:
         k_all = x.k if past is None else torch.cat([past.k, x.k], 1)
     v_all = x.v if past is None else torch.cat([past.v, x.v], 1)
-    g_to_end = gate_offsets_to_end(x, past, f)
+    g_to_end = gate_offsets_to_end(x, past, chunks.q.dtype if chunks is not None else x.compute_dtype)
     valid = concat_valid(None if past is None else past.valid, x.key_valid, L, T, B, x.k.device)
     return KVState(k_all.contiguous(), v_all, g_to_end, valid)

@@ -1,0 +1,113 @@
+"""Per-chunk preparation of a PaTH / FoX segment, in torch: what both the `torch` backend and the
+Triton kernels start from.
+
+The segment is cut into chunks of C tokens. Per chunk (all chunks at once), with W the chunk's
+w rows and A = strict_tril(diag(beta) W W^T), the UT transform T = (I + A)^-1 diag(beta) gives
+    H_last ... H_first = I - W^T (T W)                        (the chunk's full product)
+    C = T strict_tril(W K^T)   so   k'_b = k_b - sum_s C_sb w_s = H_last ... H_{b+1} k_b
+    q'_a = q_a - sum_{s<=a} (q_a . w_s) (T W)_s = H_first ... H_a q_a
+    intra logit(a, b) = q_a . k_b - sum_{b<s<=a} (q_a . w_s) C_sb.
+Across chunks a query walks the key chunks right to left, scoring q'.k' and then moving q' through
+the chunk: q' <- q' - (q' W^T)(T W). Everything here is float32 (float64 for float64 inputs): the
+UT inverse needs true fp32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+def chunked(t: torch.Tensor, n: int, c: int) -> torch.Tensor:
+    """[B, T, H, ...] -> [B, H, N, C, ...], zero-padded at the end to N * C."""
+    t = t.movedim(1, 2)
+    pad = n * c - t.shape[2]
+    if pad:
+        t = F.pad(t, (0, 0) * (t.dim() - 3) + (0, pad))
+    return t.unflatten(2, (n, c))
+
+
+@dataclass
+class Chunks:
+    """A segment in chunks. Shapes: q [B, H, N, group, C, D] (in-chunk transformed for PaTH),
+    k [B, H, N, C, D] (transported to the chunk end for PaTH), v [B, H, N, C, D],
+    intra [B, H, N, group, C, C] (raw in-chunk q.k, unscaled, unmasked), w / TW [B, H, N, C, D]
+    or None, G [B, H, N, group, C] cumulative log gates or None, key_ok broadcastable to
+    [B, H, N, group, C(query), C(key)]: inside the segment and not padding."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    intra: torch.Tensor
+    w: torch.Tensor | None
+    TW: torch.Tensor | None
+    G: torch.Tensor | None
+    key_ok: torch.Tensor
+    length: int
+
+    @property
+    def transform(self) -> bool:
+        return self.w is not None
+
+    def transition(self) -> torch.Tensor:
+        """Per chunk U = W^T (T W), [B, H, N, D, D]: moving a query through the chunk is r <- r - r U."""
+        return self.w.transpose(-1, -2) @ self.TW
+
+
+def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype) -> Chunks:
+    """Chunk a segment (q [B, T, HQ, D]; k, v, w [B, T, H, D]; beta [B, T, H]; g [B, T, HQ];
+    key_valid [B, T]) whose padding is already inert (beta = 0, g = 0 there)."""
+    f = dtype
+    B, T, HQ, D = q.shape
+    H = k.shape[2]
+    group = HQ // H
+    dev = q.device
+    c = max(1, min(chunk_size, T))
+    n = -(-T // c)
+    qc = chunked(q.to(f).unflatten(2, (H, group)), n, c).movedim(4, 3)   # [B, H, N, group, C, D]
+    kc = chunked(k.to(f), n, c)
+    vc = chunked(v.to(f), n, c)
+    key_ok = (torch.arange(n * c, device=dev) < T).view(1, 1, n, 1, 1, c)
+    if key_valid is not None:
+        key_ok = key_ok & F.pad(key_valid, (0, n * c - T)).view(B, 1, n, 1, 1, c)
+    G = None
+    if g is not None:
+        G = chunked(g.to(f).cumsum(1).unflatten(2, (H, group)), n, c).movedim(4, 3)
+    if w is None:
+        return Chunks(qc, kc, vc, qc @ kc[:, :, :, None].transpose(-1, -2), None, None, G, key_ok, T)
+
+    wc = chunked(w.to(f), n, c)
+    bc = chunked(beta.to(f), n, c)                                        # [B, H, N, C]
+    eye = torch.eye(c, dtype=f, device=dev)
+    A = ((bc[..., None] * wc) @ wc.transpose(-1, -2)).tril(-1)
+    T_ut = torch.linalg.solve_triangular(eye + A, torch.diag_embed(bc), upper=False, unitriangular=True)
+    TW = T_ut @ wc                                                        # rows y_s of the WY form
+    Cmat = T_ut @ (wc @ kc.transpose(-1, -2)).tril(-1)
+    k_end = kc - Cmat.transpose(-1, -2) @ wc                              # keys transported to their chunk end
+    qw = (qc @ wc[:, :, :, None].transpose(-1, -2)).tril()               # [B, H, N, group, C, C], s <= a
+    intra = qc @ kc[:, :, :, None].transpose(-1, -2) - qw @ Cmat[:, :, :, None]
+    q_start = qc - qw @ TW[:, :, :, None]
+    return Chunks(q_start, k_end, vc, intra, wc, TW, G, key_ok, T)
+
+
+def transport_state(chunks: Chunks, past_k: torch.Tensor | None, T: int) -> torch.Tensor:
+    """Keys of cache + segment transported to the segment end, [B, H, L + T, D] in float32.
+
+    Dense d x d chunk products: P_i = I - U_i, the segment's P = P_last ... P_first moves the old
+    cache in one GEMM, and chunk i's keys (already at their chunk end) go through the suffix
+    S_i = P_last ... P_{i+1}. Each key is rounded once, whatever the number of chunks."""
+    k_end = chunks.k
+    B, H, n, c, D = k_end.shape
+    eye = torch.eye(D, dtype=k_end.dtype, device=k_end.device)
+    P = eye - chunks.transition()                                  # [B, H, N, D, D]
+    suffix = torch.empty_like(P)
+    suffix[:, :, n - 1] = eye
+    for i in range(n - 2, -1, -1):
+        suffix[:, :, i] = suffix[:, :, i + 1] @ P[:, :, i + 1]
+    new = (k_end @ suffix.transpose(-1, -2)).flatten(2, 3)[:, :, :T]  # [B, H, T, D]
+    if past_k is None or not past_k.shape[1]:
+        return new
+    whole = suffix[:, :, 0] @ P[:, :, 0]
+    old = past_k.to(k_end.dtype).movedim(1, 2) @ whole.transpose(-1, -2)
+    return torch.cat([old, new], dim=2)

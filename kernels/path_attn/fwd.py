@@ -1,0 +1,260 @@
+"""Triton forward for PaTH, PaTH-FoX, FoX and plain causal attention, with an optional cache.
+
+One program owns BM query rows of one query head (BM divides the chunk size C, so the rows share a
+chunk). The torch preparation (`chunks.prepare`) hands it the rows' queries already moved to their
+chunk start (q' = H_first ... H_a q_a), the in-chunk logits, keys transported to their chunk end and
+each chunk's transition U = W^T (T W). The program then
+  1. scores its own chunk from the in-chunk logits (causal),
+  2. walks the earlier chunks right to left: score r.k' of the chunk, then r <- r - r U
+     (a dense D x D product: 1.5x plain attention's matmul work when D == C),
+  3. scores the cache (keys already transported to the segment start) with the final r,
+with an online softmax in base 2, so nothing of size T x T exists. r stays in float32 and is
+rounded to the input dtype only as a matmul operand. FoX / PaTH-FoX gates enter as
+gate_scale * (G_i - G_j). Offsets are int64 (inputs past 2^31 elements).
+
+Cache-only splits (flash-decoding style) are allowed when the segment is one chunk: then every
+program already holds its final r, and the per-split results are merged by log-sum-exp.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+import torch.nn.functional as F
+
+from path_eval.kernels.path_attn.chunks import Chunks, prepare
+
+MASKED = -1.0e30
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _softmax_step(acc, m_i, l_i, s, v, DOT_PREC: tl.constexpr):
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PREC)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def _path_attn_fwd(
+    Q, K, V, U, S, G, KOK, KC, VC, GC, COK, O, LSE,
+    T, L, HQ, GROUP, qk_scale, gate_scale, cache_per_split,
+    sq_b, sq_h, sq_n, sq_g, sq_c,
+    sk_b, sk_h, sk_t,
+    su_b, su_h, su_n,
+    ss_b, ss_h, ss_n, ss_g, ss_c,
+    sg_b, sg_h, sg_n, sg_g, sg_c,
+    skok_b,
+    skc_b, skc_t, skc_h,
+    svc_b, svc_t, svc_h,
+    sgc_b, sgc_t,
+    scok_b,
+    so_s, so_b, so_t, so_h,
+    slse_s, slse_b, slse_h,
+    D: tl.constexpr, CHUNK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    TRANSFORM: tl.constexpr, GATE: tl.constexpr, KEY_MASK: tl.constexpr,
+    CACHE: tl.constexpr, CACHE_MASK: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_PREC: tl.constexpr,
+):
+    pid_m = tl.num_programs(0) - 1 - tl.program_id(0)      # longest rows first
+    pid_bh = tl.program_id(1)
+    split = tl.program_id(2)
+    b = (pid_bh // HQ).to(tl.int64)
+    hq = (pid_bh % HQ).to(tl.int64)
+    h = hq // GROUP
+    gi = hq % GROUP
+    row0 = pid_m * BM
+    chunk_q = row0 // CHUNK
+    rin = row0 % CHUNK + tl.arange(0, BM)
+    rows = row0 + tl.arange(0, BM)
+    row_ok = rows < T
+    d = tl.arange(0, D)
+    c_idx = tl.arange(0, CHUNK)
+
+    q_base = Q + b * sq_b + h * sq_h + chunk_q.to(tl.int64) * sq_n + gi * sq_g
+    r = tl.load(q_base + rin[:, None] * sq_c + d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    if GATE:
+        g_base = G + b * sg_b + h * sg_h + gi * sg_g
+        gq = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + rin * sg_c, mask=row_ok, other=0.0)
+    k_base = K + b * sk_b + h * sk_h
+    v_base = V + b * sk_b + h * sk_h
+    m_i = tl.full([BM], float("-inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+
+    if split == 0:
+        # 1. the diagonal chunk
+        cols = chunk_q * CHUNK + c_idx
+        if TRANSFORM:
+            s_base = S + b * ss_b + h * ss_h + chunk_q.to(tl.int64) * ss_n + gi * ss_g
+            s = tl.load(s_base + rin[:, None] * ss_c + c_idx[None, :], mask=row_ok[:, None], other=0.0)
+        else:
+            k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
+            s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC)
+        s = s * qk_scale
+        if GATE:
+            gk = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + c_idx * sg_c)
+            s += (gq[:, None] - gk[None, :]) * gate_scale
+        ok = (cols[None, :] <= rows[:, None]) & (cols < T)[None, :]
+        if KEY_MASK:
+            ok &= (tl.load(KOK + b * skok_b + cols) != 0)[None, :]
+        s = tl.where(ok, s, MASKED)
+        v = tl.load(v_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
+        acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+
+        # 2. earlier chunks, right to left
+        for jj in range(0, chunk_q):
+            j = chunk_q - 1 - jj
+            cols = j * CHUNK + c_idx
+            offs = cols.to(tl.int64)[:, None] * sk_t + d[None, :]
+            k = tl.load(k_base + offs)
+            s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC) * qk_scale
+            if GATE:
+                gk = tl.load(g_base + j.to(tl.int64) * sg_n + c_idx * sg_c)
+                s += (gq[:, None] - gk[None, :]) * gate_scale
+            if KEY_MASK:
+                s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
+            v = tl.load(v_base + offs)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+            if TRANSFORM:
+                u = tl.load(U + b * su_b + h * su_h + j.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
+                r -= tl.dot(r.to(u.dtype), u, input_precision=DOT_PREC)
+
+    # 3. the cache, keys transported to the segment start
+    if CACHE:
+        lo = split * cache_per_split
+        hi = tl.minimum(L, lo + cache_per_split)
+        n_idx = tl.arange(0, BN)
+        r_op = r.to(KC.dtype.element_ty)
+        for start in range(lo, hi, BN):
+            cols = start + n_idx
+            col_ok = cols < hi
+            ck = cols.to(tl.int64)
+            kc = tl.load(KC + b * skc_b + h * skc_h + ck[:, None] * skc_t + d[None, :], mask=col_ok[:, None], other=0.0)
+            s = tl.dot(r_op, tl.trans(kc), input_precision=DOT_PREC) * qk_scale
+            if GATE:
+                gc = tl.load(GC + b * sgc_b + hq + ck * sgc_t, mask=col_ok, other=0.0)
+                s += (gq[:, None] + gc[None, :]) * gate_scale
+            if CACHE_MASK:
+                col_ok &= tl.load(COK + b * scok_b + ck, mask=col_ok, other=0) != 0
+            s = tl.where(col_ok[None, :], s, MASKED)
+            vc = tl.load(VC + b * svc_b + h * svc_h + ck[:, None] * svc_t + d[None, :], mask=col_ok[:, None], other=0.0)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, vc, DOT_PREC)
+
+    l_safe = tl.where(l_i > 0, l_i, 1.0)
+    out = acc / l_safe[:, None]
+    o_ptrs = O + split.to(tl.int64) * so_s + b * so_b + hq * so_h + rows.to(tl.int64)[:, None] * so_t + d[None, :]
+    tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    if WRITE_LSE:
+        lse = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
+        tl.store(LSE + split.to(tl.int64) * slse_s + b * slse_b + hq * slse_h + rows, lse, mask=row_ok)
+
+
+def default_blocks(head_dim: int) -> tuple[int, int]:
+    """(chunk size C, query rows per program BM). C = 128 for D = 128 keeps the dense transition at
+    1.5x attention's matmul work; BM = 64 keeps r, the accumulator and the scores in registers."""
+    return (128, 64) if head_dim > 64 else (64, 64)
+
+
+def _num_warps(head_dim: int, bm: int) -> int:
+    return 8 if head_dim * bm > 64 * 64 else 4
+
+
+def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
+                   key_valid=None, cache_k=None, cache_v=None, cache_g=None, cache_valid=None,
+                   chunk_size: int | None = None, block_m: int | None = None, splits: int = 1,
+                   cache_block: int = 64) -> tuple[torch.Tensor, Chunks]:
+    """Causal attention of a segment (after an optional cache); returns (out [B, T, HQ, D], chunks).
+
+    q [B, T, HQ, D]; k, v [B, T, H, D]; PaTH: w [B, T, H, D] unit rows and beta [B, T, H];
+    FoX-style gates: g [B, T, HQ] log forget gates; key_valid [B, T] bool (False = padding).
+    Cache: cache_k (transported to the segment start) / cache_v [B, L, H, D], cache_g [B, L, HQ]
+    (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
+    """
+    B, T, HQ, D = q.shape
+    H = k.shape[2]
+    C, BM = default_blocks(D)
+    C = chunk_size or C
+    if T < C:  # a short segment (decoding) runs as one zero-padded chunk of the next power of two
+        C = max(16, triton.next_power_of_2(T))
+        pad = lambda t: None if t is None else F.pad(t, (0, 0) * (t.dim() - 2) + (0, C - T))  # noqa: E731
+        valid = torch.ones(B, T, dtype=torch.bool, device=q.device) if key_valid is None else key_valid
+        q, k, v, w, beta, g, key_valid = map(pad, (q, k, v, w, beta, g, valid))
+    BM = min(block_m or BM, C)
+    if C % BM:
+        raise ValueError(f"block_m {BM} must divide the chunk size {C}")
+    if key_valid is not None:  # padding must not transform or decay anything
+        beta = None if beta is None else beta * key_valid[..., None]
+        g = None if g is None else g * key_valid[..., None]
+    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+    ch = prepare(q, k, v, w, beta, g, key_valid, C, compute)
+    out = _launch(q, ch, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
+                  splits, cache_block, ch.q.shape[2], H)
+    return out[:, :T], ch
+
+
+def _launch(q, ch: Chunks, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
+            C, BM, splits, cache_block, n, H) -> torch.Tensor:
+    B, T, HQ, D = q.shape
+    group = HQ // H
+    dt = q.dtype
+    k_t = ch.k.to(dt).flatten(2, 3)                # [B, H, N*C, D]
+    v_t = ch.v.to(dt).flatten(2, 3)
+    transform = ch.transform
+    U = ch.transition().to(dt) if transform else k_t.new_empty(1, 1, 1, 1, 1)
+    S = ch.intra if transform else ch.q.new_empty(1, 1, 1, 1, 1, 1)
+    G = ch.G if ch.G is not None else ch.q.new_empty(1, 1, 1, 1, 1)
+    kok = (F.pad(key_valid, (0, n * C - T)).to(torch.int8).contiguous()
+           if key_valid is not None else q.new_empty(1, 1, dtype=torch.int8))
+    L = 0 if cache_k is None else cache_k.shape[1]
+    has_cache = L > 0
+    if splits > 1 and transform and n > 1:
+        raise ValueError("cache splits need a one-chunk segment (the split programs skip the walk)")
+    splits = max(1, min(splits, -(-L // cache_block))) if has_cache else 1
+    per_split = -(-L // splits) if has_cache else 0
+    per_split = -(-per_split // cache_block) * cache_block if has_cache else 0
+    if has_cache:
+        kc, vc = cache_k, cache_v
+        gc = cache_g.float().contiguous() if cache_g is not None else q.new_empty(1, 1, 1, dtype=torch.float32)
+        cok = cache_valid.to(torch.int8).contiguous() if cache_valid is not None else q.new_empty(1, 1, dtype=torch.int8)
+    else:
+        kc = vc = q.new_empty(1, 1, 1, D)
+        gc = q.new_empty(1, 1, 1, dtype=torch.float32)
+        cok = q.new_empty(1, 1, dtype=torch.int8)
+    if splits == 1:
+        out = torch.empty(1, B, T, HQ, D, dtype=dt, device=q.device)
+        lse = out.new_empty(1, 1, 1, 1, dtype=torch.float32)
+    else:
+        out = torch.empty(splits, B, T, HQ, D, dtype=torch.float32, device=q.device)
+        lse = torch.empty(splits, B, HQ, T, dtype=torch.float32, device=q.device)
+    sq, sk, ss = ch.q.stride(), k_t.stride(), S.stride()
+    su, sg = U.stride(), G.stride()
+    prec = "ieee" if dt in (torch.float32, torch.float64) else "tf32"
+    grid = (triton.cdiv(T, BM), B * HQ, splits)
+    _path_attn_fwd[grid](
+        ch.q, k_t, v_t, U, S, G, kok, kc, vc, gc, cok, out, lse,
+        T, L, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split,
+        sq[0], sq[1], sq[2], sq[3], sq[4],
+        sk[0], sk[1], sk[2],
+        su[0], su[1], su[2],
+        ss[0], ss[1], ss[2], ss[3], ss[4],
+        sg[0], sg[1], sg[2], sg[3], sg[4],
+        kok.stride(0),
+        kc.stride(0), kc.stride(1), kc.stride(2),
+        vc.stride(0), vc.stride(1), vc.stride(2),
+        gc.stride(0), gc.stride(1),
+        cok.stride(0),
+        out.stride(0), out.stride(1), out.stride(2), out.stride(3),
+        lse.stride(0), lse.stride(1), lse.stride(2),
+        D=D, CHUNK=C, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=ch.G is not None,
+        KEY_MASK=key_valid is not None, CACHE=has_cache, CACHE_MASK=has_cache and cache_valid is not None,
+        WRITE_LSE=splits > 1, DOT_PREC=prec, num_warps=_num_warps(D, BM), num_stages=2,
+    )
+    if splits == 1:
+        return out[0]
+    weights = torch.softmax(lse * math.log(2.0), dim=0).permute(0, 1, 3, 2)[..., None]  # [S, B, T, HQ, 1]
+    return (out * weights).sum(0).to(dt)

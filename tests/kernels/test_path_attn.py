@@ -1,0 +1,126 @@
+"""The Triton PaTH / FoX kernels against the float64 definition (`naive.py`), on random inputs.
+
+On the CPU they run under TRITON_INTERPRET=1 (set in tests/conftest.py) at small shapes; the
+same functions run compiled on a GPU. Inputs follow tests/models/test_attention_backends.py:
+beta over (0, 2) with a third of the values within 1e-4 of 2 and some exactly 1, gates strong
+enough that decay matters, T not a multiple of any block.
+"""
+import pytest
+import torch
+
+from path_eval.kernels.path_attn.cache import PathKVCache
+from path_eval.kernels.path_attn.fwd import path_attention
+from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
+from tests.models.test_attention_backends import VARIANTS, random_inputs, rel
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def as_dtype(x, dtype):
+    """The inputs of `random_inputs` in the kernel's input dtype (w, beta, g stay float32 as the model gives them)."""
+    cast = lambda t, d: None if t is None else t.to(d).to(DEVICE)  # noqa: E731
+    return dict(q=cast(x.q, dtype), k=cast(x.k, dtype), v=cast(x.v, dtype), scale=x.scale, w=cast(x.w, torch.float32),
+                beta=cast(x.beta, torch.float32), g=cast(x.g, torch.float32), gate_scale=x.gate_scale,
+                key_valid=cast(x.key_valid, torch.bool))
+
+
+def definition(x, rows=slice(None)):
+    return naive_attention(x.q, x.k, x.v, scale=x.scale, w=x.w, beta=x.beta, g=x.g, gate_scale=x.gate_scale,
+                           key_valid=x.key_valid)[:, rows]
+
+
+SHAPES = [  # B, T, HQ, H, D, chunk, block_m
+    (1, 1, 2, 2, 16, 16, 16),
+    (3, 17, 2, 2, 32, 16, 16),
+    (2, 100, 4, 2, 16, 32, 16),
+    (1, 130, 6, 2, 32, 64, 32),
+    (2, 77, 2, 1, 64, 32, 32),
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}T{}HQ{}H{}D{}C{}BM{}".format(*s))
+def test_forward_matches_definition_float32(variant, shape):
+    B, T, HQ, H, D, C, BM = shape
+    x = random_inputs(variant, B, T, HQ, H, D, seed=T + 13 * HQ)
+    out, _ = path_attention(**as_dtype(x, torch.float32), chunk_size=C, block_m=BM)
+    assert rel(out.double().cpu(), definition(x)) <= 1e-5
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_forward_half_precision_within_rounding(variant, dtype):
+    """bf16 / fp16 operands, float32 accumulation, r and the UT transform in float32."""
+    if dtype == torch.bfloat16 and DEVICE == "cpu":
+        pytest.skip("the Triton interpreter returns garbage for bfloat16 tensors (numpy has no bfloat16); "
+                    "fp16 covers the same code path here and bf16 runs on the GPU")
+    x = random_inputs(variant, 2, 150, 4, 2, 64, seed=5)
+    out, _ = path_attention(**as_dtype(x, dtype), chunk_size=64, block_m=32)
+    # the definition on the same rounded inputs: what is left is the kernel's own rounding
+    rounded = random_inputs(variant, 2, 150, 4, 2, 64, seed=5)
+    rounded.q, rounded.k, rounded.v = (t.to(dtype).double() for t in (x.q, x.k, x.v))
+    err = rel(out.double().cpu(), definition(rounded))
+    assert err <= (1.5e-2 if dtype == torch.bfloat16 else 3e-3), err
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_left_padding(variant):
+    """Rows padded on the left give the outputs of the unpadded rows (padding: no key, no transform, no decay)."""
+    x = random_inputs(variant, 3, 90, 4, 2, 32, seed=8, pad_left=[0, 17, 64])
+    out, _ = path_attention(**as_dtype(x, torch.float32), chunk_size=32, block_m=32)
+    ref = definition(x)
+    for b, pad in enumerate([0, 17, 64]):
+        assert rel(out[b, pad:].double().cpu(), ref[b, pad:]) <= 1e-5
+
+
+def segment(x, sl):
+    pick = lambda t: None if t is None else t[:, sl]  # noqa: E731
+    return dict(q=x["q"][:, sl], k=x["k"][:, sl], v=x["v"][:, sl], scale=x["scale"], w=pick(x["w"]),
+                beta=pick(x["beta"]), g=pick(x["g"]), gate_scale=x["gate_scale"], key_valid=pick(x["key_valid"]))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("cuts,fold_every", [([37, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 95], 4),
+                                             ([1, 2, 3, 64, 65, 66], 64), ([50, 51, 52, 53, 54, 55], 3)],
+                         ids=["prefill-decode-folds", "decode-prefill-decode", "fold-every-3"])
+def test_cache_segments_equal_one_pass(variant, cuts, fold_every):
+    """Chunked prefill and token-by-token decode on a PathKVCache give the rows of one full pass,
+    through pending tails and folds."""
+    T = cuts[-1]
+    x = random_inputs(variant, 2, T, 4, 2, 16, seed=len(cuts), pad_left=[0, 5])
+    ref = definition(x)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache(fold_every=fold_every)
+    start = 0
+    for stop in cuts:
+        out = cache.attend(**segment(args, slice(start, stop)))
+        assert cache.length == stop
+        assert rel(out[:1].double().cpu(), ref[:1, start:stop]) <= 1e-5, (start, stop)
+        real = max(start, 5)  # row 1 is padded up to 5: its padding rows have no defined output
+        if stop > real:
+            assert rel(out[1:, real - start:].double().cpu(), ref[1:, real:stop]) <= 1e-5, (start, stop)
+        start = stop
+
+
+def test_folded_keys_equal_the_definition():
+    x = random_inputs("path", 2, 70, 2, 2, 16, seed=4)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache(fold_every=8)
+    for start, stop in [(0, 30), (30, 45), (45, 61), (61, 70)]:
+        cache.attend(**segment(args, slice(start, stop)))
+    assert cache.folded == 70
+    ref = naive_transport(x.k, x.w, x.beta)
+    assert rel(cache.k[:, :70].double().cpu(), ref) <= 1e-5
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cache_splits_equal_one_program(variant):
+    """Flash-decoding splits of the cache, merged by log-sum-exp, change nothing."""
+    x = random_inputs(variant, 2, 300, 4, 2, 16, seed=6)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache()
+    cache.attend(**segment(args, slice(0, 290)))
+    outs = [cache.attend(**segment(args, slice(290, 300)), splits=s, append=False) for s in (1, 3, 7)]
+    ref = definition(x, slice(290, 300))
+    for out in outs:
+        assert rel(out.double().cpu(), ref) <= 1e-5
