@@ -57,7 +57,7 @@ class Chunks:
 
 def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype) -> Chunks:
     """Chunk a segment (q [B, T, HQ, D]; k, v, w [B, T, H, D]; beta [B, T, H]; g [B, T, HQ];
-    key_valid [B, T]) whose padding is already inert (beta = 0, g = 0 there)."""
+    key_valid [B, T]) whose padding is already inert (beta = 0, g = 0 there). v may be None."""
     f = dtype
     B, T, HQ, D = q.shape
     H = k.shape[2]
@@ -67,7 +67,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
     n = -(-T // c)
     qc = chunked(q.to(f).unflatten(2, (H, group)), n, c).movedim(4, 3)   # [B, H, N, group, C, D]
     kc = chunked(k.to(f), n, c)
-    vc = chunked(v.to(f), n, c)
+    vc = None if v is None else chunked(v.to(f), n, c)   # the kernels read v where it is
     key_ok = (torch.arange(n * c, device=dev) < T).view(1, 1, n, 1, 1, c)
     if key_valid is not None:
         key_ok = key_ok & F.pad(key_valid, (0, n * c - T)).view(B, 1, n, 1, 1, c)

@@ -18,6 +18,7 @@ program already holds its final r, and the per-split results are merged by log-s
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 import triton
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 
 from path_eval.kernels.path_attn.chunks import Chunks, prepare
 
-MASKED = -1.0e30
+MASKED = tl.constexpr(-1.0e30)
 LOG2E = 1.4426950408889634
 
 
@@ -46,6 +47,7 @@ def _path_attn_fwd(
     T, L, HQ, GROUP, qk_scale, gate_scale, cache_per_split,
     sq_b, sq_h, sq_n, sq_g, sq_c,
     sk_b, sk_h, sk_t,
+    sv_b, sv_h, sv_t,
     su_b, su_h, su_n,
     ss_b, ss_h, ss_n, ss_g, ss_c,
     sg_b, sg_h, sg_n, sg_g, sg_c,
@@ -81,7 +83,7 @@ def _path_attn_fwd(
         g_base = G + b * sg_b + h * sg_h + gi * sg_g
         gq = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + rin * sg_c, mask=row_ok, other=0.0)
     k_base = K + b * sk_b + h * sk_h
-    v_base = V + b * sk_b + h * sk_h
+    v_base = V + b * sv_b + h * sv_h
     m_i = tl.full([BM], float("-inf"), tl.float32)
     l_i = tl.zeros([BM], tl.float32)
     acc = tl.zeros([BM, D], tl.float32)
@@ -103,22 +105,21 @@ def _path_attn_fwd(
         if KEY_MASK:
             ok &= (tl.load(KOK + b * skok_b + cols) != 0)[None, :]
         s = tl.where(ok, s, MASKED)
-        v = tl.load(v_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
+        v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
         acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
 
         # 2. earlier chunks, right to left
         for jj in range(0, chunk_q):
             j = chunk_q - 1 - jj
             cols = j * CHUNK + c_idx
-            offs = cols.to(tl.int64)[:, None] * sk_t + d[None, :]
-            k = tl.load(k_base + offs)
+            k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
             s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC) * qk_scale
             if GATE:
                 gk = tl.load(g_base + j.to(tl.int64) * sg_n + c_idx * sg_c)
                 s += (gq[:, None] - gk[None, :]) * gate_scale
             if KEY_MASK:
                 s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
-            v = tl.load(v_base + offs)
+            v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
             acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
             if TRANSFORM:
                 u = tl.load(U + b * su_b + h * su_h + j.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
@@ -155,13 +156,19 @@ def _path_attn_fwd(
 
 
 def default_blocks(head_dim: int) -> tuple[int, int]:
-    """(chunk size C, query rows per program BM). C = 128 for D = 128 keeps the dense transition at
-    1.5x attention's matmul work; BM = 64 keeps r, the accumulator and the scores in registers."""
-    return (128, 64) if head_dim > 64 else (64, 64)
+    """(chunk size C, query rows per program BM). 64 x 64 keeps r, the accumulator and the scores in
+    registers; at D = 128 a chunk of 128 (dense transition at 1.5x attention's matmul work instead
+    of 2x) needs more shared memory than an H200 has with two pipeline stages."""
+    return 64, 64
 
 
-def _num_warps(head_dim: int, bm: int) -> int:
-    return 8 if head_dim * bm > 64 * 64 else 4
+# Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter
+# cannot autotune, so it gets one fixed configuration.
+TUNED = os.environ.get("TRITON_INTERPRET") != "1"
+if TUNED:
+    _path_attn_fwd = triton.autotune(
+        configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)],
+        key=["D", "CHUNK", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"])(_path_attn_fwd)
 
 
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
@@ -176,40 +183,53 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
     """
     B, T, HQ, D = q.shape
-    H = k.shape[2]
     C, BM = default_blocks(D)
     C = chunk_size or C
-    if T < C:  # a short segment (decoding) runs as one zero-padded chunk of the next power of two
+    if T < C:  # a short segment (decoding) runs as one chunk of the next power of two
         C = max(16, triton.next_power_of_2(T))
-        pad = lambda t: None if t is None else F.pad(t, (0, 0) * (t.dim() - 2) + (0, C - T))  # noqa: E731
-        valid = torch.ones(B, T, dtype=torch.bool, device=q.device) if key_valid is None else key_valid
-        q, k, v, w, beta, g, key_valid = map(pad, (q, k, v, w, beta, g, valid))
     BM = min(block_m or BM, C)
     if C % BM:
         raise ValueError(f"block_m {BM} must divide the chunk size {C}")
+    if T % C:  # whole chunks (the kernel loads key blocks without bounds checks): pad, masked as padding
+        pad = lambda t: None if t is None else F.pad(t, (0, 0) * (t.dim() - 2) + (0, C - T % C))  # noqa: E731
+        valid = torch.ones(B, T, dtype=torch.bool, device=q.device) if key_valid is None else key_valid
+        q, k, v, w, beta, g, key_valid = map(pad, (q, k, v, w, beta, g, valid))
     if key_valid is not None:  # padding must not transform or decay anything
         beta = None if beta is None else beta * key_valid[..., None]
         g = None if g is None else g * key_valid[..., None]
-    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
-    ch = prepare(q, k, v, w, beta, g, key_valid, C, compute)
-    out = _launch(q, ch, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
-                  splits, cache_block, ch.q.shape[2], H)
+    ch = None
+    if w is not None:
+        compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+        ch = prepare(q, k, None, w, beta, g, key_valid, C, compute)
+    out = _launch(q, k, v, g, ch, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
+                  splits, cache_block)
     return out[:, :T], ch
 
 
-def _launch(q, ch: Chunks, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
-            C, BM, splits, cache_block, n, H) -> torch.Tensor:
+def _launch(q, k, v, g, ch: Chunks | None, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
+            C, BM, splits, cache_block) -> torch.Tensor:
+    """q, k, v, g as given (views, no copies, whole chunks); `ch` the PaTH preparation or None."""
     B, T, HQ, D = q.shape
+    H = k.shape[2]
     group = HQ // H
+    n = T // C
     dt = q.dtype
-    k_t = ch.k.to(dt).flatten(2, 3)                # [B, H, N*C, D]
-    v_t = ch.v.to(dt).flatten(2, 3)
-    transform = ch.transform
-    U = ch.transition().to(dt) if transform else k_t.new_empty(1, 1, 1, 1, 1)
-    S = ch.intra if transform else ch.q.new_empty(1, 1, 1, 1, 1, 1)
-    G = ch.G if ch.G is not None else ch.q.new_empty(1, 1, 1, 1, 1)
-    kok = (F.pad(key_valid, (0, n * C - T)).to(torch.int8).contiguous()
-           if key_valid is not None else q.new_empty(1, 1, dtype=torch.int8))
+    transform = ch is not None
+    if transform:  # queries at their chunk start (float32), keys at their chunk end, transitions
+        Q, S = ch.q, ch.intra
+        K = ch.k.to(dt).flatten(2, 3)                              # [B, H, T, D]
+        U = ch.transition().to(dt)
+    else:          # plain keys and queries, read in place
+        Q = q.view(B, n, C, H, group, D).permute(0, 3, 1, 4, 2, 5)  # [B, H, N, group, C, D]
+        K = k.permute(0, 2, 1, 3)
+        U = S = q.new_empty(1, 1, 1, 1, 1, 1)
+    V = v.permute(0, 2, 1, 3)
+    if g is not None:
+        G = g.float().cumsum(1).view(B, n, C, H, group).permute(0, 3, 1, 4, 2)  # [B, H, N, group, C]
+    else:
+        G = q.new_empty(1, 1, 1, 1, 1, dtype=torch.float32)
+    kok = (key_valid.to(torch.int8).contiguous() if key_valid is not None
+           else q.new_empty(1, 1, dtype=torch.int8))
     L = 0 if cache_k is None else cache_k.shape[1]
     has_cache = L > 0
     if splits > 1 and transform and n > 1:
@@ -231,15 +251,16 @@ def _launch(q, ch: Chunks, scale, gate_scale, key_valid, cache_k, cache_v, cache
     else:
         out = torch.empty(splits, B, T, HQ, D, dtype=torch.float32, device=q.device)
         lse = torch.empty(splits, B, HQ, T, dtype=torch.float32, device=q.device)
-    sq, sk, ss = ch.q.stride(), k_t.stride(), S.stride()
+    sq, sk, sv, ss = Q.stride(), K.stride(), V.stride(), S.stride()
     su, sg = U.stride(), G.stride()
     prec = "ieee" if dt in (torch.float32, torch.float64) else "tf32"
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
-        ch.q, k_t, v_t, U, S, G, kok, kc, vc, gc, cok, out, lse,
+        Q, K, V, U, S, G, kok, kc, vc, gc, cok, out, lse,
         T, L, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split,
         sq[0], sq[1], sq[2], sq[3], sq[4],
         sk[0], sk[1], sk[2],
+        sv[0], sv[1], sv[2],
         su[0], su[1], su[2],
         ss[0], ss[1], ss[2], ss[3], ss[4],
         sg[0], sg[1], sg[2], sg[3], sg[4],
@@ -250,9 +271,9 @@ def _launch(q, ch: Chunks, scale, gate_scale, key_valid, cache_k, cache_v, cache
         cok.stride(0),
         out.stride(0), out.stride(1), out.stride(2), out.stride(3),
         lse.stride(0), lse.stride(1), lse.stride(2),
-        D=D, CHUNK=C, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=ch.G is not None,
+        D=D, CHUNK=C, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=g is not None,
         KEY_MASK=key_valid is not None, CACHE=has_cache, CACHE_MASK=has_cache and cache_valid is not None,
-        WRITE_LSE=splits > 1, DOT_PREC=prec, num_warps=_num_warps(D, BM), num_stages=2,
+        WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else dict(num_warps=4, num_stages=1)),
     )
     if splits == 1:
         return out[0]

@@ -4,7 +4,8 @@
 # long-context (RULER at 16K and PhoneBook at 8K with a 760M-shaped random PaTH model; carry `.gpudata`,
 # built here first with: python -c "from tests.shared_data import build_data_dir, copy_essays;
 # copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
-# data-parallel (the same RULER run on one and on two processes: needs the nvidia-h200-x2 kind).
+# data-parallel (the same RULER run on one and on two processes: needs the nvidia-h200-x2 kind),
+# kernel-tests (tests/kernels and the triton model tests, compiled), kernels (path_eval.bench.kernels; PARTS= picks parts).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -17,20 +18,22 @@ python3 -c "import torch, triton, transformers, fla; print('torch', torch.__vers
 for step in "$@"; do
   stamp "step $step"
   case $step in
+    kernel-tests) timeout 170 python3 -m pytest -q -s -p no:cacheprovider tests/kernels tests/models/test_model_cache.py -k "triton or cuda or real or matches or half or cache or folded or splits or padding" 2>&1 | grep -E "rel err|chunk|passed|failed|Error|error" | tail -60 ;;
+    kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
     parity) timeout 530 python3 -m path_eval.bench.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;
     extrapolation) timeout 560 python3 -m path_eval.bench.extrapolation_speed --budget-s 400 --out "$OUT/extrapolation_h200.json" ;;
     long-context)
       python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
-      timeout 300 python3 eval.py run --suite ruler --lengths 16k --limit 3 --model /tmp/path-760m --data-dir .gpudata \
+      timeout ${RULER_S:-300} python3 eval.py run --suite ruler --lengths 16k --limit 3 --model /tmp/path-760m --data-dir .gpudata \
         --device cuda --batch-size 8 --out /tmp/runs/ruler16k --quiet && cp /tmp/runs/ruler16k/results.json "$OUT/ruler16k.json"
-      timeout 200 python3 eval.py run --suite phonebook --lengths 8k --limit 5 --model /tmp/path-760m --data-dir .gpudata \
+      timeout ${PHONEBOOK_S:-200} python3 eval.py run --suite phonebook --lengths 8k --limit 5 --model /tmp/path-760m --data-dir .gpudata \
         --device cuda --batch-size 8 --out /tmp/runs/phonebook8k --quiet && cp /tmp/runs/phonebook8k/results.json "$OUT/phonebook8k.json" ;;
     data-parallel)
-      python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
+      [ -d /tmp/path-760m ] || python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
       for n in 1 2; do
-        timeout 270 torchrun --standalone --nproc_per_node $n eval.py run --suite ruler --lengths 8k --limit 8 --model /tmp/path-760m \
+        timeout ${DP_S:-270} torchrun --standalone --nproc_per_node $n eval.py run --suite ruler --lengths 8k --limit ${DP_LIMIT:-8} --model /tmp/path-760m \
           --data-dir .gpudata --device cuda --batch-size 8 --out /tmp/runs/dp$n --quiet && cp /tmp/runs/dp$n/results.json "$OUT/dp$n.json"
       done ;;
     *) echo "unknown step $step" ;;

@@ -1,0 +1,274 @@
+"""Attention kernels on the GPU: correctness first, then speed; writes results/bench/kernels.json.
+
+Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"}; ops path_fwd,
+path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128), path_prefill_chunk
+(64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
+760M-shaped model: 24 heads of 64, cache of T tokens). FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
+Method: random bf16 inputs (never zeros), triton.testing.do_bench (warm-up, median of repeats).
+
+    python -m path_eval.bench.kernels --out results/bench/kernels.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+from path_eval.kernels.path_attn.cache import PathKVCache
+from path_eval.kernels.path_attn.fwd import path_attention
+from path_eval.models.attention import AttentionInputs, blockwise
+
+TOKENS = 65536
+GATED = {"path_fwd": (True, False), "path_fox_fwd": (True, True), "fox_fwd": (False, True), "attn_fwd": (False, False)}
+
+
+def log(*a):
+    print(f"[{time.strftime('%H:%M:%S')}]", *a, flush=True)
+
+
+def inputs(B, T, H, D, transform, gate, seed=0, dtype=torch.bfloat16):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
+    x = dict(q=r(B, T, H, D).to(dtype), k=r(B, T, H, D).to(dtype), v=r(B, T, H, D).to(dtype), scale=D ** -0.5)
+    if transform:
+        x["w"] = F.normalize(r(B, T, H, D), dim=-1)
+        x["beta"] = 2 * torch.sigmoid(r(B, T, H))
+    if gate:
+        x["g"] = F.logsigmoid(r(B, T, H) + 4)  # fla's init keeps gates near 1
+        x["gate_scale"] = x["scale"] if transform else 1.0
+    return x
+
+
+def ours(x):
+    return path_attention(**{k: v for k, v in x.items() if k not in ("qh", "kh", "vh")})[0]
+
+
+def fla_impl(op):
+    """fla's forward for `op`, or None when fla lacks it."""
+    try:
+        if op in ("path_fwd", "path_fox_fwd"):
+            from fla.ops.path_attn.parallel import parallel_path_attn
+            return lambda x: parallel_path_attn(x["q"], x["k"], x["v"], x["w"], x["beta"], x.get("g"), x["scale"])[0]
+        if op == "fox_fwd":
+            from fla.ops.forgetting_attn.parallel import parallel_forgetting_attn
+            return lambda x: parallel_forgetting_attn(x["q"], x["k"], x["v"], x["g"], x["scale"])
+        from fla.ops.attn.parallel import parallel_attn
+        return lambda x: parallel_attn(x["q"], x["k"], x["v"], scale=x["scale"])
+    except ImportError:
+        return None
+
+
+def sdpa(backend):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    chosen = {"sdpa-cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa-flash": SDPBackend.FLASH_ATTENTION}[backend]
+
+    def run(x):
+        with sdpa_kernel([chosen]):
+            return F.scaled_dot_product_attention(x["qh"], x["kh"], x["vh"], is_causal=True, scale=x["scale"])
+    return run
+
+
+def rel(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def check(args, out):
+    """Ours vs the float32 torch backend (itself checked against the float64 definition) and vs fla."""
+    rows = []
+    for D in (64, 128):
+        for T in args.check_lengths:
+            for op, (transform, gate) in GATED.items():
+                x = inputs(1, T, 4, D, transform, gate, seed=T + D)
+                o = ours(x)
+                a = AttentionInputs(x["q"].float(), x["k"].float(), x["v"].float(), x["scale"], x.get("w"),
+                                    x.get("beta"), x.get("g"), x.get("gate_scale", 1.0), None)
+                ref = blockwise.attend(a, None, False)[0]
+                row = dict(op=op, T=T, D=D, rel_vs_fp32_torch=rel(o, ref), max_abs_vs_fp32_torch=(o.float() - ref).abs().max().item())
+                f = fla_impl(op)
+                if f is not None:
+                    try:
+                        row.update(rel_fla_vs_fp32_torch=rel(f(x), ref))
+                    except Exception as e:  # noqa: BLE001
+                        row.update(fla_error=repr(e)[:200])
+                rows.append(row)
+                log("check", row)
+                torch.cuda.empty_cache()
+    out["checks"] = rows
+
+
+def bench_forward(args, out, save):
+    recs = out["records"]
+    for D in (64, 128):
+        H = 32 if D == 64 else 16
+        for T in args.lengths:
+            B = TOKENS // T
+            flops = 4 * B * H * T * T * D / 2
+            for op, (transform, gate) in GATED.items():
+                x = inputs(B, T, H, D, transform, gate)
+                impls = {"path-eval": ours}
+                f = fla_impl(op)
+                if f is not None:
+                    impls["fla"] = f
+                if op == "attn_fwd":
+                    x.update(qh=x["q"].transpose(1, 2), kh=x["k"].transpose(1, 2), vh=x["v"].transpose(1, 2))
+                    impls["sdpa-cudnn"] = sdpa("sdpa-cudnn")
+                    impls["sdpa-flash"] = sdpa("sdpa-flash")
+                for impl, fn in impls.items():
+                    try:
+                        ms = do_bench(lambda: fn(x), warmup=args.warmup, rep=args.rep)
+                    except Exception as e:  # noqa: BLE001  (an impl that cannot run this shape is recorded as such)
+                        log("failed", op, impl, T, D, repr(e)[:200])
+                        continue
+                    recs.append(dict(op=op, impl=impl, B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
+                                     fa_equiv_tflops=flops / ms / 1e9))
+                    log(recs[-1])
+                    save()
+                torch.cuda.empty_cache()
+
+
+def bench_prefill(args, out, save):
+    """64K tokens in 8K chunks on a PathKVCache (keys folded after each chunk) vs one forward."""
+    for D in (64, 128):
+        H = 32 if D == 64 else 16
+        x = inputs(1, TOKENS, H, D, True, False)
+
+        def chunked():
+            cache = PathKVCache()
+            for s in range(0, TOKENS, 8192):
+                cache.attend(**{k: (v[:, s:s + 8192] if torch.is_tensor(v) else v) for k, v in x.items()})
+        for name, fn in (("path_prefill_chunk", chunked), ("path_fwd_one_pass", lambda: ours(x))):
+            ms = do_bench(fn, warmup=1, rep=args.rep)
+            out["records"].append(dict(op=name, impl="path-eval", B=1, H=H, T=TOKENS, D=D, dtype="bfloat16", ms=ms,
+                                       fa_equiv_tflops=4 * H * TOKENS ** 2 * D / 2 / ms / 1e9, chunk=8192))
+            log(out["records"][-1])
+            save()
+        torch.cuda.empty_cache()
+
+
+def bench_decode(args, out, save):
+    """Per-token time of one 760M-shaped layer's attention (24 heads of 64) on a cache of T tokens."""
+    H, D, steps = 24, 64, 64
+    for B in (1, 8):
+        for T in args.decode_lengths:
+            x = inputs(B, T + steps, H, D, True, False, seed=1)
+            sl = lambda a, b: {k: (v[:, a:b] if torch.is_tensor(v) else v) for k, v in x.items()}  # noqa: E731
+            # ours: one fold period (64 tokens) per measurement, so the amortised fold is included
+            cache = PathKVCache()
+            cache.attend(**sl(0, T))
+            times = []
+            for rep in range(3):
+                if rep:
+                    cache = PathKVCache()
+                    cache.attend(**sl(0, T))
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for t in range(T, T + steps):
+                    cache.attend(**sl(t, t + 1))
+                torch.cuda.synchronize()
+                times.append((time.perf_counter() - t0) / steps * 1e3)
+            rec = dict(op="path_decode", impl="path-eval", B=B, H=H, T=T, D=D, dtype="bfloat16", ms=sorted(times)[1],
+                       fa_equiv_tflops=None)
+            out["records"].append(rec)
+            log(rec)
+            del cache
+            # fla: the decode branch of fla.layers.path_attn (rank-one update of every cached key, concatenation,
+            # attn_decoding_one_step over the flattened batch)
+            try:
+                from fla.ops.attn.decoding import attn_decoding_one_step
+                k_cache = x["k"][:, :T].clone()
+                v_cache = x["v"][:, :T].clone()
+
+                def fla_step(t, k_cache, v_cache):
+                    w, beta = x["w"][:, t:t + 1], x["beta"][:, t:t + 1]
+                    kf = k_cache.float()
+                    kf = kf - beta[..., None] * (kf * w).sum(-1, keepdim=True) * w
+                    k_all = torch.cat([kf.to(k_cache.dtype), x["k"][:, t:t + 1]], 1)
+                    v_all = torch.cat([v_cache, x["v"][:, t:t + 1]], 1)
+                    L = k_all.shape[1]
+                    cu = torch.arange(0, (B + 1) * L, L, device="cuda", dtype=torch.int32)
+                    attn_decoding_one_step(x["q"][:, t:t + 1].reshape(1, B, H, D), k_all.reshape(1, B * L, H, D),
+                                           v_all.reshape(1, B * L, H, D), cu_seqlens=cu, scale=x["scale"])
+                    return k_all, v_all
+                times = []
+                for rep in range(3):
+                    kc, vc = k_cache, v_cache
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for t in range(T, T + 16):
+                        kc, vc = fla_step(t, kc, vc)
+                    torch.cuda.synchronize()
+                    times.append((time.perf_counter() - t0) / 16 * 1e3)
+                rec = dict(rec, impl="fla", ms=sorted(times)[1])
+                out["records"].append(rec)
+                log(rec)
+            except Exception as e:  # noqa: BLE001
+                log("fla decode failed", repr(e)[:300])
+            # plain SDPA decode of the same shape, on a preallocated cache (no copies)
+            q1 = x["q"][:, T:T + 1].transpose(1, 2)
+            kh, vh = x["k"][:, :T].transpose(1, 2).contiguous(), x["v"][:, :T].transpose(1, 2).contiguous()
+            ms = do_bench(lambda: F.scaled_dot_product_attention(q1, kh, vh, scale=x["scale"]), warmup=10, rep=args.rep)
+            rec = dict(rec, impl="sdpa", ms=ms)
+            out["records"].append(rec)
+            log(rec)
+            save()
+
+            torch.cuda.empty_cache()
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="results/bench/kernels.json")
+    p.add_argument("--parts", default="check,forward,prefill,decode")
+    p.add_argument("--lengths", default="4096,8192,16384,32768,65536")
+    p.add_argument("--check-lengths", default="4096,65536")
+    p.add_argument("--decode-lengths", default="4096,16384,65536")
+    p.add_argument("--warmup", type=int, default=25)
+    p.add_argument("--rep", type=int, default=100)
+    args = p.parse_args(argv)
+    args.lengths = [int(t) for t in args.lengths.split(",")]
+    args.check_lengths = [int(t) for t in args.check_lengths.split(",")]
+    args.decode_lengths = [int(t) for t in args.decode_lengths.split(",")]
+    import triton
+    out = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "command": "python -m path_eval.bench.kernels " + " ".join(argv or __import__("sys").argv[1:]),
+           "records": []}
+    try:
+        import fla
+        out["fla"] = fla.__version__
+    except ImportError:
+        pass
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(out, indent=1))
+        tmp.replace(path)
+    parts = args.parts.split(",")
+    for name, fn in (("check", check), ("forward", bench_forward), ("prefill", bench_prefill), ("decode", bench_decode)):
+        if name in parts:
+            log("part", name)
+            fn(args, out, save) if name != "check" else fn(args, out)
+            save()
+    table(out)
+
+
+def table(out) -> None:
+    """A short table: FA-equivalent TFLOP/s per op and impl, and decode ms per token."""
+    by = {}
+    for r in out["records"]:
+        by.setdefault((r["op"], r["D"], r["B"] if r["op"] == "path_decode" else None), {}).setdefault(r["T"], {})[r["impl"]] = r
+    for (op, D, B), cols in by.items():
+        for T, impls in sorted(cols.items()):
+            cells = ", ".join(f"{i} {r['ms']:.3f} ms" + (f" {r['fa_equiv_tflops']:.0f} TF" if r.get("fa_equiv_tflops") else "")
+                              for i, r in impls.items())
+            print(f"{op:20s} D={D:<4d} B={B} T={T:<6d} {cells}")
+
+
+if __name__ == "__main__":
+    main()

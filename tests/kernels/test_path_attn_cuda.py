@@ -1,0 +1,55 @@
+"""Real shapes on a GPU (skipped without one): the bf16 kernels against the float32 torch backend
+(itself equal to the float64 definition to 1e-5 in tests/models), T up to 64K; and a whole model's
+full forward, chunked prefill (several chunk sizes) and decoding against each other."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from path_eval.kernels.path_attn.fwd import path_attention
+from path_eval.models.attention import AttentionInputs, blockwise
+from tests.models.test_model_cache import tiny_model
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def rel(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+@pytest.mark.parametrize("variant", ["path", "path_fox", "fox"])
+@pytest.mark.parametrize("T", [4096, 16384, 65536])
+@pytest.mark.parametrize("D,HQ,H", [(64, 4, 2), (128, 2, 2)])
+def test_real_shapes_against_float32_torch_backend(variant, T, D, HQ, H):
+    g = torch.Generator(device="cuda").manual_seed(T + D)
+    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
+    q, k, v = r(1, T, HQ, D), r(1, T, H, D), r(1, T, H, D)
+    w = beta = gates = None
+    if variant != "fox":
+        w, beta = F.normalize(r(1, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(1, T, H))
+    if variant != "path":
+        gates = F.logsigmoid(r(1, T, HQ) + 4)
+    gate_scale = D ** -0.5 if variant == "path_fox" else 1.0
+    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
+    out, _ = path_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), scale=D ** -0.5, w=w, beta=beta, g=gates,
+                            gate_scale=gate_scale)
+    err = rel(out, ref)
+    print(f"{variant} T={T} D={D}: rel err {err:.2e}, max abs {(out.float() - ref).abs().max().item():.2e}")
+    assert err <= 2e-2
+
+
+@pytest.mark.parametrize("variant", ["path", "path_fox", "fox", "rope"])
+def test_model_full_forward_chunked_prefill_and_decode_agree(variant):
+    from path_eval.models.generation import prefill
+    model = tiny_model(variant).cuda()
+    model.attention_backend = "triton"
+    ids = torch.randint(0, 97, (2, 8192), generator=torch.Generator().manual_seed(0)).cuda()
+    with torch.no_grad():
+        full = model(ids).logits
+        for chunk in (1000, 4096):
+            logits, _ = prefill(model, ids[:, :8000], chunk_size=chunk, logits_to_keep=0)
+            print(variant, "chunk", chunk, rel(logits, full[:, :8000]))
+            assert rel(logits, full[:, :8000]) <= 1e-4
+        _, cache = prefill(model, ids[:, :8000], chunk_size=3000, logits_to_keep=1)
+        for t in range(8000, 8192):
+            step = model(ids[:, t:t + 1], past_key_values=cache, use_cache=True).logits
+            assert rel(step[:, -1], full[:, t]) <= 1e-4, t
