@@ -44,7 +44,6 @@ class Chunks:
     TW: torch.Tensor | None
     G: torch.Tensor | None
     key_ok: torch.Tensor
-    length: int
 
     @property
     def transform(self) -> bool:
@@ -75,7 +74,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
     if g is not None:
         G = chunked(g.to(f).cumsum(1).unflatten(2, (H, group)), n, c).movedim(4, 3)
     if w is None:
-        return Chunks(qc, kc, vc, qc @ kc[:, :, :, None].transpose(-1, -2), None, None, G, key_ok, T)
+        return Chunks(qc, kc, vc, qc @ kc[:, :, :, None].transpose(-1, -2), None, None, G, key_ok)
 
     wc = chunked(w.to(f), n, c)
     bc = chunked(beta.to(f), n, c)                                        # [B, H, N, C]
@@ -88,7 +87,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
     qw = (qc @ wc[:, :, :, None].transpose(-1, -2)).tril()               # [B, H, N, group, C, C], s <= a
     intra = qc @ kc[:, :, :, None].transpose(-1, -2) - qw @ Cmat[:, :, :, None]
     q_start = qc - qw @ TW[:, :, :, None]
-    return Chunks(q_start, k_end, vc, intra, wc, TW, G, key_ok, T)
+    return Chunks(q_start, k_end, vc, intra, wc, TW, G, key_ok)
 
 
 def transport_state(chunks: Chunks, past_k: torch.Tensor | None, T: int) -> torch.Tensor:

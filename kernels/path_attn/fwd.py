@@ -21,9 +21,9 @@ import math
 import os
 
 import torch
+import torch.nn.functional as F
 import triton
 import triton.language as tl
-import torch.nn.functional as F
 
 from path_eval.kernels.path_attn.chunks import Chunks, prepare
 

@@ -26,7 +26,7 @@ import string
 import numpy as np
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.common import (RulerSample, Tokenizer, count_tokens, first_fitting, prompt_counter,
+from path_eval.tasks.ruler.common import (RulerSample, Tokenizer, count_tokens, fitted_samples, prompt_counter,
                                           searched_size)
 from path_eval.tasks.ruler.templates import COMMON_WORDS_EXTRACTION, FREQ_WORDS_EXTRACTION
 
@@ -104,14 +104,8 @@ def generate_cwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int)
     tokens_per_word = prompt_tokens(draw(CWE_PROBE_WORDS)) / CWE_PROBE_WORDS
     upper = max(int(length // tokens_per_word) * 2, CWE_STEP * 2)
     size = searched_size(lambda count: prompt_tokens(draw(count)) <= budget, CWE_STEP, upper)
-    samples = []
-    for index in range(num_samples):
-        (prompt, prefix, common), tokens, used = first_fitting(draw, prompt_tokens, size, CWE_STEP, budget)
-        samples.append(RulerSample(index=index, input=prompt, outputs=common, answer_prefix=prefix,
-                                   max_new_tokens=COMMON_WORDS_EXTRACTION.tokens_to_generate,
-                                   length=tokens + COMMON_WORDS_EXTRACTION.tokens_to_generate,
-                                   extra={"haystack_size": used}))
-    return samples
+    return fitted_samples(draw, prompt_tokens, size, CWE_STEP, budget, num_samples,
+                          COMMON_WORDS_EXTRACTION.tokens_to_generate)
 
 
 def _coded_vocabulary(size: int, rng: random.Random, seed: int) -> list[str]:

@@ -73,6 +73,18 @@ def first_fitting(draw: Callable[[int], Drawn], tokens_of: Callable[[Drawn], int
         size -= step
 
 
+def fitted_samples(draw: Callable[[int], tuple[str, str, list[str]]], prompt_tokens: Callable[[Drawn], int],
+                   size: int, step: int, budget: int, num_samples: int, tokens_to_generate: int) -> list[RulerSample]:
+    """`num_samples` draws of (prompt, answer prefix, answers), each fitted by `first_fitting`."""
+    samples = []
+    for index in range(num_samples):
+        (prompt, prefix, answers), tokens, used = first_fitting(draw, prompt_tokens, size, step, budget)
+        samples.append(RulerSample(index=index, input=prompt, outputs=answers, answer_prefix=prefix,
+                                   max_new_tokens=tokens_to_generate, length=tokens + tokens_to_generate,
+                                   extra={"haystack_size": used}))
+    return samples
+
+
 def prompt_counter(tokenizer: Tokenizer) -> Callable[[tuple[str, str, list[str]]], int]:
     """Tokens of a drawn prompt with its answer prefix, as the original counts them."""
     return lambda drawn: count_tokens(tokenizer, drawn[0] + drawn[1])

@@ -17,7 +17,7 @@ import string
 
 import numpy as np
 
-from path_eval.tasks.ruler.common import (RulerSample, Tokenizer, count_tokens, first_fitting, prompt_counter,
+from path_eval.tasks.ruler.common import (RulerSample, Tokenizer, count_tokens, first_fitting, fitted_samples, prompt_counter,
                                           searched_size)
 from path_eval.tasks.ruler.templates import NOISE_HAYSTACK, VARIABLE_TRACKING
 
@@ -98,11 +98,5 @@ def generate_vt(length: int, tokenizer: Tokenizer, seed: int, num_samples: int) 
         prompt, prefix, names = draw(size)
         return _redrawn_example(example, rng, np_rng) + "\n" + prompt, prefix, names
 
-    samples = []
-    for index in range(num_samples):
-        (prompt, prefix, names), tokens, used = first_fitting(draw_with_example, prompt_tokens, size, step, budget)
-        samples.append(RulerSample(index=index, input=prompt, outputs=names, answer_prefix=prefix,
-                                   max_new_tokens=VARIABLE_TRACKING.tokens_to_generate,
-                                   length=tokens + VARIABLE_TRACKING.tokens_to_generate,
-                                   extra={"haystack_size": used}))
-    return samples
+    return fitted_samples(draw_with_example, prompt_tokens, size, step, budget, num_samples,
+                          VARIABLE_TRACKING.tokens_to_generate)
