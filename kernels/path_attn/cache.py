@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from path_eval.kernels.path_attn.chunks import transport_state
+from path_eval.kernels.path_attn.chunks import gates_to_end, transport_state
 from path_eval.kernels.path_attn.fwd import path_attention
 
 FOLD_EVERY = 64
@@ -113,11 +113,10 @@ class PathKVCache:
         if g is not None:
             if seg["valid"] is not None:
                 g = g * seg["valid"][..., None]
-            G = g.float().cumsum(1)
-            total = G[:, -1:]
+            g = g.float()
             if f:
-                self.g_end[:, :f] += total
-            self.g_end[:, f:f + n] = total - G
+                self.g_end[:, :f] += g.sum(1, keepdim=True)
+            self.g_end[:, f:f + n] = gates_to_end(g)
         self.folded = f + n
         self.pending = {}
         self.pending_len = 0

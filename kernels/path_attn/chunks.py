@@ -10,6 +10,11 @@ w rows and A = strict_tril(diag(beta) W W^T), the UT transform T = (I + A)^-1 di
 Across chunks a query walks the key chunks right to left, scoring q'.k' and then moving q' through
 the chunk: q' <- q' - (q' W^T)(T W). Everything here is float32 (float64 for float64 inputs): the
 UT inverse needs true fp32.
+
+Gates are cumulated inside each chunk only (`chunk_gates`), and a query's decay to an earlier key
+is its in-chunk sum plus the totals of the chunks it has walked through plus the key's sum to its
+chunk end. A global cumulative sum would reach thousands at 8K tokens, and G_i - G_j of two such
+float32 numbers loses about 5e-4 of every logit; this way the error scales with the decay itself.
 """
 from __future__ import annotations
 
@@ -33,7 +38,8 @@ class Chunks:
     """A segment in chunks. Shapes: q [B, H, N, group, C, D] (in-chunk transformed for PaTH),
     k [B, H, N, C, D] (transported to the chunk end for PaTH), v [B, H, N, C, D],
     intra [B, H, N, group, C, C] (raw in-chunk q.k, unscaled, unmasked), w / TW [B, H, N, C, D]
-    or None, G [B, H, N, group, C] cumulative log gates or None, key_ok broadcastable to
+    or None, G [B, H, N, group, C] in-chunk cumulative log gates (`chunk_gates`) or None, key_ok
+    broadcastable to
     [B, H, N, group, C(query), C(key)]: inside the segment and not padding."""
 
     q: torch.Tensor
@@ -54,6 +60,18 @@ class Chunks:
         return self.w.transpose(-1, -2) @ self.TW
 
 
+def chunk_gates(g: torch.Tensor, n: int, c: int, H: int, dtype: torch.dtype) -> torch.Tensor:
+    """g [B, T, HQ] log gates -> [B, H, N, group, C]: sums over [chunk start, a], per chunk."""
+    return chunked(g.to(dtype).unflatten(2, (H, -1)), n, c).movedim(4, 3).cumsum(-1)
+
+
+def gates_to_end(g: torch.Tensor) -> torch.Tensor:
+    """g [B, T, ...] -> sum over (j, T) for every j: summed from the end, so a recent key's decay
+    is not the difference of two long sums."""
+    after = g[:, 1:].flip(1).cumsum(1).flip(1)
+    return torch.cat([after, torch.zeros_like(g[:, :1])], 1)
+
+
 def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype) -> Chunks:
     """Chunk a segment (q [B, T, HQ, D]; k, v, w [B, T, H, D]; beta [B, T, H]; g [B, T, HQ];
     key_valid [B, T]) whose padding is already inert (beta = 0, g = 0 there). v may be None."""
@@ -70,9 +88,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
     key_ok = (torch.arange(n * c, device=dev) < T).view(1, 1, n, 1, 1, c)
     if key_valid is not None:
         key_ok = key_ok & F.pad(key_valid, (0, n * c - T)).view(B, 1, n, 1, 1, c)
-    G = None
-    if g is not None:
-        G = chunked(g.to(f).cumsum(1).unflatten(2, (H, group)), n, c).movedim(4, 3)
+    G = None if g is None else chunk_gates(g, n, c, H, f)
     if w is None:
         return Chunks(qc, kc, vc, qc @ kc[:, :, :, None].transpose(-1, -2), None, None, G, key_ok)
 

@@ -9,8 +9,9 @@ each chunk's transition U = W^T (T W). The program then
      (a dense D x D product: 1.5x plain attention's matmul work when D == C),
   3. scores the cache (keys already transported to the segment start) with the final r,
 with an online softmax in base 2, so nothing of size T x T exists. r stays in float32 and is
-rounded to the input dtype only as a matmul operand. FoX / PaTH-FoX gates enter as
-gate_scale * (G_i - G_j). Offsets are int64 (inputs past 2^31 elements).
+rounded to the input dtype only as a matmul operand. FoX / PaTH-FoX gates enter as gate_scale
+times the sum of log gates between key and query, built from in-chunk sums and a running
+per-row offset along the walk (see `chunks.py`). Offsets are int64 (inputs past 2^31 elements).
 
 Cache-only splits (flash-decoding style) are allowed when the segment is one chunk: then every
 program already holds its final r, and the per-split results are merged by log-sum-exp.
@@ -25,7 +26,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.chunks import Chunks, prepare
+from path_eval.kernels.path_attn.chunks import Chunks, chunk_gates, prepare
 
 MASKED = tl.constexpr(-1.0e30)
 LOG2E = 1.4426950408889634
@@ -82,6 +83,7 @@ def _path_attn_fwd(
     if GATE:
         g_base = G + b * sg_b + h * sg_h + gi * sg_g
         gq = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + rin * sg_c, mask=row_ok, other=0.0)
+        decay = gq  # sum of log gates from the row back to the start of the chunk being scored
     k_base = K + b * sk_b + h * sk_h
     v_base = V + b * sv_b + h * sv_h
     m_i = tl.full([BM], float("-inf"), tl.float32)
@@ -116,7 +118,9 @@ def _path_attn_fwd(
             s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC) * qk_scale
             if GATE:
                 gk = tl.load(g_base + j.to(tl.int64) * sg_n + c_idx * sg_c)
-                s += (gq[:, None] - gk[None, :]) * gate_scale
+                total = tl.load(g_base + j.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c)
+                s += (decay[:, None] + (total - gk)[None, :]) * gate_scale
+                decay += total
             if KEY_MASK:
                 s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
             v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
@@ -139,7 +143,7 @@ def _path_attn_fwd(
             s = tl.dot(r_op, tl.trans(kc), input_precision=DOT_PREC) * qk_scale
             if GATE:
                 gc = tl.load(GC + b * sgc_b + hq + ck * sgc_t, mask=col_ok, other=0.0)
-                s += (gq[:, None] + gc[None, :]) * gate_scale
+                s += (decay[:, None] + gc[None, :]) * gate_scale
             if CACHE_MASK:
                 col_ok &= tl.load(COK + b * scok_b + ck, mask=col_ok, other=0) != 0
             s = tl.where(col_ok[None, :], s, MASKED)
@@ -225,14 +229,14 @@ def _launch(q, k, v, g, ch: Chunks | None, scale, gate_scale, key_valid, cache_k
         U = S = q.new_empty(1, 1, 1, 1, 1, 1)
     V = v.permute(0, 2, 1, 3)
     if g is not None:
-        G = g.float().cumsum(1).view(B, n, C, H, group).permute(0, 3, 1, 4, 2)  # [B, H, N, group, C]
+        G = (ch.G if transform else chunk_gates(g, n, C, H, torch.float32)).float()  # [B, H, N, group, C]
     else:
         G = q.new_empty(1, 1, 1, 1, 1, dtype=torch.float32)
     kok = (key_valid.to(torch.int8).contiguous() if key_valid is not None
            else q.new_empty(1, 1, dtype=torch.int8))
     L = 0 if cache_k is None else cache_k.shape[1]
     has_cache = L > 0
-    if splits > 1 and transform and n > 1:
+    if splits > 1 and (transform or g is not None) and n > 1:
         raise ValueError("cache splits need a one-chunk segment (the split programs skip the walk)")
     splits = max(1, min(splits, -(-L // cache_block))) if has_cache else 1
     per_split = -(-L // splits) if has_cache else 0

@@ -71,17 +71,22 @@ def attend(x: AttentionInputs, past: KVState | None, build_state: bool,
         s = s + x.gate_scale * (Gc[..., :, None] - Gc[..., None, :])
     soft.add(s.masked_fill(~(causal & key_ok), neg), v[:, :, :, None])
 
+    if x.g is not None:  # a query's decay to the end of the key chunk being walked (chunks.py, "Gates")
+        decay = Gc.clone()
+        chunk_total = Gc[..., -1:]
+        key_to_end = chunk_total - Gc
     for off in range(1, n):  # key chunk j = i - off for every query block i >= off
         qi = q[:, :, off:]
         s = x.scale * (qi @ k_end[:, :, :n - off, None].transpose(-1, -2))
         if x.g is not None:
-            s = s + x.gate_scale * (Gc[:, :, off:, :, :, None] - Gc[:, :, :n - off, :, None, :])
+            s = s + x.gate_scale * (decay[:, :, off:, :, :, None] + key_to_end[:, :, :n - off, :, None, :])
+            decay[:, :, off:] += chunk_total[:, :, :n - off]
         soft.add(s.masked_fill(~key_ok[:, :, :n - off], neg), v[:, :, :n - off, None], slice(off, None))
         if transform:
             q[:, :, off:] = qi - (qi @ w[:, :, :n - off, None].transpose(-1, -2)) @ TW[:, :, :n - off, None]
 
     if past is not None and past.length:
-        _attend_cache(soft, q, x, past, Gc if x.g is not None else None, f, neg)
+        _attend_cache(soft, q, x, past, decay if x.g is not None else None, f, neg)
 
     out = soft.result().movedim(3, 4).flatten(2, 3)[:, :, :T]      # [B, H, T, group, D]
     out = out.movedim(1, 2).flatten(2, 3).to(x.q.dtype)
@@ -90,8 +95,9 @@ def attend(x: AttentionInputs, past: KVState | None, build_state: bool,
     return out, next_state(x, past, ch if transform else None)
 
 
-def _attend_cache(soft: _OnlineSoftmax, q: torch.Tensor, x: AttentionInputs, past: KVState, Gc, f, neg) -> None:
-    """Plain attention of the fully transformed queries against the (transported) cached keys."""
+def _attend_cache(soft: _OnlineSoftmax, q: torch.Tensor, x: AttentionInputs, past: KVState, decay, f, neg) -> None:
+    """Plain attention of the fully transformed queries against the (transported) cached keys;
+    `decay` [B, H, N, group, C] is each query's sum of log gates back to the segment start."""
     B, H, n, group, c, D = q.shape
     rows = q.reshape(B, H, n * group * c, D)
     for start in range(0, past.length, CACHE_BLOCK):
@@ -99,9 +105,9 @@ def _attend_cache(soft: _OnlineSoftmax, q: torch.Tensor, x: AttentionInputs, pas
         kc = past.k[:, start:stop].to(f).movedim(1, 2)           # [B, H, Lb, D]
         vc = past.v[:, start:stop].to(f).movedim(1, 2)
         s = (x.scale * (rows @ kc.transpose(-1, -2))).view(B, H, n, group, c, stop - start)
-        if Gc is not None:
+        if decay is not None:
             ge = past.g_to_end[:, start:stop].to(f).movedim(1, 2).unflatten(1, (H, group))  # [B, H, group, Lb]
-            s = s + x.gate_scale * (Gc[..., None] + ge[:, :, None, :, None, :])
+            s = s + x.gate_scale * (decay[..., None] + ge[:, :, None, :, None, :])
         if past.valid is not None:
             s = s.masked_fill(~past.valid[:, start:stop].view(B, 1, 1, 1, 1, -1), neg)
         soft.add(s, vc[:, :, None, None])

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from path_eval.kernels.path_attn.chunks import gates_to_end
+
 
 @dataclass
 class AttentionInputs:
@@ -88,7 +90,8 @@ def gate_offsets_to_end(x: AttentionInputs, past: KVState | None, f: torch.dtype
     a new key j by the segment's gates after j."""
     if x.g is None:
         return None
-    G = x.g.to(f).cumsum(1)
-    total = G[:, -1:]
-    old = past.g_to_end.to(f) + total if past is not None else G[:, :0]
-    return torch.cat([old, total - G], dim=1)
+    g = x.g.to(f)
+    new = gates_to_end(g)
+    if past is None:
+        return new
+    return torch.cat([past.g_to_end.to(f) + g.sum(1, keepdim=True), new], dim=1)
