@@ -34,6 +34,15 @@ def chunked(t: torch.Tensor, n: int, c: int) -> torch.Tensor:
 
 
 @dataclass
+class Transport:
+    """What moving keys through a segment needs, float32: keys at their chunk end k_end
+    [B, H, N, C, D] and per-chunk transitions U [B, H, N, D, D] (r <- r - r U moves a query)."""
+
+    k_end: torch.Tensor
+    U: torch.Tensor
+
+
+@dataclass
 class Chunks:
     """A segment in chunks. Shapes: q [B, H, N, group, C, D] (in-chunk transformed for PaTH),
     k [B, H, N, C, D] (transported to the chunk end for PaTH), v [B, H, N, C, D],
@@ -55,9 +64,9 @@ class Chunks:
     def transform(self) -> bool:
         return self.w is not None
 
-    def transition(self) -> torch.Tensor:
-        """Per chunk U = W^T (T W), [B, H, N, D, D]: moving a query through the chunk is r <- r - r U."""
-        return self.w.transpose(-1, -2) @ self.TW
+    def transport(self) -> Transport:
+        """Keys at their chunk end and per chunk U = W^T (T W)."""
+        return Transport(self.k, self.w.transpose(-1, -2) @ self.TW)
 
 
 def chunk_gates(g: torch.Tensor, n: int, c: int, H: int, dtype: torch.dtype) -> torch.Tensor:
@@ -106,16 +115,16 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
     return Chunks(q_start, k_end, vc, intra, wc, TW, G, key_ok)
 
 
-def transport_state(chunks: Chunks, past_k: torch.Tensor | None, T: int) -> torch.Tensor:
+def transport_state(transport: Transport, past_k: torch.Tensor | None, T: int) -> torch.Tensor:
     """Keys of cache + segment transported to the segment end, [B, H, L + T, D] in float32.
 
     Dense d x d chunk products: P_i = I - U_i, the segment's P = P_last ... P_first moves the old
     cache in one GEMM, and chunk i's keys (already at their chunk end) go through the suffix
     S_i = P_last ... P_{i+1}. Each key is rounded once, whatever the number of chunks."""
-    k_end = chunks.k
+    k_end = transport.k_end
     B, H, n, c, D = k_end.shape
     eye = torch.eye(D, dtype=k_end.dtype, device=k_end.device)
-    P = eye - chunks.transition()                                  # [B, H, N, D, D]
+    P = eye - transport.U                                          # [B, H, N, D, D]
     suffix = torch.empty_like(P)
     suffix[:, :, n - 1] = eye
     for i in range(n - 2, -1, -1):

@@ -1,9 +1,9 @@
 """Triton forward for PaTH, PaTH-FoX, FoX and plain causal attention, with an optional cache.
 
 One program owns BM query rows of one query head (BM divides the chunk size C, so the rows share a
-chunk). The torch preparation (`chunks.prepare`) hands it the rows' queries already moved to their
-chunk start (q' = H_first ... H_a q_a), the in-chunk logits, keys transported to their chunk end and
-each chunk's transition U = W^T (T W). The program then
+chunk). The preparation kernel (`prep.py`) hands it the rows' queries already moved to their chunk
+start (q' = H_first ... H_a q_a), the in-chunk logits, keys transported to their chunk end and each
+chunk's transition U = W^T (T W). The program then
   1. scores its own chunk from the in-chunk logits (causal),
   2. walks the earlier chunks right to left: score r.k' of the chunk, then r <- r - r U
      (a dense D x D product: 1.5x plain attention's matmul work when D == C),
@@ -26,7 +26,8 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.chunks import Chunks, chunk_gates, prepare
+from path_eval.kernels.path_attn.chunks import Transport, chunk_gates
+from path_eval.kernels.path_attn.prep import Prepared, prepare_path
 
 MASKED = tl.constexpr(-1.0e30)
 LOG2E = 1.4426950408889634
@@ -167,8 +168,9 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
 
 
 # Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter
-# cannot autotune, so it gets one fixed configuration.
-TUNED = os.environ.get("TRITON_INTERPRET") != "1"
+# cannot autotune, so it gets one fixed configuration, as do GPU test runs with PATH_EVAL_AUTOTUNE=0
+# (tuning every test shape costs minutes).
+TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_AUTOTUNE") != "0"
 if TUNED:
     _path_attn_fwd = triton.autotune(
         configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)],
@@ -178,8 +180,9 @@ if TUNED:
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
                    key_valid=None, cache_k=None, cache_v=None, cache_g=None, cache_valid=None,
                    chunk_size: int | None = None, block_m: int | None = None, splits: int = 1,
-                   cache_block: int = 64) -> tuple[torch.Tensor, Chunks]:
-    """Causal attention of a segment (after an optional cache); returns (out [B, T, HQ, D], chunks).
+                   cache_block: int = 64, transport: bool = False) -> tuple[torch.Tensor, Transport | None]:
+    """Causal attention of a segment (after an optional cache); returns (out [B, T, HQ, D], the
+    segment's `Transport` for moving a cache when `transport` is asked for and the variant is PaTH).
 
     q [B, T, HQ, D]; k, v [B, T, H, D]; PaTH: w [B, T, H, D] unit rows and beta [B, T, H];
     FoX-style gates: g [B, T, HQ] log forget gates; key_valid [B, T] bool (False = padding).
@@ -187,6 +190,9 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
     """
     B, T, HQ, D = q.shape
+    if q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"the Triton kernels take float32, float16 or bfloat16, not {q.dtype} "
+                         "(float64 is for the reference and torch backends)")
     C, BM = default_blocks(D)
     C = chunk_size or C
     if T < C:  # a short segment (decoding) runs as one chunk of the next power of two
@@ -201,35 +207,30 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if key_valid is not None:  # padding must not transform or decay anything
         beta = None if beta is None else beta * key_valid[..., None]
         g = None if g is None else g * key_valid[..., None]
-    ch = None
-    if w is not None:
-        compute = torch.float64 if q.dtype == torch.float64 else torch.float32
-        ch = prepare(q, k, None, w, beta, g, key_valid, C, compute)
-    out = _launch(q, k, v, g, ch, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
+    prep = None if w is None else prepare_path(q, k, w, beta, C, transport)
+    out = _launch(q, k, v, g, prep, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
                   splits, cache_block)
-    return out[:, :T], ch
+    return out[:, :T], None if prep is None else prep.transport
 
 
-def _launch(q, k, v, g, ch: Chunks | None, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
+def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
             C, BM, splits, cache_block) -> torch.Tensor:
-    """q, k, v, g as given (views, no copies, whole chunks); `ch` the PaTH preparation or None."""
+    """q, k, v, g as given (views, no copies, whole chunks); `prep` the PaTH preparation or None."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H
     n = T // C
     dt = q.dtype
-    transform = ch is not None
+    transform = prep is not None
     if transform:  # queries at their chunk start (float32), keys at their chunk end, transitions
-        Q, S = ch.q, ch.intra
-        K = ch.k.to(dt).flatten(2, 3)                              # [B, H, T, D]
-        U = ch.transition().to(dt)
+        Q, S, K, U = prep.q, prep.intra, prep.k, prep.U
     else:          # plain keys and queries, read in place
         Q = q.view(B, n, C, H, group, D).permute(0, 3, 1, 4, 2, 5)  # [B, H, N, group, C, D]
         K = k.permute(0, 2, 1, 3)
         U = S = q.new_empty(1, 1, 1, 1, 1, 1)
     V = v.permute(0, 2, 1, 3)
     if g is not None:
-        G = (ch.G if transform else chunk_gates(g, n, C, H, torch.float32)).float()  # [B, H, N, group, C]
+        G = chunk_gates(g, n, C, H, torch.float32)                     # [B, H, N, group, C]
     else:
         G = q.new_empty(1, 1, 1, 1, 1, dtype=torch.float32)
     kok = (key_valid.to(torch.int8).contiguous() if key_valid is not None
@@ -243,8 +244,9 @@ def _launch(q, k, v, g, ch: Chunks | None, scale, gate_scale, key_valid, cache_k
     per_split = -(-per_split // cache_block) * cache_block if has_cache else 0
     if has_cache:
         kc, vc = cache_k, cache_v
-        gc = cache_g.float().contiguous() if cache_g is not None else q.new_empty(1, 1, 1, dtype=torch.float32)
-        cok = cache_valid.to(torch.int8).contiguous() if cache_valid is not None else q.new_empty(1, 1, dtype=torch.int8)
+        gc = cache_g.float() if cache_g is not None else q.new_empty(1, 1, 1, dtype=torch.float32)
+        gc = gc if gc.stride(-1) == 1 else gc.contiguous()        # read in place (heads innermost)
+        cok = cache_valid.to(torch.int8) if cache_valid is not None else q.new_empty(1, 1, dtype=torch.int8)
     else:
         kc = vc = q.new_empty(1, 1, 1, D)
         gc = q.new_empty(1, 1, 1, dtype=torch.float32)
@@ -257,7 +259,7 @@ def _launch(q, k, v, g, ch: Chunks | None, scale, gate_scale, key_valid, cache_k
         lse = torch.empty(splits, B, HQ, T, dtype=torch.float32, device=q.device)
     sq, sk, sv, ss = Q.stride(), K.stride(), V.stride(), S.stride()
     su, sg = U.stride(), G.stride()
-    prec = "ieee" if dt in (torch.float32, torch.float64) else "tf32"
+    prec = "ieee" if dt == torch.float32 else "tf32"
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
         Q, K, V, U, S, G, kok, kc, vc, gc, cok, out, lse,

@@ -3,7 +3,7 @@
 Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"}; ops path_fwd,
 path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128), path_prefill_chunk
 (64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
-760M-shaped model: 24 heads of 64, cache of T tokens). FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
+760M-shaped model: 24 heads of 64, cache of T tokens); path_prep times our preparation kernel alone. FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
 Method: random bf16 inputs (never zeros), triton.testing.do_bench (warm-up, median of repeats).
 
     python -m path_eval.bench.kernels --out results/bench/kernels.json
@@ -21,6 +21,7 @@ from triton.testing import do_bench
 
 from path_eval.kernels.path_attn.cache import PathKVCache
 from path_eval.kernels.path_attn.fwd import path_attention
+from path_eval.kernels.path_attn.prep import prepare_path
 from path_eval.models.attention import AttentionInputs, blockwise
 
 TOKENS = 65536
@@ -128,6 +129,12 @@ def bench_forward(args, out, save):
                                      fa_equiv_tflops=flops / ms / 1e9))
                     log(recs[-1])
                     save()
+                if op == "path_fwd":  # the preparation alone: the part of our time that grows with T, not T^2
+                    ms = do_bench(lambda: prepare_path(x["q"], x["k"], x["w"], x["beta"], 64, False),
+                                  warmup=args.warmup, rep=args.rep)
+                    recs.append(dict(op="path_prep", impl="path-eval", B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
+                                     fa_equiv_tflops=None))
+                    log(recs[-1])
                 torch.cuda.empty_cache()
 
 

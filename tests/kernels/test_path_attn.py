@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from path_eval.kernels.path_attn.cache import PathKVCache
+from path_eval.kernels.path_attn.chunks import prepare
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
+from path_eval.kernels.path_attn.prep import prepare_path_triton
 from tests.models.test_attention_backends import VARIANTS, random_inputs, rel
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -35,7 +37,27 @@ SHAPES = [  # B, T, HQ, H, D, chunk, block_m
     (2, 100, 4, 2, 16, 32, 16),
     (1, 130, 6, 2, 32, 64, 32),
     (2, 77, 2, 1, 64, 32, 32),
+    (1, 70, 2, 1, 128, 64, 32),   # D = 128: the torch preparation feeds the kernel
 ]
+
+
+@pytest.mark.parametrize("shape", [(1, 16, 2, 2, 16, 16), (2, 64, 4, 2, 32, 32), (1, 192, 3, 1, 64, 64),
+                                   (1, 64, 2, 2, 128, 64)], ids=lambda s: "B{}T{}HQ{}H{}D{}C{}".format(*s))
+def test_preparation_kernel_matches_torch_preparation(shape):
+    """The Triton preparation (UT solve, queries at chunk start, keys at chunk end, in-chunk logits,
+    transitions) against `chunks.prepare` in float64, beta near 2 included."""
+    B, T, HQ, H, D, C = shape
+    x = random_inputs("path", B, T, HQ, H, D, seed=T + D)
+    ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
+    args = as_dtype(x, torch.float32)
+    got = prepare_path_triton(args["q"], args["k"], args["w"], args["beta"], C, state=True)
+    ref_t = ref.transport()
+    assert rel(got.q.double().cpu(), ref.q) <= 1e-5
+    assert rel(got.intra.double().cpu(), ref.intra) <= 1e-5
+    assert rel(got.k.double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
+    assert rel(got.transport.k_end.double().cpu(), ref_t.k_end) <= 1e-5
+    assert rel(got.U.double().cpu(), ref_t.U) <= 1e-5
+    assert rel(got.transport.U.double().cpu(), ref_t.U) <= 1e-5
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -144,3 +166,8 @@ def test_strong_gates_over_long_inputs_keep_float32_precision(variant):
     for t in range(1490, 1500):
         step = cache.attend(**segment(args, slice(t, t + 1)))
         assert rel(step.double().cpu(), ref[:, t:t + 1]) <= 3e-6, t
+
+
+def test_pending_tail_must_fit_one_chunk():
+    with pytest.raises(ValueError, match="fold_every 65"):
+        PathKVCache(fold_every=65)

@@ -50,6 +50,9 @@ def test_model_full_forward_chunked_prefill_and_decode_agree(variant):
             print(variant, "chunk", chunk, rel(logits, full[:, :8000]))
             assert rel(logits, full[:, :8000]) <= 1e-4
         _, cache = prefill(model, ids[:, :8000], chunk_size=3000, logits_to_keep=1)
+        errors = []
         for t in range(8000, 8192):
             step = model(ids[:, t:t + 1], past_key_values=cache, use_cache=True).logits
-            assert rel(step[:, -1], full[:, t]) <= 1e-4, t
+            errors.append(rel(step[:, -1], full[:, t]))
+        print(variant, "decode max", max(errors))
+        assert max(errors) <= 1e-4

@@ -118,7 +118,7 @@ def next_state(x: AttentionInputs, past: KVState | None, chunks: Chunks | None) 
     B, T, H, D = x.k.shape
     L = 0 if past is None else past.length
     if chunks is not None:
-        k_all = transport_state(chunks, None if past is None else past.k, T).movedim(1, 2)
+        k_all = transport_state(chunks.transport(), None if past is None else past.k, T).movedim(1, 2)
     else:
         k_all = x.k if past is None else torch.cat([past.k, x.k], 1)
     v_all = x.v if past is None else torch.cat([past.v, x.v], 1)
