@@ -108,10 +108,11 @@ def test_forward_never_builds_a_T_by_T_tensor():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_triton_backend_model_agrees_with_torch_backend(variant):
-    """The Triton kernels inside a whole model (interpreted on the CPU): full forward, chunked prefill
-    and decoding (pending tail, folds) all give the torch backend's logits."""
-    model = tiny_model(variant)
-    ids = torch.randint(0, 97, (2, 100), generator=torch.Generator().manual_seed(3))
+    """The Triton kernels inside a whole model (interpreted on the CPU, compiled on a GPU): full
+    forward, chunked prefill and decoding (pending tail, folds) all give the torch backend's logits."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = tiny_model(variant).to(device)
+    ids = torch.randint(0, 97, (2, 100), generator=torch.Generator().manual_seed(3)).to(device)
     with torch.no_grad():
         full = model(ids).logits
         model.attention_backend = "triton"
