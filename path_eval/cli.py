@@ -280,8 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="tables from stored results in the suite's layout, with the paper's rows")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
-    p.add_argument("--layout", help="a paper table rebuilt from several suites' results (table3: RULER, BABILong, "
-                                    "PhoneBook, LongBench-E by length)")
+    p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
+                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket)")
     p.set_defaults(func=_report)
 
     p = sub.add_parser("compare", help="runs side by side with deltas against the first")

@@ -8,6 +8,7 @@ definitions and their Hugging Face ids stay the source of truth for what is need
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -74,13 +75,33 @@ def write_jsonl_atomic(rows, target: Path) -> int:
     return count
 
 
+# Hub datasets that only their loading script can read (`datasets` >= 4 runs no scripts): the rows come
+# from the archive that script opens, as (file in the hub repository, member holding a config's rows).
+HUB_ARCHIVES = {"THUDM/LongBench": ("data.zip", "data/{config}.jsonl")}
+
+
+def archive_rows(split: DatasetSplit) -> list[dict]:
+    """A config's rows out of the dataset's archive on the hub, as its loading script reads them."""
+    import zipfile
+
+    from huggingface_hub import hf_hub_download
+
+    filename, member = HUB_ARCHIVES[split.path]
+    archive = hf_hub_download(split.path, filename, repo_type="dataset")
+    with zipfile.ZipFile(archive) as zipped, zipped.open(member.format(config=split.config)) as handle:
+        return [json.loads(line) for line in io.TextIOWrapper(handle, encoding="utf-8") if line.strip()]
+
+
 def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSplit, Path, int]]:
     """Fetch each split from the Hugging Face hub (the one step that uses the network)."""
     import datasets
 
     done = []
     for split in splits:
-        rows = datasets.load_dataset(split.path, split.config, split=split.split)
+        if split.path in HUB_ARCHIVES:
+            rows = archive_rows(split)
+        else:
+            rows = datasets.load_dataset(split.path, split.config, split=split.split)
         target = split.file(data_dir)
         done.append((split, target, write_jsonl_atomic(iter(rows), target)))
     return done

@@ -196,9 +196,20 @@ class PathEvalLM(TemplateLM):
         return totals
 
     # ----------------------------------------------------------------- generation
+    def prompt_tokens(self, text: str, keep: int | None = None) -> list[int]:
+        """The prompt's tokens. With `keep` (a task's `truncate_middle` generation option) a longer
+        prompt keeps its first and last keep/2 tokens as THUDM/LongBench's pred.py does: both halves
+        decoded to text, joined and encoded again (so the count can differ from `keep` by a token or
+        two), the middle being where its tasks put the least crucial text."""
+        tokens = self.tok_encode(text)
+        if keep is None or len(tokens) <= keep:
+            return tokens
+        half = keep // 2
+        return self.tok_encode(self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:]))
+
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        encodings = {text: self.tok_encode(text) for text in dict.fromkeys(r.args[0] for r in requests)}
-        collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(encodings[a[0]]), a[0]),
+        encodings = {key: self.prompt_tokens(*key) for key in dict.fromkeys(_prompt_key(r.args) for r in requests)}
+        collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(encodings[_prompt_key(a)]), a[0]),
                             group_by="gen_kwargs", group_fn=lambda a: a[1])
         eos_text = self.tok_decode([self.eot_token_id], skip_special_tokens=False)
         results = []
@@ -208,10 +219,11 @@ class PathEvalLM(TemplateLM):
                 bar.advance(len(batch))
         return collated.get_original(results)
 
-    def _generate_batch(self, batch, encodings: dict[str, list[int]], eos_text: str) -> list[str]:
+    def _generate_batch(self, batch, encodings: dict[tuple, list[int]], eos_text: str) -> list[str]:
         """One batch of generate_until requests (same generation options): the generated texts."""
         contexts, all_kwargs = zip(*batch)
         kwargs = normalize_gen_kwargs(all_kwargs[0], self.max_gen_toks)
+        keep = kwargs.pop("truncate_middle", None)
         until = handle_stop_sequences(kwargs.pop("until", None), eos=eos_text)
         max_gen = kwargs.pop("max_gen_toks")
         do_sample = bool(kwargs.pop("do_sample", False))
@@ -224,7 +236,7 @@ class PathEvalLM(TemplateLM):
             raise PathEvalError(f"max_gen_toks={max_gen} leaves no room for context in max_length={self.max_length}")
         encoded = []
         for text in contexts:
-            tokens = encodings[text]
+            tokens = encodings[(text, keep)]
             if len(tokens) > max_context:
                 self.truncated_requests += 1
                 log.warning("a %d-token prompt exceeds max_length - max_gen_toks = %d: keeping its last %d "
@@ -269,3 +281,9 @@ class PathEvalLM(TemplateLM):
                                       pad_token_id=self.pad_id, use_cache=True, **(sampling or {"do_sample": False}))
         self.tokens_processed += int((out[:, width:] != self.pad_id).sum())
         return [row[width:].tolist() for row in out]
+
+
+def _prompt_key(args: tuple) -> tuple[str, int | None]:
+    """A generate_until request's prompt and middle-truncation length: what fixes its tokens."""
+    context, gen_kwargs = args
+    return context, gen_kwargs.get("truncate_middle")

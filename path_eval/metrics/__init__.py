@@ -40,6 +40,16 @@ METRICS: dict[str, Callable[[str, object], float]] = {
 }
 
 
+def mean_and_stderr(values: list[float]) -> tuple[float, float | None]:
+    """A sample mean and its standard error (sample standard deviation / sqrt(n), lm-eval's for a
+    mean); None from a single value."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return mean, math.sqrt(variance / len(values))
+
+
 def plain_mean(values: list[float], stderrs: list[float | None]) -> tuple[float, float | None]:
     """Mean of independent estimates; its stderr from theirs when all are known."""
     mean = sum(values) / len(values)

@@ -16,7 +16,8 @@ from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
-PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length")
+PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
+                   "truncate_middle")
 
 
 @dataclass
@@ -47,7 +48,7 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
 
 
 def key_of(record: ResultRecord) -> tuple:
-    bucket = f"{record.bucket[0]}-{record.bucket[1]}" if record.bucket else None
+    bucket = f"{record.bucket[0]}-{record.bucket[1]}" if record.bucket else record.length_bucket
     return record.model, record.task, record.length, bucket, record.metric
 
 

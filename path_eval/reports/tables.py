@@ -13,7 +13,7 @@ from rich.table import Table
 
 from path_eval.errors import PathEvalError
 from path_eval.reports.terminal import PERCENT_METRICS as PERCENT
-from path_eval.reports.terminal import rows_by_length, suite_labels
+from path_eval.reports.terminal import column_of, column_title, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
@@ -42,9 +42,9 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     """Header and rows in the suite's layout: measured models first, then the paper's rows."""
     records = [r for r in records if r.bucket is None]
     labels = suite_labels(suite)
-    lengths, by_length = rows_by_length(records)
-    if lengths:  # long-context suites: a row per (model, task metric), lengths as columns
-        header = ["model", "task"] + [f"@{n}" for n in lengths]
+    lengths, by_length = rows_by_length(records, suite)
+    if lengths:  # long-context suites: a row per (model, task metric), lengths (or buckets) as columns
+        header = ["model", "task"] + [column_title(n) for n in lengths]
         rows = [[model, f"{labels.get(task, task)} {metric}"] + [_cell(cells.get(n)) for n in lengths]
                 for model, task, metric, cells in by_length]
         return header, rows, None
@@ -61,30 +61,68 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
 
 
 def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
-    """A table of the paper (`results/paper/<name>.json` with a `columns` map) rebuilt from results of
-    several suites: measured models first, then the published rows. A column whose suite has no
-    results here shows "-"; the note says which columns are measured and where the protocol differs."""
+    """A table of the paper rebuilt from results, measured beside published: `results/paper/<name>.json`
+    with a `columns` map (Table 3: columns from several suites) or `layout: datasets_by_bucket`
+    (Table 7)."""
     file = PAPER_DIR / f"{name}.json"
     paper = json.loads(file.read_text()) if file.is_file() else {}
+    records = [r for r in records if r.bucket is None]
+    if paper.get("layout") == "datasets_by_bucket":
+        return datasets_by_bucket(paper, records)
     if "columns" not in paper:
-        layouts = sorted(p.stem for p in PAPER_DIR.glob("*.json") if "columns" in json.loads(p.read_text()))
+        layouts = sorted(p.stem for p in PAPER_DIR.glob("*.json")
+                         if {"columns", "layout"} & set(json.loads(p.read_text())))
         raise PathEvalError(f"no paper layout {name!r}: choose one of {', '.join(layouts)}")
+    return suite_columns(paper, records)
+
+
+def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
+    """Table 3's shape: variants as rows, a column group per suite and its lengths (or buckets);
+    measured models first, then the published rows. A column whose suite has no results here shows
+    "-"; the note says which columns are measured and where the protocol differs."""
     columns = [(c, n) for c in paper["columns"] for n in c["lengths"]]
     header = ["model"] + [f"{c['group']} {n}" for c, n in columns]
-    records = [r for r in records if r.bucket is None]
     rows = []
     for model in dict.fromkeys(r.model for r in records):
-        cells = {(r.suite, r.task, r.metric, str(r.length)): r for r in records if r.model == model}
+        cells = {(r.suite, r.task, r.metric, str(column_of(r))): r for r in records if r.model == model}
         rows.append([model] + [_cell(cells.get((c["suite"], c["task"], c["metric"], n))) for c, n in columns])
     for row in paper["rows"]:
         rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])
     measured = [c["group"] for c in paper["columns"] if any(r.suite == c["suite"] for r in records)]
-    note = f"{paper['source']}; measured here: {', '.join(measured) or 'none'}"
+    return header, rows, _paper_note(paper, f"measured here: {', '.join(measured) or 'none'}", records)
+
+
+def datasets_by_bucket(paper: dict, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
+    """Table 7's shape: a row per dataset, then the Average (the suite's aggregate), then measured
+    datasets the paper leaves out; a column group per length bucket holding the paper's variants, then
+    the measured models."""
+    records = [r for r in records if r.suite == paper["suite"] and r.length_bucket is not None]
+    models = list(dict.fromkeys(r.model for r in records))
+    published = [f"{paper['variant_labels'][v]} (paper)" for v in paper["variants"]]
+    header = ["dataset"] + [f"{bucket} {name}" for bucket in paper["buckets"] for name in published + models]
+    cells = {(r.model, r.task, r.length_bucket): r for r in records}
+    extra = [t for t in dict.fromkeys(r.task for r in records)
+             if t not in paper["rows"] and t != paper["average_task"]]
+    rows = []
+    for dataset in list(paper["rows"]) + extra:
+        task = paper["average_task"] if dataset == "Average" else dataset
+        row = [dataset]
+        for bucket in paper["buckets"]:
+            row += [_number(v) for v in paper["rows"].get(dataset, {}).get(bucket, [None] * len(published))]
+            row += [_cell(cells.get((model, task, bucket))) for model in models]
+        rows.append(row)
+    return header, rows, _paper_note(paper, f"measured here: {', '.join(models) or 'none'}", records)
+
+
+def _paper_note(paper: dict, measured: str, records: list[ResultRecord]) -> str:
+    """Source, what was measured, the paper's own caveat, and a caution per protocol setting that
+    differs from the paper's."""
+    note = "; ".join(filter(None, [paper["source"], measured, paper.get("note")]))
     for field, wanted in paper.get("protocol", {}).items():
         found = {getattr(r.provenance, field) for r in records}
         if found and found != {wanted}:
             note += f"; CAUTION: the runs used {field}={sorted(map(str, found))}, the paper {wanted}"
-    return header, rows, note
+    return note
 
 
 def _number(value) -> str:
@@ -99,17 +137,18 @@ def _cell(record: ResultRecord | None) -> str:
 
 
 def comparison(runs: list[tuple[str, list[ResultRecord]]]) -> tuple[list[str], list[list[str]]]:
-    """Every (task, metric, length) of the runs; each run's value; deltas against the first run,
+    """Every (task, metric, length or length bucket) of the runs; each run's value; deltas against the first run,
     marked * where beyond noise (|delta| > 1.96 * sqrt(se_a^2 + se_b^2), both stderrs known)."""
     entries = [(f"{label}:{model}" if len(runs) > 1 else model, [r for r in recs if r.model == model])
                for label, recs in runs for model in dict.fromkeys(r.model for r in recs)]
-    keys = list(dict.fromkeys((r.task, r.metric, r.length) for _, recs in entries for r in recs if r.bucket is None))
+    keys = list(dict.fromkeys((r.task, r.metric, column_of(r))
+                              for _, recs in entries for r in recs if r.bucket is None))
     header = ["task", "metric", "length"] + [e[0] for e in entries] + [f"delta {e[0]}" for e in entries[1:]]
     rows = []
-    for task, metric, length in keys:
-        found = [next((r for r in recs if (r.task, r.metric, r.length, r.bucket) == (task, metric, length, None)), None)
-                 for _, recs in entries]
-        row = [task, metric, str(length or "")] + [_cell(r) for r in found]
+    for task, metric, column in keys:
+        found = [next((r for r in recs if (r.task, r.metric, column_of(r), r.bucket) == (task, metric, column, None)),
+                      None) for _, recs in entries]
+        row = [task, metric, str(column or "")] + [_cell(r) for r in found]
         base = found[0]
         for other in found[1:]:
             if base is None or other is None:

@@ -8,7 +8,8 @@ from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
 PERCENT_METRICS = {"acc", "acc_norm", "exact_match", "string_match_all", "string_match_part", "score",
-                   "phonebook_exact_match"}
+                   "phonebook_exact_match", "qa_f1_score", "rouge_score", "classification_score", "code_sim_score",
+                   "count_score", "retrieval_score"}
 
 
 def format_value(record: ResultRecord) -> str:
@@ -27,31 +28,47 @@ def suite_labels(suite: SuiteSpec | None) -> dict[str, str]:
     return {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
 
 
-def rows_by_length(records: list[ResultRecord]) -> tuple[list[int], list[tuple[str, str, str, dict]]]:
-    """The lengths present (sorted) and, per (model, task, metric) in order of appearance, its
-    records by length: the layout of long-context suites (lengths as columns)."""
-    lengths = sorted({r.length for r in records if r.length is not None})
+def column_of(record: ResultRecord) -> int | str | None:
+    """A long-context record's column: its length bucket (LongBench-E's "4-8k"), else its length."""
+    return record.length_bucket if record.length_bucket is not None else record.length
+
+
+def column_title(column: int | str | None) -> str:
+    return "all" if column is None else f"@{column}" if isinstance(column, int) else column
+
+
+def rows_by_length(records: list[ResultRecord],
+                   suite: SuiteSpec | None = None) -> tuple[list, list[tuple[str, str, str, dict]]]:
+    """The columns present and, per (model, task, metric) in order of appearance, its records by
+    column: the layout of long-context suites. Columns are the lengths (sorted) or, for a suite with
+    length buckets, "all" (None: every sample) then the buckets in the suite's order."""
+    if any(r.length_bucket is not None for r in records):
+        order = suite.length_buckets.labels if suite is not None and suite.length_buckets else []
+        found = dict.fromkeys(r.length_bucket for r in records if r.length_bucket is not None)
+        columns = [None] + sorted(found, key=lambda b: order.index(b) if b in order else len(order))
+    else:
+        columns = sorted({r.length for r in records if r.length is not None})
     rows: dict[tuple[str, str, str], dict] = {}
     for r in records:
-        rows.setdefault((r.model, r.task, r.metric), {})[r.length] = r
+        rows.setdefault((r.model, r.task, r.metric), {})[column_of(r)] = r
     models = list(dict.fromkeys(r.model for r in records))  # a model's rows together, aggregates included
     ordered = sorted(rows.items(), key=lambda item: models.index(item[0][0]))
-    return lengths, [(model, task, metric, cells) for (model, task, metric), cells in ordered]
+    return columns, [(model, task, metric, cells) for (model, task, metric), cells in ordered]
 
 
 def results_table(records: list[ResultRecord], suite: SuiteSpec | None = None) -> Table:
     """Overall values only; per-position buckets go to the extrapolation reports. Results without
-    lengths: models as rows, task metrics as columns. Results at context lengths: one row per
-    (model, task metric), lengths as columns."""
+    lengths: models as rows, task metrics as columns. Results at context lengths or in length
+    buckets: one row per (model, task metric), lengths (buckets) as columns."""
     records = [r for r in records if r.bucket is None]
     labels = suite_labels(suite)
     table = Table(title=f"{suite.name}: {suite.description}" if suite else None)
     table.add_column("model")
-    lengths, rows = rows_by_length(records)
+    lengths, rows = rows_by_length(records, suite)
     if lengths:
         table.add_column("task")
         for length in lengths:
-            table.add_column(f"@{length}", justify="right")
+            table.add_column(column_title(length), justify="right")
         for index, (model, task, metric, cells) in enumerate(rows):
             if index and rows[index - 1][0] != model:
                 table.add_section()

@@ -39,6 +39,7 @@ class Provenance(BaseModel):
     truncated_requests: int
     requests_computed: int
     processes: int = 1  # data-parallel processes (accelerate launch)
+    truncate_middle: int | None = None  # prompts cut to their first and last halves of this many tokens
 
 
 class ResultRecord(BaseModel):
@@ -48,6 +49,7 @@ class ResultRecord(BaseModel):
     task: str
     length: int | None
     bucket: list[int] | None = None  # [first, last] token position, for per-position perplexity
+    length_bucket: str | None = None  # the suite's length bucket of the docs averaged (LongBench-E: "4-8k")
     metric: str
     value: float
     stderr: float | None

@@ -14,7 +14,7 @@ import numpy as np
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import launched_processes
-from path_eval.metrics import plain_mean
+from path_eval.metrics import mean_and_stderr, plain_mean
 from path_eval.plan import Plan
 from path_eval.results import Provenance, ResultRecord, write_results
 from path_eval.results.provenance import git_revision, tokenizer_sha256, versions, weights_sha256
@@ -62,7 +62,7 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
 
     if plan.data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
-    fixed_tasks = [build_task(item.task, plan.data_dir, plan.suite.name) for item in plan.items if item.task.lm_eval_task]
+    fixed_tasks = [build_task(item.task, plan.data_dir, plan.suite) for item in plan.items if item.task.lm_eval_task]
     corpus_items = [item for item in plan.items if item.task.corpus]
     for item in corpus_items:  # missing corpus data fails before any model loads
         documents(item.task.corpus, plan.data_dir, plan.suite.name)
@@ -73,6 +73,7 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
     # A generated sample fills its length without BOS (as the originals count); the model also reads BOS.
     max_length = options.max_length or plan.suite.max_length or max(
         [i.length for i in corpus_items] + [i.length + 1 for i in generated_items], default=None)
+    check_room_for_generation(fixed_tasks, max_length)
     records: list[ResultRecord] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = versions() | {"git_revision": git_revision()}
@@ -139,6 +140,17 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
     return records
 
 
+def check_room_for_generation(tasks: list, max_length: int | None) -> None:
+    """A middle-truncated prompt plus the task's new tokens must fit the context, or the model
+    adapter would cut its left end too."""
+    for task in tasks:
+        new_tokens = task.config["generation_kwargs"]["max_gen_toks"] if task.truncate_middle else 0
+        if task.truncate_middle and max_length and task.truncate_middle + new_tokens > max_length:
+            raise PathEvalError(f"task {task.spec.name}: truncate_middle {task.truncate_middle} + {new_tokens} new "
+                                f"tokens exceed max_length {max_length}: raise --max-length or lower the suite's "
+                                "truncate_middle (in a copy of the suite)")
+
+
 def runnable_generated_items(plan: Plan) -> list:
     """The plan's generated-task items whose input data is present. Missing data is an error, except
     for an `optional` task, which is dropped with a notice (RULER without its QA sets)."""
@@ -186,7 +198,8 @@ def lm_eval_records(plan: Plan, model: str, tasks: dict, output: dict, model_inf
         spec = group[0].spec
         files = [f for t in group for f in t.files]
         provenance = Provenance(**model_info, data_fingerprint=fingerprint(files),
-                                data_files=[str(f) for f in files], num_fewshot=spec.num_fewshot)
+                                data_files=[str(f) for f in files], num_fewshot=spec.num_fewshot,
+                                truncate_middle=group[0].truncate_middle)
         for metric in spec.metrics:
             values, stderrs = [], []
             for task in group:
@@ -204,6 +217,30 @@ def lm_eval_records(plan: Plan, model: str, tasks: dict, output: dict, model_inf
                 higher_is_better=metric.higher_is_better, provenance=provenance,
                 seeds=len(group) if len(group) > 1 else None,
                 seed_std=float(np.std(values, ddof=1)) if len(group) > 1 else None))
+        if plan.suite.length_buckets:
+            samples = [s for t in group for s in output["samples"][t.name]]
+            records += bucket_records(plan, model, spec, length, samples, provenance)
+    return records
+
+
+def bucket_records(plan: Plan, model: str, spec, length: int | None, samples: list[dict],
+                   provenance: Provenance) -> list[ResultRecord]:
+    """Per metric, the mean of the per-sample scores in each of the suite's length buckets (by the
+    doc's field, e.g. LongBench-E's `length` in words); an empty bucket gives no record."""
+    buckets = plan.suite.length_buckets
+    records = []
+    for metric in spec.metrics:
+        scores: dict[str, list[float]] = {label: [] for label in buckets.labels}
+        for sample in samples:
+            scores[buckets.label(sample["doc"][buckets.field])].append(float(sample[metric.name]))
+        for label, values in scores.items():
+            if not values:
+                continue
+            value, stderr = mean_and_stderr(values)
+            records.append(ResultRecord(
+                suite=plan.suite.name, model=model, task=spec.name, length=length, length_bucket=label,
+                metric=metric.name, value=value, stderr=stderr, n=len(values),
+                higher_is_better=metric.higher_is_better, provenance=provenance))
     return records
 
 
@@ -221,16 +258,17 @@ def corpus_records(plan: Plan, model: str, task: str, length: int, result: dict,
 
 
 def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:
-    """The suite's aggregates (plain means), per model and length, where every part is present (an
-    aggregate missing a part is left out, never computed from fewer parts)."""
+    """The suite's aggregates (plain means), per model, length and length bucket, where every part
+    is present (an aggregate missing a part is left out, never computed from fewer parts)."""
     out = []
     for spec in plan.suite.aggregates:
-        for model, length in dict.fromkeys((r.model, r.length) for r in records if r.bucket is None):
+        for model, length, length_bucket in dict.fromkeys((r.model, r.length, r.length_bucket)
+                                                          for r in records if r.bucket is None):
             parts = []
             for ref in spec.mean_of:
                 task, metric = ref.split("/", 1)
                 parts += [r for r in records if r.model == model and r.length == length and r.task == task
-                          and r.metric == metric and r.bucket is None]
+                          and r.metric == metric and r.bucket is None and r.length_bucket == length_bucket]
             if len(parts) != len(spec.mean_of):
                 continue
             value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts])
@@ -239,6 +277,7 @@ def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:
                                                    .encode()).hexdigest(),
                 "data_files": [f for p in parts for f in p.provenance.data_files]})
             out.append(ResultRecord(suite=plan.suite.name, model=model, task=spec.name, length=length,
-                                    metric=spec.metric, value=value, stderr=stderr, n=sum(p.n for p in parts),
+                                    length_bucket=length_bucket, metric=spec.metric, value=value, stderr=stderr,
+                                    n=sum(p.n for p in parts),
                                     higher_is_better=True, provenance=provenance))
     return out

@@ -2,6 +2,7 @@
 of each, which context lengths, and how the table aggregates them."""
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 
 import yaml
@@ -56,13 +57,45 @@ class CorpusSpec(BaseModel):
         return self
 
 
-class GeneratorData(BaseModel):
-    """A Hugging Face split a generator reads from the data dir (RULER's QA dev sets)."""
+class DataSpec(BaseModel):
+    """A Hugging Face split a task reads from the data dir: a generator's input (RULER's QA dev sets),
+    or the rows an lm-eval task reads in place of its config's dataset (LongBench-E's original files
+    instead of lm-eval's mirror)."""
 
     model_config = ConfigDict(extra="forbid")
     hf_path: str
     hf_config: str | None = None
     split: str = "validation"
+
+
+class PromptEdit(BaseModel):
+    """One exact replacement in an lm-eval prompt template (where lm-eval's text differs from the
+    original benchmark's); `old` must occur exactly once."""
+
+    model_config = ConfigDict(extra="forbid")
+    old: str = Field(min_length=1)
+    new: str
+
+
+class LengthBuckets(BaseModel):
+    """Per-sample scores grouped by a numeric doc field: bucket i holds edges[i-1] <= value < edges[i]
+    (LongBench-E: `length` in words, edges 4000 and 8000, buckets 0-4k, 4-8k, 8k+)."""
+
+    model_config = ConfigDict(extra="forbid")
+    field: str
+    edges: list[int] = Field(min_length=1)
+    labels: list[str]
+
+    @model_validator(mode="after")
+    def _one_label_per_bucket(self):
+        if len(self.labels) != len(self.edges) + 1 or len(set(self.labels)) != len(self.labels):
+            raise ValueError("length_buckets needs one distinct label more than it has edges")
+        if self.edges != sorted(set(self.edges)):
+            raise ValueError("length_buckets edges must increase")
+        return self
+
+    def label(self, value: float) -> str:
+        return self.labels[bisect.bisect_right(self.edges, value)]
 
 
 class TaskSpec(BaseModel):
@@ -83,13 +116,20 @@ class TaskSpec(BaseModel):
     samples: int | None = Field(default=None, gt=0)
     seeds: int = Field(default=1, gt=0)
     stop: list[str] = []
-    data: GeneratorData | None = None
+    data: DataSpec | None = None
     optional: bool = False
+    adapter: str | None = None
+    prompt_edits: list[PromptEdit] = []
+    first_line: bool = False
 
     @model_validator(mode="after")
     def _one_kind(self):
         if sum(x is not None for x in (self.lm_eval_task, self.corpus, self.generator)) != 1:
             raise ValueError("a task needs exactly one of lm_eval_task, corpus and generator")
+        if (self.prompt_edits or self.first_line) and not self.adapter:
+            raise ValueError("prompt_edits and first_line need a task adapter (adapter: ...)")
+        if self.adapter and not (self.lm_eval_task and self.data):
+            raise ValueError("an adapted task needs lm_eval_task and the data it reads (data: ...)")
         return self
 
     @field_validator("metrics", mode="before")
@@ -121,6 +161,8 @@ class SuiteSpec(BaseModel):
     max_blocks: int | None = None
     training_length: int | None = None
     caption: str | None = None
+    truncate_middle: int | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
+    length_buckets: LengthBuckets | None = None
 
     @field_validator("lengths", mode="before")
     @classmethod

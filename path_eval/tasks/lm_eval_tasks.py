@@ -1,6 +1,7 @@
-"""Tasks that lm-eval defines (Table 2): its own YAML config and functions, unchanged, with the
-dataset pointed at the local data dir (`dataset_path: json` + `data_files`). Only the splits the
-evaluation reads are mapped; the others are switched off so nothing reaches for the hub."""
+"""Tasks that lm-eval defines: its own YAML config and functions (Table 2: unchanged; a task with an
+`adapter`: rewritten where lm-eval departs from the original benchmark), with the dataset pointed at
+the local data dir (`dataset_path: json` + `data_files`). Only the splits the evaluation reads are
+mapped; the others are switched off so nothing reaches for the hub."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,9 +10,12 @@ from pathlib import Path
 
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
-from path_eval.suites import TaskSpec
+from path_eval.suites import SuiteSpec, TaskSpec
+from path_eval.tasks.longbench import adapt_config
 
 SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
+# Task adapters (TaskSpec.adapter): lm-eval config, task, suite -> the config to evaluate.
+ADAPTERS = {"longbench": adapt_config}
 
 
 @lru_cache(maxsize=1)
@@ -22,14 +26,16 @@ def task_manager():
     return TaskManager()
 
 
-def lm_eval_config(name: str) -> dict:
-    """The task's full lm-eval config (includes followed, !function entries resolved)."""
+def lm_eval_config(name: str, resolve_functions: bool = True) -> dict:
+    """The task's full lm-eval config (includes followed; !function entries resolved unless told
+    not to: an adapted task replaces them, and lm-eval's LongBench functions import packages we do
+    not need)."""
     from lm_eval.tasks._yaml_loader import load_yaml
 
     entry = task_manager().task_index.get(name)
     if entry is None or entry.yaml_path is None:
         raise PathEvalError(f"lm-eval {task_manager_version()} has no task {name!r}")
-    return load_yaml(entry.yaml_path, resolve_func=True)
+    return load_yaml(entry.yaml_path, resolve_func=resolve_functions)
 
 
 def task_manager_version() -> str:
@@ -56,6 +62,18 @@ class LmEvalTask:
         """The task's name inside lm-eval (its results and request-cache key)."""
         return self.lm_eval_name or self.spec.lm_eval_task
 
+    @property
+    def truncate_middle(self) -> int | None:
+        """The prompt tokens kept by middle truncation, for a task that asks for it (LongBench's)."""
+        return (self.config.get("generation_kwargs") or {}).get("truncate_middle")
+
+
+def task_splits(spec: TaskSpec, config: dict | None = None) -> list[DatasetSplit]:
+    """The splits an lm-eval task reads: its own `data` if the suite gives one, else its config's."""
+    if spec.data is not None:
+        return [DatasetSplit(spec.data.hf_path, spec.data.hf_config, spec.data.split)]
+    return needed_splits(config or lm_eval_config(spec.lm_eval_task), spec.num_fewshot)
+
 
 def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
     """The split lm-eval evaluates on (test if the task has one, else validation), plus the
@@ -71,11 +89,16 @@ def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
     return [DatasetSplit(config["dataset_path"], config.get("dataset_name"), n) for n in names]
 
 
-def build_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
-    config = lm_eval_config(spec.lm_eval_task)
-    splits = needed_splits(config, spec.num_fewshot)
-    files = [require(s, data_dir, suite) for s in splits]
-    local = dict(config)
+def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec) -> LmEvalTask:
+    if spec.adapter is not None and spec.adapter not in ADAPTERS:
+        raise PathEvalError(f"task {spec.name}: unknown adapter {spec.adapter!r}: choose one of "
+                            f"{', '.join(ADAPTERS)}")
+    config = lm_eval_config(spec.lm_eval_task, resolve_functions=spec.adapter is None)
+    splits = task_splits(spec, config)
+    files = [require(s, data_dir, suite.name) for s in splits]
+    local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
+    if spec.data is not None:  # the suite's rows are the evaluated split
+        local["test_split"] = spec.data.split
     for key in SPLIT_KEYS:
         if local.get(key) not in {s.split for s in splits}:
             local[key] = None

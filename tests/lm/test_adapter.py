@@ -92,3 +92,24 @@ def test_registered_for_lm_eval_by_name(checkpoint):
     assert get_model("path") is PathEvalLM
     lm = get_model("path").create_from_arg_string(f"pretrained={checkpoint},max_length=256", {"batch_size": 2})
     assert lm.max_length == 256 and lm.batch_size == 2
+
+
+def test_middle_truncation_keeps_both_ends_only_when_asked(checkpoint, monkeypatch):
+    """LongBench's rule (THUDM pred.py): over `truncate_middle` tokens, the first and last halves are
+    decoded, joined and encoded again; requests without the option are left as they are."""
+    lm = PathEvalLM(str(checkpoint))
+    text = " ".join(f"item{i}" for i in range(100))
+    whole = lm.tok_encode(text)
+    assert 100 < len(whole) < 500 and whole[0] == lm.tokenizer.bos_token_id
+    cut = lm.prompt_tokens(text, 64)
+    head = lm.tokenizer.decode(whole[:32], skip_special_tokens=True)
+    tail = lm.tokenizer.decode(whole[-32:], skip_special_tokens=True)
+    assert cut == lm.tokenizer.encode(head + tail) and abs(len(cut) - 65) <= 2
+    kept = lm.tokenizer.decode(cut, skip_special_tokens=True)
+    assert kept.startswith("item0 item1 item2") and kept.endswith("item98 item99") and "item50 " not in kept
+    assert lm.prompt_tokens(text, len(whole)) == whole
+    given = []
+    monkeypatch.setattr(lm, "_generate", lambda prompts, *args: given.extend(prompts) or [[] for _ in prompts])
+    lm.generate_until(requests("generate_until", [(text, {"until": [], "max_gen_toks": 4, "truncate_middle": 64}),
+                                                  (text, {"until": [], "max_gen_toks": 4})]))
+    assert sorted(given, key=len) == [cut, whole] and lm.truncated_requests == 0

@@ -91,3 +91,51 @@ def test_table3_layout_joins_suites_by_length_beside_the_paper_rows():
     assert "measured here: RULER, PhoneBook" in note and "CAUTION" not in note
     with pytest.raises(Exception, match="no paper layout"):
         paper_layout("table9", measured)
+
+
+def longbench_records(model="mine", **provenance):
+    """Bucket records as a LongBench-E run stores them: per dataset and the longbench_e average."""
+    from path_eval.results import Provenance, ResultRecord
+    from tests.reports.records import PROVENANCE
+
+    p = Provenance(**(PROVENANCE | {"truncate_middle": 15500} | provenance))
+    rows = [("trec", "classification_score", "0-4k", 0.4), ("trec", "classification_score", "8k+", 0.1),
+            ("trec", "classification_score", None, 0.25), ("passage_count", "count_score", "0-4k", 0.05),
+            ("longbench_e", "score", "0-4k", 0.3), ("longbench_e", "score", "4-8k", 0.2),
+            ("longbench_e", "score", "8k+", 0.123)]
+    return [ResultRecord(suite="longbench_e", model=model, task=t, length=None, length_bucket=b, metric=m, value=v,
+                         stderr=None, n=3, higher_is_better=True, provenance=p) for t, m, b, v in rows]
+
+
+def test_table7_layout_puts_measured_models_beside_the_paper_variants_per_bucket():
+    from path_eval.reports.tables import paper_layout
+
+    header, rows, note = paper_layout("table7", longbench_records())
+    assert header[:6] == ["dataset", "0-4k FoX (paper)", "0-4k PaTH-FoX (paper)", "0-4k PaTH (paper)",
+                          "0-4k RoPE (paper)", "0-4k mine"] and len(header) == 1 + 3 * 5
+    table = {row[0]: row[1:] for row in rows}
+    assert [row[0] for row in rows][-3:] == ["repobench-p", "Average", "passage_count"]
+    assert table["trec"] == ["35.0", "36.7", "40.0", "23.3", "40.0", "27.5", "26.3", "35.0", "1.2", "-",
+                             "20.6", "26.3", "20.0", "0.0", "10.0"]
+    assert table["Average"][4::5] == ["30.0", "20.0", "12.3"] and table["Average"][1] == "23.5"
+    assert table["passage_count"] == ["-"] * 4 + ["5.0"] + ["-"] * 10
+    assert "measured here: mine" in note and "23.4/21.8/16.1 in Table 3" in note and "CAUTION" not in note
+    _, _, note = paper_layout("table7", longbench_records(limit=5, truncate_middle=3500))
+    assert "CAUTION: the runs used limit=['5']" in note and "truncate_middle=['3500'], the paper 15500" in note
+
+
+def test_table3_fills_its_longbench_e_column_from_the_bucket_average():
+    from path_eval.reports.tables import paper_layout
+
+    header, rows, note = paper_layout("table3", longbench_records())
+    assert header[-3:] == ["LongBench-E 0-4k", "LongBench-E 4-8k", "LongBench-E 8k+"]
+    assert rows[0][0] == "mine" and rows[0][-3:] == ["30.0", "20.0", "12.3"] and set(rows[0][1:-3]) == {"-"}
+    assert rows[-1][-3:] == ["23.4", "21.8", "16.1"]  # PaTH-FoX as Table 3 prints it
+    assert "measured here: LongBench-E" in note
+
+
+def test_longbench_suite_table_has_the_buckets_as_columns():
+    header, rows, _ = suite_table(longbench_records(), load_suite("longbench_e"))
+    assert header == ["model", "task", "all", "0-4k", "4-8k", "8k+"]  # the suite's order, not the records'
+    assert rows[0] == ["mine", "trec classification_score", "25.0", "40.0", "-", "10.0"]
+    assert rows[-1] == ["mine", "LongBench-E (11 datasets) score", "-", "30.0", "20.0", "12.3"]

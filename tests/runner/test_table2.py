@@ -55,7 +55,7 @@ def test_table2_equals_stock_lm_eval_hf(llama, data_dir, tmp_path):
     records = run(build_plan(suite, [str(llama)], limit=LIMIT, data_dir=data_dir),
                   RunOptions(out=tmp_path, batch_size=4, bootstrap_iters=0))
     ours = {(r.task, r.metric): r for r in records}
-    configs = [build_task(t, data_dir, suite.name).config for t in suite.tasks]
+    configs = [build_task(t, data_dir, suite).config for t in suite.tasks]
     stock = lm_eval.simple_evaluate(model="hf", model_args={"pretrained": str(llama), "dtype": "float32",
                                                             "max_length": suite.max_length},
                                     tasks=configs, limit=LIMIT, batch_size=4, device="cpu", bootstrap_iters=0,

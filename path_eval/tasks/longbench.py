@@ -1,0 +1,69 @@
+"""LongBench(-E) on lm-eval's task configs, made to run as THUDM/LongBench v1's `pred.py` and score as
+its `eval.py` do (DESIGN.md §4.4).
+
+Kept from lm-eval's config (read at run time from the installed package): the prompt template and
+the number of new tokens. Changed, because lm-eval departs from the original there and the scores
+move with it:
+- rows: the original's files (fields `input`, `context`, `answers`, `length`, `all_classes`, ...)
+  instead of lm-eval's mirror, whose templates call `input` `question`;
+- prompt: the suite's `prompt_edits` put back the original's text where lm-eval's differs;
+- generation: no stop sequence unless the suite gives one (lm-eval stops trec, triviaqa and samsum at
+  the first newline, even a leading one; the original generates on and cuts the first line after
+  leading newlines when scoring), greedy;
+- truncation: prompts longer than the suite's `truncate_middle` tokens keep their first and last
+  halves (the model adapter does it; lm-eval would cut the left);
+- metrics: `path_eval.metrics.longbench` (the original's), first-line cut where the task says so.
+"""
+from __future__ import annotations
+
+from path_eval.errors import PathEvalError
+from path_eval.metrics.longbench import LONGBENCH_METRICS, longbench_score
+from path_eval.suites import SuiteSpec, TaskSpec
+
+
+def edited_template(template: str, spec: TaskSpec) -> str:
+    """lm-eval's template with the suite's edits; an edit that no longer matches once is an error
+    (lm-eval's text changed: the suite must be checked again)."""
+    for edit in spec.prompt_edits:
+        found = template.count(edit.old)
+        if found != 1:
+            raise PathEvalError(f"task {spec.name}: the prompt edit {edit.old!r} matches {found} times in lm-eval's "
+                                f"template for {spec.lm_eval_task} (expected once): check the suite against this "
+                                "lm-eval version")
+        template = template.replace(edit.old, edit.new)
+    return template
+
+
+def prompt_renderer(template: str):
+    """doc -> prompt: lm-eval's Jinja rendering, with the original's `input` under lm-eval's name."""
+    from lm_eval.utils import apply_template
+
+    def render(doc: dict) -> str:
+        return apply_template(template, {**doc, "question": doc["input"]})
+    return render
+
+
+def sample_scorer(spec: TaskSpec):
+    """lm-eval's per-document hook: each metric of the task on the generation, best over answers."""
+    def score(doc: dict, results: list[str]) -> dict[str, float]:
+        return {m.name: longbench_score(m.name, results[0], doc["answers"], doc.get("all_classes"), spec.first_line)
+                for m in spec.metrics}
+    return score
+
+
+def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
+    unknown = [m.name for m in spec.metrics if m.name not in LONGBENCH_METRICS]
+    if unknown:
+        raise PathEvalError(f"task {spec.name}: unknown LongBench metric {unknown[0]!r}: choose one of "
+                            f"{', '.join(LONGBENCH_METRICS)}")
+    generation = {"until": list(spec.stop), "max_gen_toks": config["generation_kwargs"]["max_gen_toks"],
+                  "do_sample": False, "temperature": 0.0}
+    if suite.truncate_middle:
+        generation["truncate_middle"] = suite.truncate_middle
+    return config | {
+        "doc_to_text": prompt_renderer(edited_template(config["doc_to_text"], spec)),
+        "process_results": sample_scorer(spec),
+        "generation_kwargs": generation,
+        "metric_list": [{"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better}
+                        for m in spec.metrics],
+    }

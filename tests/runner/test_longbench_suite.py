@@ -1,0 +1,60 @@
+"""The LongBench-E suite end to end from the command line, offline, on a tiny model and the test
+fixtures (three datasets whose answers are short, to keep generation cheap on a CPU): records per
+dataset and length bucket, sample logs, the Table 7 report; and a missing dataset as one error line."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from path_eval.bench.random_checkpoint import random_model
+from path_eval.results import load_results
+from tests.tasks.longbench_fixtures import LENGTHS, write_longbench_e
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = ("2wikimqa", "triviaqa", "passage_count")
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "eval.py", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_longbench_e_suite_offline(tmp_path):
+    random_model("rope", "tiny").save_pretrained(tmp_path / "model")
+    data = write_longbench_e(tmp_path / "data", datasets=set(TASKS))
+    out = tmp_path / "run"
+    result = run_cli("run", "--suite", "longbench_e", "--tasks", ",".join(TASKS), "--model", str(tmp_path / "model"),
+                     "--data-dir", str(data), "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = load_results(out)
+    for task in TASKS:
+        mine = {r.length_bucket: r for r in records if r.task == task}
+        assert sorted(mine, key=str) == sorted([None, "0-4k", "4-8k", "8k+"], key=str), task
+        assert [mine[b].n for b in (None, "0-4k", "4-8k", "8k+")] == [3, 1, 1, 1]
+        assert mine[None].value == sum(mine[b].value for b in ("0-4k", "4-8k", "8k+")) / 3
+        assert all(0 <= r.value <= 1 and r.provenance.truncate_middle == 15500 for r in mine.values())
+        assert mine[None].provenance.max_length == 16384
+    assert not any(r.task == "longbench_e" for r in records)  # the average needs all 11 datasets
+    logged = [json.loads(line) for line in (out / "samples" / "model" / "triviaqa.jsonl").open()]
+    assert [row["doc"]["length"] for row in logged] == list(LENGTHS)
+    assert all(set(row["scores"]) == {"qa_f1_score"} and row["request"][0][1]["until"] == [] for row in logged)
+    report = run_cli("report", str(out), "--layout", "table7", "--format", "csv")
+    assert report.returncode == 0, report.stderr[-2000:]
+    lines = report.stdout.splitlines()
+    assert lines[0].split(",")[1:6] == ["0-4k FoX (paper)", "0-4k PaTH-FoX (paper)", "0-4k PaTH (paper)",
+                                         "0-4k RoPE (paper)", "0-4k model"]
+    triviaqa = next(line.split(",") for line in lines if line.startswith("triviaqa,"))
+    measured = {r.length_bucket: r for r in records if r.task == "triviaqa"}
+    assert triviaqa[1:5] == ["33.2", "28.9", "36.0", "21.8"]
+    assert triviaqa[5] == f"{100 * measured['0-4k'].value:.1f}" and triviaqa[15] == f"{100 * measured['8k+'].value:.1f}"
+
+
+def test_a_missing_dataset_is_one_line_naming_the_download(tmp_path):
+    (tmp_path / "model").mkdir()  # the data are checked before any model loads
+    data = write_longbench_e(tmp_path / "data", datasets={"2wikimqa"})
+    result = run_cli("run", "--suite", "longbench_e", "--model", str(tmp_path / "model"), "--data-dir", str(data),
+                     "--out", str(tmp_path / "run"))
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: missing data file") and "THUDM/LongBench/hotpotqa_e/test.jsonl" in line
+    assert f"python eval.py download --suite longbench_e --data-dir {data}" in line
+    assert not (tmp_path / "run" / "results.json").exists()
