@@ -50,6 +50,8 @@ class PathKVCache:
         if append and T == 1 and self.pending_len + 1 < self.fold_every:
             return self._decode_step(new, v, scale, gate_scale, splits)
         p = self.pending_len
+        if p:
+            self._tail(new)  # a padding mask that starts mid-tail: the tail's earlier tokens were valid
         seg = {name: self._with_pending(name, t) for name, t in new.items()}
         seg["q"] = torch.cat([q.new_zeros(B, p, HQ, D), q], 1) if p else q
         seg["v"] = torch.cat([self.v[:, self.folded:self.folded + p], v], 1) if p else v
@@ -85,13 +87,12 @@ class PathKVCache:
         return out[:, p:p + 1]
 
     def _tail(self, like: dict) -> dict[str, torch.Tensor]:
-        """The pending tail's buffers, one chunk long, allocated on first use."""
-        if not self.tail:
-            for name, t in like.items():
-                if t is not None:
-                    fill = True if name == "valid" else 0
-                    self.tail[name] = torch.full((t.shape[0], self.window, *t.shape[2:]), fill, dtype=t.dtype,
-                                                 device=t.device)
+        """The pending tail's buffers, one chunk long, each allocated on first use (a mask buffer
+        starts all valid)."""
+        for name, t in like.items():
+            if t is not None and name not in self.tail:
+                self.tail[name] = torch.full((t.shape[0], self.window, *t.shape[2:]), name == "valid",
+                                             dtype=t.dtype, device=t.device)
         return self.tail
 
     def _with_pending(self, name: str, new: torch.Tensor | None) -> torch.Tensor | None:

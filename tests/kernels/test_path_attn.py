@@ -171,3 +171,22 @@ def test_strong_gates_over_long_inputs_keep_float32_precision(variant):
 def test_pending_tail_must_fit_one_chunk():
     with pytest.raises(ValueError, match="fold_every 65"):
         PathKVCache(fold_every=65)
+
+
+@pytest.mark.parametrize("variant", ["path_fox"])
+def test_padding_mask_arriving_mid_tail(variant):
+    """Decoding steps without a mask, then steps with one (all valid), then a multi-token segment:
+    the tail's earlier tokens stay valid and the outputs stay those of one pass."""
+    x = random_inputs(variant, 2, 80, 4, 2, 16, seed=9)
+    ref = definition(x)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache(fold_every=8)
+    cache.attend(**segment(args, slice(0, 60)))
+    for t in range(60, 75):
+        step = segment(args, slice(t, t + 1))
+        if t >= 63:
+            step["key_valid"] = torch.ones(2, 1, dtype=torch.bool, device=DEVICE)
+        assert rel(cache.attend(**step).double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+    tail = segment(args, slice(75, 80))
+    tail["key_valid"] = torch.ones(2, 5, dtype=torch.bool, device=DEVICE)
+    assert rel(cache.attend(**tail).double().cpu(), ref[:, 75:80]) <= 1e-5
