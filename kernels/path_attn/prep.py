@@ -106,8 +106,7 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
     return Prepared(ch.q, ch.intra, tr.k_end.to(q.dtype).flatten(2, 3), tr.U.to(q.dtype), tr if state else None)
 
 
-def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool, precision: str | None = None,
-                        num_warps: int | None = None) -> Prepared:
+def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool, precision: str | None = None) -> Prepared:
     """The kernel. `precision` is Triton's for the float32 products: by default "tf32x3" up to D = 64
     and "ieee" above (tf32x3's split operands need 295 KB of shared memory at D = 128, over an
     H200's 227 KB)."""
@@ -131,6 +130,6 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool, precision: 
         w.stride(0), w.stride(1), w.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
         qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3), intra.stride(0), intra.stride(1), intra.stride(2),
         intra.stride(3), k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=min(C, 16), STATE=state, PREC=precision, num_warps=num_warps or (4 if D <= 64 else 8),
+        D=D, C=C, SUB=min(C, 16), STATE=state, PREC=precision, num_warps=4 if D <= 64 else 8,
     )
     return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None)
