@@ -125,7 +125,7 @@ def _download(args) -> None:
 
     suite = load_suite(args.suite)
     chosen = [suite.task(n) for n in _csv(args.tasks)] if args.tasks else suite.tasks
-    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t)))
+    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, suite.lengths)))
     for split, target, rows in download(splits, Path(args.data_dir)):
         print(f"{split}: {rows} rows -> {target}")
     if needs_essays(chosen):

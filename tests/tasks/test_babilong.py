@@ -1,0 +1,144 @@
+"""BABILong through lm-eval with the `babilong` adapter: the prompt the model is given (the original's
+layout, written out here: instruction, examples, post-prompt, tagged context, question), generation
+options, one task and record per length with qa1-qa5's mean per length, and the data errors."""
+import json
+
+import lm_eval
+import pytest
+from lm_eval.api.model import LM
+
+from path_eval.errors import PathEvalError
+from path_eval.plan import build_plan
+from path_eval.runner.run import aggregate, lm_eval_records
+from path_eval.suites import load_suite
+from path_eval.tasks import build_task
+from path_eval.tasks.lm_eval_tasks import lm_eval_config, task_manager
+from tests.reports.records import PROVENANCE
+from tests.tasks.babilong_fixtures import FILLER, write_babilong
+
+LENGTHS = (0, 4096)
+
+
+class AnswerLM(LM):
+    """Answers with the doc's target in a sentence, then a second sentence naming another room, if
+    `knows` accepts the doc, else names two rooms; records the requests."""
+
+    def __init__(self, knows):
+        super().__init__()
+        self.knows = knows
+        self.requests = []
+
+    def generate_until(self, requests, disable_tqdm=False):
+        self.requests += requests
+        return [f"The answer is {r.doc['target']}. Not the cellar." if self.knows(r.doc)
+                else "The bathroom or the hallway." for r in requests]
+
+    def loglikelihood(self, requests, disable_tqdm=False):
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests, disable_tqdm=False):
+        raise NotImplementedError
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite("babilong")
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory, suite):
+    """qa1-qa5 at 0k and 4k, with a model that knows the first row of each task at 0k only."""
+    data = write_babilong(tmp_path_factory.mktemp("data"))
+    tasks = [build_task(t, data, suite, n) for t in suite.tasks for n in LENGTHS]
+    model = AnswerLM(knows=lambda doc: FILLER not in doc["input"] and doc["question"] in FIRST_QUESTIONS)
+    output = lm_eval.simple_evaluate(model=model, tasks=[t.config for t in tasks], task_manager=task_manager(),
+                                     log_samples=True, bootstrap_iters=0)
+    return tasks, model, output
+
+
+FIRST_QUESTIONS = {"Where is Mary?", "Where is the milk?", "Where was the apple before the kitchen?",
+                   "What is the kitchen east of?", "Who did Fred give the football to?"}
+
+
+def test_one_task_per_length_reading_that_lengths_config(evaluated):
+    tasks, _, _ = evaluated
+    assert [t.name for t in tasks[:2]] == ["qa1_0", "qa1_4096"]
+    assert [str(t.files[0]).split("babilong/")[1] for t in tasks[:2]] == ["0k/qa1.jsonl", "4k/qa1.jsonl"]
+
+
+def test_prompts_have_the_original_layout(evaluated):
+    """lm-eval's description is instruction + newline + post-prompt; its few-shot samples are the
+    examples: here they are laid out the original's way, without lm-eval's few-shot turns."""
+    tasks, model, _ = evaluated
+    assert len(model.requests) == 5 * 2 * 2
+    for request in model.requests:
+        prompt, options = request.args
+        assert options["until"] == [] and options["max_gen_toks"] == 20 and options["do_sample"] is False
+    raw = lm_eval_config("babilong_qa4", resolve_functions=False)  # qa4: lm-eval's text equals the original's
+    instruction, post_prompt = raw["description"].strip().split("\n")
+    examples = "\n".join(f"<example>\n{s['input']} {s['question']}\nAnswer: {s['target']}\n</example>"
+                         for s in raw["fewshot_config"]["samples"])
+    request = next(r for r in model.requests if r.doc["question"] == "What is north of the hallway?")
+    doc = request.doc
+    assert request.args[0] == (f"{instruction}\n\n{examples}\n\n{post_prompt}\n\n<context>\n{doc['input'].strip()}\n"
+                               f"</context>\n\nQuestion: {doc['question']}")
+
+
+def test_the_suites_edits_give_the_originals_words(evaluated):
+    _, model, _ = evaluated
+    prompts = {r.doc["question"]: r.args[0] for r in model.requests}
+    qa1, qa2 = prompts["Where is Mary?"], prompts["Where is the milk?"]
+    assert "balcony.\n</example>\n\n<example>\n" in qa1
+    assert "format: The most recent location of ’person’ is ’location’. Do not" in qa1
+    assert qa2.startswith("I give you context") and "a question.You need" in qa2 and "facts.\nIf a person" in qa2
+    assert "format: The ’item’ is in ’location’." in qa2
+    assert "facts.\nIf a person" in prompts["Where was the apple before the kitchen?"]
+
+
+def test_records_per_length_and_the_mean_of_the_five_tasks(evaluated, suite, tmp_path):
+    tasks, _, output = evaluated
+    plan = build_plan(suite, [str(tmp_path)], lengths=["0k", "4k"], data_dir=tmp_path)
+    info = {k: v for k, v in PROVENANCE.items() if k not in ("data_fingerprint", "data_files", "num_fewshot")}
+    records = lm_eval_records(plan, "m", {t.name: t for t in tasks}, output, info, tmp_path / "samples")
+    records += aggregate(plan, records)
+    found = {(r.task, r.length, r.metric): (r.value, r.n) for r in records}
+    for task in ("qa1", "qa2", "qa3", "qa4", "qa5"):
+        # the known row: its answer alone in the first sentence; the other: two rooms (qa5: no answer word)
+        assert found[(task, 0, "babilong_accuracy")] == (0.5, 2)
+        assert found[(task, 4096, "babilong_accuracy")] == (0.0, 2)
+    # "The bathroom or the hallway." holds qa1's second target (hallway) as a substring, no other's
+    assert [found[(t, 0, "target_substring")][0] for t in ("qa1", "qa2", "qa3", "qa4", "qa5")] == [1.0] + [0.5] * 4
+    assert found[("babilong", 0, "score")] == (pytest.approx(0.5), 10)
+    assert found[("babilong", 4096, "score")] == (0.0, 10)
+    assert found[("babilong_substring", 0, "score")][0] == pytest.approx(3 / 5)
+    logged = [json.loads(line) for line in (tmp_path / "samples" / "qa3_4096.jsonl").open()]
+    assert len(logged) == 2 and set(logged[0]["scores"]) == {"babilong_accuracy", "target_substring"}
+
+
+def test_lengths_must_name_a_config(suite, tmp_path):
+    with pytest.raises(PathEvalError, match=r"task qa1 reads one dataset config per length \(\{length_k\}k\): "
+                                            r"run it at multiples of 1024 tokens .*not 1000"):
+        build_task(suite.task("qa1"), tmp_path, suite, 1000)
+
+
+def test_missing_data_names_the_file_and_the_download(suite, tmp_path):
+    write_babilong(tmp_path, lengths=("0k",))
+    with pytest.raises(PathEvalError) as error:
+        build_task(suite.task("qa2"), tmp_path, suite, 8192)
+    message = str(error.value)
+    assert "RMT-team/babilong/8k/qa2.jsonl" in message and "download --suite babilong" in message
+    assert "\n" not in message
+
+
+def test_download_fetches_every_lengths_config(tmp_path, monkeypatch):
+    import datasets
+
+    from path_eval.cli import main
+
+    calls = []
+    row = {"input": "x", "question": "q", "target": "t"}
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, name=None, split=None, **kw: (
+        calls.append((path, name, split)) or datasets.Dataset.from_list([row])))
+    assert main(["download", "--suite", "babilong", "--tasks", "qa1", "--data-dir", str(tmp_path)]) == 0
+    assert calls == [("RMT-team/babilong", n, "qa1") for n in ("0k", "4k", "8k", "16k")]
+    assert (tmp_path / "RMT-team/babilong/16k/qa1.jsonl").is_file()
