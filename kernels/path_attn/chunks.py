@@ -14,7 +14,7 @@ UT inverse needs true fp32.
 Gates are cumulated inside each chunk only (`chunk_gates`), and a query's decay to an earlier key
 is its in-chunk sum plus the totals of the chunks it has walked through plus the key's sum to its
 chunk end. A global cumulative sum would reach thousands at 8K tokens, and G_i - G_j of two such
-float32 numbers loses about 5e-4 of every logit; this way the error scales with the decay itself.
+float32 numbers is off by a few 1e-4 in every logit; this way the error scales with the decay itself.
 """
 from __future__ import annotations
 

@@ -37,11 +37,14 @@ class DatasetSplit:
         return f"{self.path}{'/' + self.config if self.config else ''} [{self.split}]"
 
 
-def require(split: DatasetSplit, data_dir: Path, suite: str) -> Path:
+def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: str = "") -> Path:
+    """The split's local file, or one error line naming the download that fetches it
+    (`download_options`, e.g. a length outside the suite's own)."""
     file = split.file(data_dir)
     if not file.is_file():
         raise PathEvalError(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
-                            f"--data-dir {data_dir}` on a machine with internet, or copy the file there")
+                            f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the file "
+                            "there")
     return file
 
 

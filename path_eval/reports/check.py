@@ -30,7 +30,7 @@ class Finding:
 
     def line(self) -> str:
         model, task, length, bucket, metric = self.key
-        where = f"{model} {task}{'@' + str(length) if length else ''}{' [' + bucket + ']' if bucket else ''} {metric}"
+        where = f"{model} {task}{'' if length is None else '@' + str(length)}{' [' + bucket + ']' if bucket else ''} {metric}"
         verdict = "REGRESSED" if self.regressed else "ok"
         return f"{verdict:9s} {where}: {self.value:.6g} vs baseline {self.baseline:.6g} " \
                f"(change {self.value - self.baseline:+.4g}, allowed {self.allowed:.4g})"

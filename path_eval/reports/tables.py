@@ -148,7 +148,7 @@ def comparison(runs: list[tuple[str, list[ResultRecord]]]) -> tuple[list[str], l
     for task, metric, column in keys:
         found = [next((r for r in recs if (r.task, r.metric, column_of(r), r.bucket) == (task, metric, column, None)),
                       None) for _, recs in entries]
-        row = [task, metric, str(column or "")] + [_cell(r) for r in found]
+        row = [task, metric, "" if column is None else str(column)] + [_cell(r) for r in found]  # 0: BABILong 0k
         base = found[0]
         for other in found[1:]:
             if base is None or other is None:

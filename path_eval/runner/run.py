@@ -83,6 +83,8 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
         clock = time.perf_counter()
         lm = PathEvalLM(str(path), device=options.device, dtype=options.dtype, attention=options.attention,
                         batch_size=options.batch_size, max_length=max_length)
+        if max_length is None:  # the checkpoint's own context, known only now
+            check_room_for_generation(fixed_tasks, lm.max_length)
         backend = getattr(lm.model, "backend_name", None)
         identity = {
             "model_path": str(path.resolve()),

@@ -103,6 +103,9 @@ class TaskSpec(BaseModel):
     metric), a corpus scored for perplexity by token position (`corpus`), or samples we generate
     and freeze per length (`generator`: "ruler/<task>" or "phonebook"; `samples` per length and
     seed, `seeds` seeds from the run's seed on, `stop` sequences, `data` a generator reads).
+    An lm-eval task may name an `adapter` (path_eval/tasks: "longbench", "babilong") that rewrites its
+    config to the original benchmark's rules, with `prompt_edits` to its template, `first_line`
+    scoring and `data` rows other than its config's dataset.
     `optional`: a task whose input data is missing is skipped with a notice, not an error."""
 
     model_config = ConfigDict(extra="forbid")

@@ -56,7 +56,7 @@ class LmEvalTask:
     config: dict
     splits: list[DatasetSplit]
     files: list[Path]
-    length: int | None = None  # generated tasks: one lm-eval task per (length, seed)
+    length: int | None = None  # one lm-eval task per length (generated tasks: per length and seed)
     seed: int | None = None
     lm_eval_name: str | None = None
 
@@ -112,7 +112,8 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
                             f"{', '.join(ADAPTERS)}")
     config = lm_eval_config(spec.lm_eval_task, resolve_functions=spec.adapter is None)
     splits = task_splits(spec, config, length)
-    files = [require(s, data_dir, suite.name) for s in splits]
+    beyond_suite = length is not None and length not in suite.lengths
+    files = [require(s, data_dir, suite.name, f"--lengths {length} " if beyond_suite else "") for s in splits]
     local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
     if spec.data is not None:  # the suite's rows are the evaluated split
         local["test_split"] = spec.data.split

@@ -37,6 +37,16 @@ def test_perturbed_results_fail_with_a_per_metric_diff(tmp_path, baseline, capsy
     assert "REGRESSED m wikitext word_perplexity: 18.5 vs baseline 18" in out
 
 
+def test_a_regression_at_length_zero_names_it(tmp_path, capsys):
+    """BABILong's 0k is length 0: the diff line says @0."""
+    at_zero = [r.model_copy(update={"length": 0}) for r in records()]
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"tolerances": {"acc": {"abs": 0.01}, "word_perplexity": {"rel": 0.02}},
+                                "records": [r.model_dump() for r in at_zero]}))
+    code, out = run_check(tmp_path, path, [r.model_copy(update={"length": 0}) for r in records(acc=0.53)], capsys)
+    assert code == 1 and "REGRESSED m piqa@0 acc: 0.53 vs baseline 0.55" in out
+
+
 @pytest.mark.parametrize("change", [{"tokenizer_sha256": "other"}, {"data_fingerprint": "x"}, {"seed": 1},
                                     {"limit": 10}, {"max_length": 4096}])
 def test_incomparable_inputs_are_refused(tmp_path, baseline, capsys, change):

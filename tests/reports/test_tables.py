@@ -139,3 +139,10 @@ def test_longbench_suite_table_has_the_buckets_as_columns():
     assert header == ["model", "task", "all", "0-4k", "4-8k", "8k+"]  # the suite's order, not the records'
     assert rows[0] == ["mine", "trec classification_score", "25.0", "40.0", "-", "10.0"]
     assert rows[-1] == ["mine", "LongBench-E (11 datasets) score", "-", "30.0", "20.0", "12.3"]
+
+
+def test_comparison_names_length_zero():
+    """BABILong's 0k is length 0: its row says 0, not the blank of a task without lengths."""
+    at_zero = [r.model_copy(update={"length": 0}) for r in records()]
+    header, rows = comparison([("a", records() + at_zero)])
+    assert sorted(row[2] for row in rows if row[0] == "piqa") == ["", "0"]

@@ -5,7 +5,7 @@ import json
 
 from path_eval.bench.random_checkpoint import random_model
 from path_eval.results import load_results
-from tests.runner.cli import assert_missing_data_line, run_cli
+from tests.runner.cli import ROOT, assert_missing_data_line, run_cli
 from tests.tasks.longbench_fixtures import LENGTHS, write_longbench_e
 
 TASKS = ("2wikimqa", "triviaqa", "passage_count")
@@ -44,3 +44,23 @@ def test_longbench_e_suite_offline(tmp_path):
 def test_a_missing_dataset_is_one_line_naming_the_download(tmp_path):
     data = write_longbench_e(tmp_path / "data", datasets={"2wikimqa"})
     assert_missing_data_line("longbench_e", data, "THUDM/LongBench/hotpotqa_e/test.jsonl", tmp_path / "run")
+
+
+def test_a_suite_without_max_length_is_checked_against_the_checkpoints_context(tmp_path):
+    """Without max_length in the suite or on the command line the context is the checkpoint's, known
+    only once it loads: truncate_middle plus the new tokens must still fit it (one line, no results)."""
+    import yaml
+
+    suite = yaml.safe_load((ROOT / "suites" / "longbench_e.yaml").read_text())
+    del suite["max_length"]
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
+    model = random_model("rope", "tiny")
+    model.config.max_position_embeddings = 8192  # a context the checkpoint states, too short for 15500
+    model.save_pretrained(tmp_path / "model")
+    data = write_longbench_e(tmp_path / "data", datasets={"trec"})
+    result = run_cli("run", "--suite", str(tmp_path / "suite.yaml"), "--tasks", "trec", "--model",
+                     str(tmp_path / "model"), "--data-dir", str(data), "--out", str(tmp_path / "run"))
+    assert result.returncode == 2, result.stderr[-2000:]
+    [line] = result.stderr.strip().splitlines()
+    assert "truncate_middle 15500 + 64 new tokens exceed max_length" in line
+    assert not (tmp_path / "run" / "results.json").exists()

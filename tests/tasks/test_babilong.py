@@ -142,3 +142,21 @@ def test_download_fetches_every_lengths_config(tmp_path, monkeypatch):
     assert main(["download", "--suite", "babilong", "--tasks", "qa1", "--data-dir", str(tmp_path)]) == 0
     assert calls == [("RMT-team/babilong", n, "qa1") for n in ("0k", "4k", "8k", "16k")]
     assert (tmp_path / "RMT-team/babilong/16k/qa1.jsonl").is_file()
+
+
+def test_a_length_beyond_the_suite_downloads_with_lengths(suite, tmp_path, monkeypatch):
+    """32k is not one of the suite's lengths: the error names `--lengths 32768`, and that download
+    fetches exactly the 32k config."""
+    import datasets
+
+    from path_eval.cli import main
+
+    with pytest.raises(PathEvalError, match="download --suite babilong --lengths 32768 --data-dir"):
+        build_task(suite.task("qa1"), tmp_path, suite, 32768)
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, name=None, split=None, **kw: (
+        calls.append((path, name, split)) or datasets.Dataset.from_list([{"input": "x", "question": "q", "target": "t"}])))
+    assert main(["download", "--suite", "babilong", "--tasks", "qa1", "--lengths", "32768",
+                 "--data-dir", str(tmp_path)]) == 0
+    assert calls == [("RMT-team/babilong", "32k", "qa1")]
+    assert build_task(suite.task("qa1"), tmp_path, suite, 32768).files == [tmp_path / "RMT-team/babilong/32k/qa1.jsonl"]
