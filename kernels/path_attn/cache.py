@@ -74,10 +74,6 @@ class PathKVCache:
         for name, t in new.items():
             if t is not None:
                 tail[name][:, p] = t[:, 0]
-        if new["valid"] is not None:  # a padding token must not transform or decay anything
-            for name in ("beta", "g"):
-                if name in tail:
-                    tail[name][:, p] *= new["valid"][:, 0, None]
         out, _ = path_attention(tail["q"], tail["k"], self.v[:, f:f + self.window], scale=scale, w=tail.get("w"),
                                 beta=tail.get("beta"), g=tail.get("g"), gate_scale=gate_scale,
                                 key_valid=tail.get("valid"), splits=self._splits() if splits is None else splits,
