@@ -148,6 +148,21 @@ def test_cache_splits_equal_one_program(variant):
         assert rel(out.double().cpu(), ref) <= 1e-5
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_decoding_splits_equal_the_definition(variant):
+    """The decoding kernel's cache splits (each a partial softmax, merged by log-sum-exp in the
+    commit kernel) over a padded cache, through a fold, token by token."""
+    x = random_inputs(variant, 2, 330, 4, 2, 16, seed=8, pad_left=[0, 70])
+    ref = definition(x)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache(fold_every=8)
+    cache.attend(**segment(args, slice(0, 320)))
+    for t, splits in zip(range(320, 330), (1, 3, 7, 2, 5, 3, 4, 6, 1, 3)):
+        out = cache.attend(**segment(args, slice(t, t + 1)), splits=splits)
+        assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, (t, splits)
+    assert cache.folded == 328 and cache.pending_len == 2
+
+
 @pytest.mark.parametrize("variant", ["fox", "path_fox"])
 def test_strong_gates_over_long_inputs_keep_float32_precision(variant):
     """Log gates near -4 per token sum to about -6000 over 1500 tokens. A global cumulative sum
