@@ -5,7 +5,7 @@
 # built here first with: python -c "from tests.shared_data import build_data_dir, copy_essays;
 # copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
 # data-parallel (the same RULER run on one and on two processes: needs the nvidia-h200-x2 kind),
-# kernel-tests (tests/kernels and the triton model tests, compiled, one fixed kernel configuration), kernels (path_eval.bench.kernels; PARTS= picks parts).
+# kernel-tests (tests/kernels and the triton model tests, compiled, one fixed kernel configuration), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -20,7 +20,7 @@ for step in "$@"; do
   case $step in
     kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-420} python3 -m pytest -q -s -p no:cacheprovider tests/kernels tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/kernel_tests.log" 2>&1
       grep -E "rel err|chunk|decode max|passed|failed|Error" "$OUT/kernel_tests.log" | tail -60 ;;
-    kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" --out "$OUT/kernels.json" ;;
+    kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
     parity) timeout 530 python3 -m path_eval.bench.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;

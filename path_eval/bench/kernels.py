@@ -196,7 +196,6 @@ def bench_decode(args, out, save):
                        ms=sorted(times[1:])[1], fa_equiv_tflops=None)
             out["records"].append(rec)
             log(rec)
-            del cache
             # fla: the decode branch of fla.layers.path_attn (rank-one update of every cached key, concatenation,
             # attn_decoding_one_step over the flattened batch)
             try:
@@ -260,7 +259,7 @@ def main(argv=None) -> None:
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)
     args.lengths = [int(t) for t in args.lengths.split(",")]
-    args.check_lengths = [int(t) for t in args.check_lengths.split(",")]
+    args.check_lengths = [int(t) for t in args.check_lengths.split(",") if t]  # "" = decoding checks only
     args.decode_lengths = [int(t) for t in args.decode_lengths.split(",")]
     import triton
     out = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
@@ -278,12 +277,11 @@ def main(argv=None) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(out, indent=1))
         tmp.replace(path)
-    parts = args.parts.split(",")
-    for name, fn in (("check", check), ("forward", bench_forward), ("prefill", bench_prefill), ("decode", bench_decode)):
-        if name in parts:
-            log("part", name)
-            fn(args, out, save) if name != "check" else fn(args, out)
-            save()
+    parts = {"check": check, "forward": bench_forward, "prefill": bench_prefill, "decode": bench_decode}
+    for name in args.parts.split(","):  # in the order given
+        log("part", name)
+        parts[name](args, out, save) if name != "check" else parts[name](args, out)
+        save()
     table(out)
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from path_eval.kernels.path_attn.cache import PathKVCache
-from path_eval.kernels.path_attn.chunks import prepare
+from path_eval.kernels.path_attn.chunks import prepare, transport_state
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
 from path_eval.kernels.path_attn.prep import prepare_path_triton
@@ -133,6 +133,17 @@ def test_folded_keys_equal_the_definition():
     assert cache.folded == 70
     ref = naive_transport(x.k, x.w, x.beta)
     assert rel(cache.k[:, :70].double().cpu(), ref) <= 1e-5
+
+
+@pytest.mark.parametrize("T,C", [(16, 16), (40, 16), (300, 16), (130, 64)])
+def test_segment_transport_equals_one_householder_at_a_time(T, C):
+    """`transport_state` (chunk transitions, suffix products by a doubling scan) against the
+    definition's token-by-token Householders, for cache and segment keys, float64."""
+    x = random_inputs("path", 2, T, 2, 2, 16, seed=T)
+    cache_k = torch.randn(2, 9, 2, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    ch = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
+    got = transport_state(ch.transport(), cache_k, T).movedim(1, 2)
+    assert rel(got, naive_transport(x.k, x.w, x.beta, cache_k=cache_k)) <= 1e-12
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
