@@ -75,14 +75,12 @@ class PathKVCache:
         return out
 
     def step_buffers(self, splits: int) -> dict[str, torch.Tensor]:
-        """Scratch of a decoding step, kept between steps: per-split partial outputs and log-sum-exps,
-        and per key head the count of programs done (back to zero after each step)."""
+        """Scratch of a decoding step: per-split partial outputs and log-sum-exps, kept between steps."""
         if "part" not in self._step or self._step["part"].shape[0] < splits:
             B, _, H, D = self.tail_k.shape
             hq = self._step["hq"]
             n = max(splits, 64)
-            self._step.update(part=self.tail_k.new_empty(n, B * hq, D), lse=self.tail_k.new_empty(n, B * hq),
-                              count=torch.zeros(B * H, dtype=torch.int32, device=self.tail_k.device))
+            self._step.update(part=self.tail_k.new_empty(n, B * hq, D), lse=self.tail_k.new_empty(n, B * hq))
         return self._step
 
     def _tail_state(self, q, k, transform: bool, gates: bool) -> None:

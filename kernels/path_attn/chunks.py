@@ -120,18 +120,15 @@ def transport_state(transport: Transport, past_k: torch.Tensor | None, T: int) -
 
     Dense d x d chunk products: P_i = I - U_i, the segment's P = P_last ... P_first moves the old
     cache in one GEMM, and chunk i's keys (already at their chunk end) go through the suffix
-    S_i = P_last ... P_{i+1}. Each key is rounded once, whatever the number of chunks. The
-    suffixes come from a doubling scan (log2 N batched products, not N - 1 sequential ones: an
-    8K-token segment has 128 chunks)."""
+    S_i = P_last ... P_{i+1}. Each key is rounded once, whatever the number of chunks."""
     k_end = transport.k_end
     B, H, n, c, D = k_end.shape
     eye = torch.eye(D, dtype=k_end.dtype, device=k_end.device)
     P = eye - transport.U                                          # [B, H, N, D, D]
-    suffix = torch.cat([P[:, :, 1:], eye.expand(B, H, 1, D, D)], dim=2)  # S_i over chunks (i, i + 1]
-    step = 1
-    while step < n - 1:  # S_i over (i, i + 2 step] = S_{i + step} S_i (higher chunks on the left)
-        suffix = torch.cat([suffix[:, :, step:] @ suffix[:, :, :n - step], suffix[:, :, n - step:]], dim=2)
-        step *= 2
+    suffix = torch.empty_like(P)
+    suffix[:, :, n - 1] = eye
+    for i in range(n - 2, -1, -1):
+        suffix[:, :, i] = suffix[:, :, i + 1] @ P[:, :, i + 1]
     new = (k_end @ suffix.transpose(-1, -2)).flatten(2, 3)[:, :, :T]  # [B, H, T, D]
     if past_k is None or not past_k.shape[1]:
         return new

@@ -9,11 +9,10 @@ and then the state moves on: P <- P H_t, k^_b <- H_t k^_b, k^_t = k (rank-one up
 only). So a step reads K~ and V once, as plain attention's decode does, with no rewrite of the
 cache; `PathKVCache` folds P into K~ with one GEMM when the tail is full.
 
-One launch per step (the host's launch overhead is most of a short step): one program per (cache
-split, batch x query head) computes a partial softmax over its split (split 0 also takes the tail
-and the token itself); the last program of a key head to finish (an atomic counter per key head)
-merges the splits of the head's query heads by log-sum-exp, writes their outputs, moves the state
-and stores the token's value at its final place.
+Two launches per step: `_decode_attend`, one program per (cache split, batch x query head), a
+partial softmax over its split (split 0 also takes the tail and the token itself); `_decode_commit`,
+one program per batch x query head, merges the splits by log-sum-exp, writes the output, and (one
+program per key head) moves the state and stores the token's value at its final place.
 Reference: the definition in `naive.py`; tests/kernels compare decoding with it token by token.
 """
 from __future__ import annotations
@@ -36,51 +35,50 @@ def _online_step(acc, m_i, l_i, s, v):
 
 
 @triton.jit
-def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, H, HQ,
+def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ,
+               sq_b, sq_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
                D: tl.constexpr, WINDOW: tl.constexpr, TRANSFORM: tl.constexpr, GATE: tl.constexpr,
                MASK: tl.constexpr):
     """The token's query q, q' = H_t q, w, beta (zero at padding), its validity, and G: the tail's
-    log-gate sum up to and including it (the last three as one-element tensors). The token's
-    tensors are contiguous: q [B, 1, HQ, D], w [B, 1, H, D], beta [B, 1, H], g [B, 1, HQ], ok [B, 1]."""
+    log-gate sum up to and including it (the last three as one-element tensors)."""
     d = tl.arange(0, D)
     one = tl.arange(0, 1)
-    q = tl.load(Q + (b * HQ + hq) * D + d).to(tl.float32)
+    q = tl.load(Q + b * sq_b + hq * sq_h + d).to(tl.float32)
     ok = one == 0
     if MASK:
-        ok = tl.load(OKN + b + one) != 0
+        ok = tl.load(OKN + b * sok_b + one) != 0
     qp = q
     w = q
     beta = tl.zeros([1], tl.float32)
     if TRANSFORM:
-        w = tl.load(WN + (b * H + h) * D + d).to(tl.float32)
-        beta = tl.where(ok, tl.load(BETA + b * H + h + one).to(tl.float32), 0.0)
+        w = tl.load(WN + b * sw_b + h * sw_h + d).to(tl.float32)
+        beta = tl.where(ok, tl.load(BETA + b * sb_b + h * sb_h + one).to(tl.float32), 0.0)
         qp = q - beta * tl.sum(q * w, 0) * w
     G = tl.zeros([1], tl.float32)
     if GATE:
-        gn = tl.where(ok, tl.load(GN + b * HQ + hq + one).to(tl.float32), 0.0)
+        gn = tl.where(ok, tl.load(GN + b * sg_b + hq * sg_h + one).to(tl.float32), 0.0)
         G = tl.load(GT + (b * WINDOW + pend - 1) * HQ + hq + one, mask=one < pend, other=0.0) + gn
     return q, qp, w, beta, ok, G
 
 
 @triton.jit
-def _decode(
+def _decode_attend(
     Q, KN, VN, WN, BETA, GN, OKN,
-    KC, VC, GE, CV, KT, P, GT, TV, OP, LSE, CNT, O,
-    L, pend, cap, HQ, GROUP, qk_scale, gate_scale, per_split,
-    D: tl.constexpr, BN: tl.constexpr, WINDOW: tl.constexpr, SPLITS: tl.constexpr,
+    KC, VC, GE, CV, KT, P, GT, TV, OP, LSE,
+    L, F, pend, cap, HQ, GROUP, qk_scale, gate_scale, per_split,
+    sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
+    D: tl.constexpr, BN: tl.constexpr, WINDOW: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
 ):
     split = tl.program_id(0)
-    splits = tl.num_programs(0)
     pid = tl.program_id(1)
-    n_prog = tl.num_programs(1)
     b = (pid // HQ).to(tl.int64)
     hq = (pid % HQ).to(tl.int64)
     H = HQ // GROUP
     h = hq // GROUP
     d = tl.arange(0, D)
-    q, qp, w, beta, ok, G = _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, H, HQ,
-                                       D, WINDOW, TRANSFORM, GATE, MASK)
+    q, qp, w, beta, ok, G = _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ, sq_b, sq_h, sw_b, sw_h,
+                                       sb_b, sb_h, sg_b, sg_h, sok_b, D, WINDOW, TRANSFORM, GATE, MASK)
     qt = qp
     if TRANSFORM:  # the query at the segment start: P q'
         pm = tl.load(P + (b * H + h) * D * D + d[:, None] * D + d[None, :])
@@ -105,15 +103,13 @@ def _decode(
         s = tl.where(col_ok, s, MASKED)
         vc = tl.load(VC + at[:, None] + d[None, :], mask=col_ok[:, None], other=0.0).to(tl.float32)
         acc, m_i, l_i = _online_step(acc, m_i, l_i, s, vc)
-    tb = tl.arange(0, WINDOW)
-    trow = (b * WINDOW + tb).to(tl.int64)
-    kt_ptr = KT + trow[:, None] * row + h * D + d[None, :]
-    kn = tl.load(KN + (b * H + h) * D + d).to(tl.float32)
-    vn = tl.load(VN + (b * H + h) * D + d)
     if split == 0:  # the pending tail and the token itself
+        tb = tl.arange(0, WINDOW)
         in_tail = tb < pend
         me = tb == pend
-        kt = tl.load(kt_ptr, mask=in_tail[:, None], other=0.0)
+        trow = (b * WINDOW + tb).to(tl.int64)
+        kt = tl.load(KT + trow[:, None] * row + h * D + d[None, :], mask=in_tail[:, None], other=0.0)
+        kn = tl.load(KN + b * sk_b + h * sk_h + d).to(tl.float32)
         s = tl.where(me, tl.sum(q * kn, 0), tl.sum(kt * qp[None, :], 1)) * qk_scale
         if GATE:
             s += tl.where(in_tail, G - tl.load(GT + trow * HQ + hq, mask=in_tail, other=0.0), 0.0) * gate_scale
@@ -121,34 +117,53 @@ def _decode(
         if MASK:
             t_ok &= tl.where(me, ok, tl.load(TV + trow, mask=in_tail, other=1) != 0)
         s = tl.where(t_ok, s, MASKED)
-        vt = tl.load(VC + ((b * cap + L + tb) * row + h * D)[:, None] + d[None, :], mask=in_tail[:, None],
+        vt = tl.load(VC + ((b * cap + F + tb) * row + h * D)[:, None] + d[None, :], mask=in_tail[:, None],
                      other=0.0).to(tl.float32)
-        vt = tl.where(me[:, None], vn.to(tl.float32)[None, :], vt)
+        vn = tl.load(VN + b * sv_b + h * sv_h + d).to(tl.float32)
+        vt = tl.where(me[:, None], vn[None, :], vt)
         acc, m_i, l_i = _online_step(acc, m_i, l_i, s, vt)
     l_safe = tl.where(l_i > 0, l_i, 1.0)
-    at = split * n_prog + pid
+    at = split * tl.num_programs(1) + pid
     tl.store(OP + at.to(tl.int64) * D + d, acc / l_safe)
     tl.store(LSE + at + tl.arange(0, 1), tl.where(l_i > 0, m_i + tl.log2(l_safe), -float("inf")))
 
-    # the last of the key head's programs (splits x GROUP) to get here merges and moves the state
-    tl.debug_barrier()  # every thread's partial stored before the counter moves (acq_rel)
-    kv = b * H + h
-    if tl.atomic_add(CNT + kv, 1) == splits * GROUP - 1:
-        sp = tl.arange(0, SPLITS)
-        for gi in range(GROUP):
-            hq_i = h * GROUP + gi
-            pid_i = b * HQ + hq_i
-            lse = tl.load(LSE + sp * n_prog + pid_i, mask=sp < splits, other=-float("inf"))
-            wt = tl.exp2(lse - tl.max(lse, 0))
-            part = tl.load(OP + (sp * n_prog + pid_i)[:, None] * D + d[None, :], mask=(sp < splits)[:, None],
-                           other=0.0)
-            out = tl.sum(wt[:, None] * part, 0) / tl.sum(wt, 0)
-            tl.store(O + pid_i * D + d, out.to(O.dtype.element_ty))
-            if GATE:
-                _, _, _, _, _, G_i = _new_token(Q, WN, BETA, GN, OKN, GT, b, hq_i, h, pend, H, HQ,
-                                                D, WINDOW, TRANSFORM, GATE, MASK)
-                tl.store(GT + (b * WINDOW + pend) * HQ + hq_i + tl.arange(0, 1), G_i)
-        tl.store(VC + (b * cap + L + pend) * row + h * D + d, vn.to(VC.dtype.element_ty))
+
+@triton.jit
+def _decode_commit(
+    Q, KN, VN, WN, BETA, GN, OKN,
+    VC, KT, P, GT, TV, OP, LSE, O,
+    F, pend, cap, HQ, GROUP, splits,
+    sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
+    D: tl.constexpr, WINDOW: tl.constexpr, SPLITS: tl.constexpr,
+    TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    n_prog = tl.num_programs(0)
+    b = (pid // HQ).to(tl.int64)
+    hq = (pid % HQ).to(tl.int64)
+    H = HQ // GROUP
+    h = hq // GROUP
+    d = tl.arange(0, D)
+    sp = tl.arange(0, SPLITS)
+    lse = tl.load(LSE + sp * n_prog + pid, mask=sp < splits, other=-float("inf"))
+    wt = tl.exp2(lse - tl.max(lse, 0))
+    part = tl.load(OP + (sp * n_prog + pid).to(tl.int64)[:, None] * D + d[None, :], mask=(sp < splits)[:, None],
+                   other=0.0)
+    out = tl.sum(wt[:, None] * part, 0) / tl.sum(wt, 0)
+    tl.store(O + pid.to(tl.int64) * D + d, out.to(O.dtype.element_ty))
+
+    q, qp, w, beta, ok, G = _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ, sq_b, sq_h, sw_b, sw_h,
+                                       sb_b, sb_h, sg_b, sg_h, sok_b, D, WINDOW, TRANSFORM, GATE, MASK)
+    if GATE:
+        tl.store(GT + (b * WINDOW + pend) * HQ + hq + tl.arange(0, 1), G)
+    if hq % GROUP == 0:  # one program per key head moves the state
+        row = H * D
+        vn = tl.load(VN + b * sv_b + h * sv_h + d)
+        tl.store(VC + (b * cap + F + pend) * row + h * D + d, vn.to(VC.dtype.element_ty))
+        kn = tl.load(KN + b * sk_b + h * sk_h + d).to(tl.float32)
+        tb = tl.arange(0, WINDOW)
+        trow = (b * WINDOW + tb).to(tl.int64)
+        kt_ptr = KT + trow[:, None] * row + h * D + d[None, :]
         if TRANSFORM:  # P <- P H_t, tail keys k^ <- H_t k^
             p_ptr = P + (b * H + h) * D * D + d[:, None] * D + d[None, :]
             pm = tl.load(p_ptr)
@@ -159,34 +174,46 @@ def _decode(
         else:
             tl.store(KT + (b * WINDOW + pend) * row + h * D + d, kn)
         if MASK:
-            if h == 0:
+            if hq == 0:
                 tl.store(TV + b * WINDOW + pend + tl.arange(0, 1), ok.to(tl.int8))
-        tl.atomic_xchg(CNT + kv, 0)  # ready for the next step
 
 
 def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale: float, splits: int | None):
     """One token (q [B, 1, HQ, D]; k, v, w [B, 1, H, D]; beta [B, 1, H]; g [B, 1, HQ]; key_valid
-    [B, 1] int8) against a `PathKVCache` whose buffers hold room for it; returns out [B, 1, HQ, D].
+    [B, 1]) against a `PathKVCache` whose buffers hold room for it; returns out [B, 1, HQ, D].
     `splits` (cache splits) defaults to enough programs to fill the GPU."""
     B, _, HQ, D = q.shape
-    L = cache.folded
+    H = k.shape[2]
+    L, pend = cache.folded, cache.pending_len
     if splits is None:
         splits = max(1, min(64, triton.cdiv(L, 256), triton.cdiv(4 * _sm_count(q.device), B * HQ)))
     splits = max(1, min(splits, triton.cdiv(L, 64)))
     per_split = triton.cdiv(triton.cdiv(max(L, 1), splits), 64) * 64
     st = cache.step_buffers(splits)
     dummy = st["dummy"]
-    new = [dummy if t is None else t.contiguous() for t in (q, k, v, w, beta, g, key_valid)]
-    out = torch.empty(B, 1, HQ, D, dtype=q.dtype, device=q.device)
-    _decode[(splits, B * HQ)](
+    q, k, v, w = (t if t is None or t.stride(-1) == 1 else t.contiguous() for t in (q, k, v, w))
+    new = (q, k, v, dummy if w is None else w, dummy if beta is None else beta, dummy if g is None else g,
+           dummy if key_valid is None else key_valid)
+    strides = (q.stride(0), q.stride(2), k.stride(0), k.stride(2), v.stride(0), v.stride(2),
+               *_strides(w, 0, 2), *_strides(beta, 0, 2), *_strides(g, 0, 2), *_strides(key_valid, 0))
+    flags = dict(TRANSFORM=w is not None, GATE=g is not None, MASK=key_valid is not None)
+    state = (cache.tail_k, dummy if cache.P is None else cache.P, dummy if cache.tail_g is None else cache.tail_g,
+             dummy if cache.tail_valid is None else cache.tail_valid)
+    cap, group = cache.v.shape[1], HQ // H
+    _decode_attend[(splits, B * HQ)](
         *new, cache.k, cache.v, dummy if cache.g_end is None else cache.g_end,
-        dummy if cache.valid is None else cache.valid, cache.tail_k, dummy if cache.P is None else cache.P,
-        dummy if cache.tail_g is None else cache.tail_g, dummy if cache.tail_valid is None else cache.tail_valid,
-        st["part"], st["lse"], st["count"], out,
-        L, cache.pending_len, cache.v.shape[1], HQ, HQ // k.shape[2], scale * LOG2E, gate_scale * LOG2E, per_split,
-        D=D, BN=64, WINDOW=cache.window, SPLITS=triton.next_power_of_2(splits),
-        TRANSFORM=w is not None, GATE=g is not None, MASK=key_valid is not None, num_warps=4)
+        dummy if cache.valid is None else cache.valid, *state, st["part"], st["lse"],
+        L, L, pend, cap, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split, *strides,
+        D=D, BN=64, WINDOW=cache.window, **flags, num_warps=4)
+    out = torch.empty(B, 1, HQ, D, dtype=q.dtype, device=q.device)
+    _decode_commit[(B * HQ,)](
+        *new, cache.v, *state, st["part"], st["lse"], out, L, pend, cap, HQ, group, splits, *strides,
+        D=D, WINDOW=cache.window, SPLITS=triton.next_power_of_2(splits), **flags, num_warps=4)
     return out
+
+
+def _strides(t, *dims) -> tuple[int, ...]:
+    return tuple(0 if t is None else t.stride(i) for i in dims)
 
 
 _SMS: dict = {}
