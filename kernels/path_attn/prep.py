@@ -8,8 +8,8 @@ Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W 
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
   per query head of the group: QW = tril(Q W^T),
   intra = Q K^T - QW Cm,  q_start = Q - QW TW             in-chunk logits, queries at chunk start.
-About twenty tensor-core passes of C x C x D per chunk (the first version, a row-at-a-time solve
-of full-size tf32x3 products, took ten times that; see the README's kernel section).
+About twenty tensor-core passes of C x C x D per chunk; the first version solved with 16 full-size
+tf32x3 products and ran all products as tf32x3 (about 290 passes, 2.3x the time on an H200).
 """
 from __future__ import annotations
 
