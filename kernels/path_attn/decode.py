@@ -35,6 +35,14 @@ def _online_step(acc, m_i, l_i, s, v):
 
 
 @triton.jit
+def _heads(pid, HQ, GROUP):
+    """Batch row, query head and key head of program `pid`, as int64 (offsets past 2^31)."""
+    b = (pid // HQ).to(tl.int64)
+    hq = (pid % HQ).to(tl.int64)
+    return b, hq, hq // GROUP
+
+
+@triton.jit
 def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ,
                sq_b, sq_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
                D: tl.constexpr, WINDOW: tl.constexpr, TRANSFORM: tl.constexpr, GATE: tl.constexpr,
@@ -65,17 +73,15 @@ def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ,
 def _decode_attend(
     Q, KN, VN, WN, BETA, GN, OKN,
     KC, VC, GE, CV, KT, P, GT, TV, OP, LSE,
-    L, F, pend, cap, HQ, GROUP, qk_scale, gate_scale, per_split,
+    L, pend, cap, HQ, GROUP, qk_scale, gate_scale, per_split,
     sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
     D: tl.constexpr, BN: tl.constexpr, WINDOW: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
 ):
     split = tl.program_id(0)
     pid = tl.program_id(1)
-    b = (pid // HQ).to(tl.int64)
-    hq = (pid % HQ).to(tl.int64)
+    b, hq, h = _heads(pid, HQ, GROUP)
     H = HQ // GROUP
-    h = hq // GROUP
     d = tl.arange(0, D)
     q, qp, w, beta, ok, G = _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ, sq_b, sq_h, sw_b, sw_h,
                                        sb_b, sb_h, sg_b, sg_h, sok_b, D, WINDOW, TRANSFORM, GATE, MASK)
@@ -117,7 +123,7 @@ def _decode_attend(
         if MASK:
             t_ok &= tl.where(me, ok, tl.load(TV + trow, mask=in_tail, other=1) != 0)
         s = tl.where(t_ok, s, MASKED)
-        vt = tl.load(VC + ((b * cap + F + tb) * row + h * D)[:, None] + d[None, :], mask=in_tail[:, None],
+        vt = tl.load(VC + ((b * cap + L + tb) * row + h * D)[:, None] + d[None, :], mask=in_tail[:, None],
                      other=0.0).to(tl.float32)
         vn = tl.load(VN + b * sv_b + h * sv_h + d).to(tl.float32)
         vt = tl.where(me[:, None], vn[None, :], vt)
@@ -132,17 +138,15 @@ def _decode_attend(
 def _decode_commit(
     Q, KN, VN, WN, BETA, GN, OKN,
     VC, KT, P, GT, TV, OP, LSE, O,
-    F, pend, cap, HQ, GROUP, splits,
+    L, pend, cap, HQ, GROUP, splits,
     sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
     D: tl.constexpr, WINDOW: tl.constexpr, SPLITS: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
 ):
     pid = tl.program_id(0)
     n_prog = tl.num_programs(0)
-    b = (pid // HQ).to(tl.int64)
-    hq = (pid % HQ).to(tl.int64)
+    b, hq, h = _heads(pid, HQ, GROUP)
     H = HQ // GROUP
-    h = hq // GROUP
     d = tl.arange(0, D)
     sp = tl.arange(0, SPLITS)
     lse = tl.load(LSE + sp * n_prog + pid, mask=sp < splits, other=-float("inf"))
@@ -159,7 +163,7 @@ def _decode_commit(
     if hq % GROUP == 0:  # one program per key head moves the state
         row = H * D
         vn = tl.load(VN + b * sv_b + h * sv_h + d)
-        tl.store(VC + (b * cap + F + pend) * row + h * D + d, vn.to(VC.dtype.element_ty))
+        tl.store(VC + (b * cap + L + pend) * row + h * D + d, vn.to(VC.dtype.element_ty))
         kn = tl.load(KN + b * sk_b + h * sk_h + d).to(tl.float32)
         tb = tl.arange(0, WINDOW)
         trow = (b * WINDOW + tb).to(tl.int64)
@@ -203,7 +207,7 @@ def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale:
     _decode_attend[(splits, B * HQ)](
         *new, cache.k, cache.v, dummy if cache.g_end is None else cache.g_end,
         dummy if cache.valid is None else cache.valid, *state, st["part"], st["lse"],
-        L, L, pend, cap, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split, *strides,
+        L, pend, cap, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split, *strides,
         D=D, BN=64, WINDOW=cache.window, **flags, num_warps=4)
     out = torch.empty(B, 1, HQ, D, dtype=q.dtype, device=q.device)
     _decode_commit[(B * HQ,)](

@@ -45,6 +45,11 @@ def inputs(B, T, H, D, transform, gate, seed=0, dtype=torch.bfloat16):
     return x
 
 
+def tokens(x, a, b):
+    """The inputs `x` cut to positions a:b (scalars kept)."""
+    return {k: (v[:, a:b] if torch.is_tensor(v) else v) for k, v in x.items()}
+
+
 def ours(x):
     return path_attention(**{k: v for k, v in x.items() if k not in ("qh", "kh", "vh")})[0]
 
@@ -106,9 +111,8 @@ def check(args, out):
                             x.get("g"), x.get("gate_scale", 1.0), None)
         ref = blockwise.attend(a, None, False)[0][:, 4000:]
         cache = PathKVCache()
-        cache.attend(**{k: (v[:, :4000] if torch.is_tensor(v) else v) for k, v in x.items()})
-        steps = [cache.attend(**{k: (v[:, t:t + 1] if torch.is_tensor(v) else v) for k, v in x.items()})
-                 for t in range(4000, 4070)]
+        cache.attend(**tokens(x, 0, 4000))
+        steps = [cache.attend(**tokens(x, t, t + 1)) for t in range(4000, 4070)]
         o = torch.cat(steps, 1)
         rows.append(dict(op=op.replace("_fwd", "_decode"), T=4000, D=64, rel_vs_fp32_torch=rel(o, ref),
                          max_abs_vs_fp32_torch=(o.float() - ref).abs().max().item()))
@@ -161,7 +165,7 @@ def bench_prefill(args, out, save):
         def chunked():
             cache = PathKVCache()
             for s in range(0, TOKENS, 8192):
-                cache.attend(**{k: (v[:, s:s + 8192] if torch.is_tensor(v) else v) for k, v in x.items()})
+                cache.attend(**tokens(x, s, s + 8192))
         for name, fn in (("path_prefill_chunk", chunked), ("path_fwd_one_pass", lambda: ours(x))):
             ms = do_bench(fn, warmup=1, rep=args.rep)
             out["records"].append(dict(op=name, impl="path-eval", B=1, H=H, T=TOKENS, D=D, dtype="bfloat16", ms=ms,
@@ -177,17 +181,16 @@ def bench_decode(args, out, save):
     for B in (1, 8):
         for T in args.decode_lengths:
             x = inputs(B, T + steps, H, D, True, False, seed=1)
-            sl = lambda a, b: {k: (v[:, a:b] if torch.is_tensor(v) else v) for k, v in x.items()}  # noqa: E731
             # ours: wall clock of one fold period (64 tokens) per measurement, so the amortised fold and
             # the host's launch overhead are included; the token slices are cut before the clock starts
-            tokens = [sl(t, t + 1) for t in range(T, T + steps)]
+            one_by_one = [tokens(x, t, t + 1) for t in range(T, T + steps)]
             times = []
             for rep in range(4):  # the first run compiles
                 cache = PathKVCache()
-                cache.attend(**sl(0, T))
+                cache.attend(**tokens(x, 0, T))
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
-                for tok in tokens:
+                for tok in one_by_one:
                     cache.attend(**tok)
                 torch.cuda.synchronize()
                 times.append((time.perf_counter() - t0) / steps * 1e3)
