@@ -1,15 +1,18 @@
-"""Triton preparation of a PaTH segment: what `chunks.prepare` (its torch reference) computes, in one
-program per (chunk, batch x key head), so the forward's fixed cost is one pass over q, k and w.
+"""Triton preparation of a PaTH segment: what `chunks.prepare` (its torch reference) computes, in two
+launches: one program per (chunk, batch x key head) for the chunk's transition, then one per (chunk,
+batch x query head) for its queries, so the forward's fixed cost is about two passes over q, k and w.
 
 Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W W^T):
   T = (I + A)^-1 diag(beta)      16-row diagonal blocks by forward substitution in float32 vector
-                                 arithmetic, the blocks below by (I + N)^-1 = (I - N)(I + N^2)...
+                                 arithmetic, the blocks below by block forward substitution
   TW = T W,  U = W^T TW          the chunk's transition: moving a query through it is r <- r - r U
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
-  per query head of the group: QW = tril(Q W^T),
+  per query head: QW = tril(Q W^T),
   intra = Q K^T - QW Cm,  q_start = Q - QW TW             in-chunk logits, queries at chunk start.
-About twenty tensor-core passes of C x C x D per chunk; the first version solved with 16 full-size
-tf32x3 products and ran all products as tf32x3 (about 290 passes, 2.3x the time on an H200).
+The split and the row-block solve keep the chunk kernel at 64 KB of shared memory (three programs
+per SM at D = 64); the one-kernel version with the solve as full-size products, (I - N)(I + N^2) Xb,
+needed 120 KB (one program per SM) and took 8.3 ms for 8 x 8K tokens of 32 heads of 64 on an H200,
+against 3.85 ms now (14.9 against 9.7 ms at D = 128, 16 heads).
 """
 from __future__ import annotations
 
@@ -36,13 +39,22 @@ class Prepared:
 
 
 @triton.jit
-def _path_prepare(
-    Q, K, W, BETA, QS, S, KE, UO, KE32, U32,
-    H, GROUP,
-    sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sw_b, sw_t, sw_h, sb_b, sb_t, sb_h,
-    sqs_b, sqs_h, sqs_n, sqs_g, ss_b, ss_h, ss_n, ss_g, ske_b, ske_h, ske_n, su_b, su_h, su_n,
-    D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, LOG_NB: tl.constexpr, STATE: tl.constexpr,
-    PREC: tl.constexpr, GRAM_PREC: tl.constexpr, SOLVE_PREC: tl.constexpr,
+def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr):
+    """a b for two loaded inputs: as they are when their dtypes match (exact for 16-bit ones),
+    else in float32 at PREC (16-bit q or k against float32 w)."""
+    if a.dtype == b.dtype:
+        return tl.dot(a, b, input_precision=IN_PREC)
+    return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision=PREC)
+
+
+@triton.jit
+def _chunk_transition(
+    K, W, BETA, S, KE, UO, KE32, U32, TWO, CMO,
+    H,
+    sk_b, sk_t, sk_h, sw_b, sw_t, sw_h, sb_b, sb_t, sb_h,
+    ss_b, ss_h, ss_n, ske_b, ske_h, ske_n, su_b, su_h, su_n,
+    D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, STATE: tl.constexpr,
+    IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr,
 ):
     n = tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1)
@@ -51,18 +63,18 @@ def _path_prepare(
     ci = tl.arange(0, C)
     d = tl.arange(0, D)
     rows = n * C + ci
-    # q and k stay in the input dtype too: their product is exact in float32 for 16-bit inputs (one
-    # tensor-core pass); products with a float32 factor (w, and everything computed) use PREC
-    w = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :]).to(tl.float32)
+    # products of two inputs (w w^T, w k^T, q w^T, q k^T) take them as they are when their dtypes
+    # match (exact in float32 for 16-bit inputs, IN_PREC for float32 ones); products with a computed
+    # float32 factor use PREC
+    w_in = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
     k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
-    k = k_in.to(tl.float32)
     beta = tl.load(BETA + b * sb_b + h * sb_h + rows * sb_t).to(tl.float32)
     strict = ci[:, None] > ci[None, :]
-    A = tl.where(strict, tl.dot(w, tl.trans(w), input_precision=GRAM_PREC) * beta[:, None], 0.0)
+    A = tl.where(strict, tl.dot(w_in, tl.trans(w_in), input_precision=IN_PREC) * beta[:, None], 0.0)
 
     # X = (I + A)^-1. Diagonal blocks of SUB rows first, by forward substitution in float32 vector
     # arithmetic (all blocks at once, a row of each per step). The rows of A are read back from
-    # memory, from this chunk's first in-chunk-logits tile (written over below), which hands each
+    # memory, from this chunk's first in-chunk-logits tile (the query kernel writes it later), which hands each
     # step its row in the layout the product wants instead of extracting it from registers.
     NB: tl.constexpr = C // SUB
     nb = tl.arange(0, NB)
@@ -75,19 +87,27 @@ def _path_prepare(
         a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block
         x_i = tl.where((r == i)[None, :], 1.0, 0.0) - tl.sum(a_i[:, :, None] * X_diag, axis=1)
         X_diag = tl.where((r == i)[None, :, None], x_i[:, None, :], X_diag)
-    tl.debug_barrier()  # every row read before the tile is overwritten
     same = (nb[:, None] == nb[None, :])[:, :, None, None]
     Xb = tl.reshape(tl.permute(tl.where(same, X_diag[:, None, :, :], 0.0), [0, 2, 1, 3]), [C, C])
-    # ... then the blocks below: I + A = Db (I + N) with N = Db^-1 L strictly block-lower (N^NB = 0),
-    # so X = (I + N)^-1 Db^-1 = (I - N)(I + N^2)(I + N^4)... Xb
-    blk = ci // SUB
-    N = tl.dot(Xb, tl.where(blk[:, None] > blk[None, :], A, 0.0), input_precision=SOLVE_PREC)
-    X = Xb - tl.dot(N, Xb, input_precision=SOLVE_PREC)
-    for _ in tl.static_range(LOG_NB - 1):
-        N = tl.dot(N, N, input_precision=SOLVE_PREC)
-        X += tl.dot(N, X, input_precision=SOLVE_PREC)
+    # ... then the blocks below, a block row at a time (block forward substitution):
+    # X_ij = -D_i^-1 sum_{k<i} A_ik X_kj, as products of SUB rows; X lives in Cm's slot meanwhile
+    x_tile = CMO + ((b * H + h) * tl.num_programs(0) + n) * (C * C)
+    tl.store(x_tile + ci[:, None] * C + ci[None, :], Xb)
+    tl.debug_barrier()
+    for i in tl.static_range(1, NB):
+        rows_i = i * SUB + r
+        before = ci[None, :] < i * SUB
+        a_i = tl.load(a_tile + rows_i[:, None] * C + ci[None, :], mask=before, other=0.0)
+        x_above = tl.load(x_tile + ci[:, None] * C + ci[None, :])  # rows from block i on meet zeros of a_i
+        d_inv = tl.load(x_tile + rows_i[:, None] * C + (i * SUB + r)[None, :])
+        x_i = -tl.dot(d_inv, tl.dot(a_i, x_above, input_precision=SOLVE_PREC), input_precision=SOLVE_PREC)
+        tl.store(x_tile + rows_i[:, None] * C + ci[None, :], x_i, mask=before)
+        tl.debug_barrier()
+    X = tl.load(x_tile + ci[:, None] * C + ci[None, :])
+    tl.debug_barrier()  # every row of X read before Cm takes the slot
     Tm = X * beta[None, :]                                   # T = (I + A)^-1 diag(beta)
 
+    w = w_in.to(tl.float32)
     TW = tl.dot(Tm, w, input_precision=PREC)
     U = tl.dot(tl.trans(w), TW, input_precision=PREC)    # stored at once: D x D is the largest tile
     u_ptrs = b * su_b + h * su_h + n * su_n + d[:, None] * D + d[None, :]
@@ -95,23 +115,54 @@ def _path_prepare(
     if STATE:
         tl.store(U32 + u_ptrs, U)
 
-    Cm = tl.dot(Tm, tl.where(strict, tl.dot(w, tl.trans(k), input_precision=PREC), 0.0), input_precision=PREC)
-    k_end = k - tl.dot(tl.trans(Cm), w, input_precision=PREC)
+    Cm = tl.dot(Tm, tl.where(strict, _input_product(w_in, tl.trans(k_in), IN_PREC, PREC), 0.0), input_precision=PREC)
+    k_end = k_in.to(tl.float32) - tl.dot(tl.trans(Cm), w, input_precision=PREC)
     ke_ptrs = b * ske_b + h * ske_h + n * ske_n + ci[:, None] * D + d[None, :]
     tl.store(KE + ke_ptrs, k_end.to(KE.dtype.element_ty))
     if STATE:
         tl.store(KE32 + ke_ptrs, k_end)
 
-    upto = ci[:, None] >= ci[None, :]
-    for gi in range(GROUP):
-        hq = h * GROUP + gi
-        q_in = tl.load(Q + b * sq_b + hq * sq_h + rows[:, None] * sq_t + d[None, :])
-        q = q_in.to(tl.float32)
-        qw = tl.where(upto, tl.dot(q, tl.trans(w), input_precision=PREC), 0.0)
-        intra = tl.dot(q_in, tl.trans(k_in), input_precision=PREC) - tl.dot(qw, Cm, input_precision=PREC)
-        q_start = q - tl.dot(qw, TW, input_precision=PREC)
-        tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
-        tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + d[None, :], q_start)
+    # for the query kernel (one program per query head): T W and Cm, float32, [B, H, N, C, D | C]
+    scratch = (b * H + h) * tl.num_programs(0) + n
+    tl.store(TWO + scratch * (C * D) + ci[:, None] * D + d[None, :], TW)
+    tl.store(CMO + scratch * (C * C) + ci[:, None] * C + ci[None, :], Cm)
+
+
+@triton.jit
+def _chunk_queries(
+    Q, K, W, TWI, CMI, QS, S,
+    HQ, GROUP,
+    sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sw_b, sw_t, sw_h,
+    sqs_b, sqs_h, sqs_n, sqs_g, ss_b, ss_h, ss_n, ss_g,
+    D: tl.constexpr, C: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr,
+):
+    """Per (chunk, batch x query head): QW = tril(Q W^T), intra = Q K^T - QW Cm, q_start = Q - QW TW."""
+    n = tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // HQ).to(tl.int64)
+    hq = (pid_bh % HQ).to(tl.int64)
+    h = hq // GROUP
+    gi = hq % GROUP
+    ci = tl.arange(0, C)
+    d = tl.arange(0, D)
+    rows = n * C + ci
+    q_in = tl.load(Q + b * sq_b + hq * sq_h + rows[:, None] * sq_t + d[None, :])
+    w_in = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
+    k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
+    scratch = (b * (HQ // GROUP) + h) * tl.num_programs(0) + n
+    qw = tl.where(ci[:, None] >= ci[None, :], _input_product(q_in, tl.trans(w_in), IN_PREC, PREC), 0.0)
+    Cm = tl.load(CMI + scratch * (C * C) + ci[:, None] * C + ci[None, :])
+    intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - tl.dot(qw, Cm, input_precision=PREC)
+    tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
+    TW = tl.load(TWI + scratch * (C * D) + ci[:, None] * D + d[None, :])
+    q_start = q_in.to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
+    tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + d[None, :], q_start)
+
+# Launch settings of the chunk kernel, measured on an H200 (8 x 8K tokens, bf16): at D <= 64, 4 warps
+# capped at 168 registers (three programs per SM) took 3.85 ms with the query kernel, against 4.22 ms
+# uncapped, 4.16 ms at 128 registers and 7.79 ms with 8 warps; at D = 128, 8 warps uncapped (9.69 ms;
+# capped at 168: 10.81 ms).
+TRANSITION_LAUNCH = {True: dict(num_warps=4, maxnreg=168), False: dict(num_warps=8)}
 
 
 def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
@@ -147,14 +198,22 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared
     U = torch.empty(B, H, n, D, D, dtype=q.dtype, device=dev)
     k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if state else k_end
     U32 = torch.empty(U.shape, dtype=torch.float32, device=dev) if state else U
-    _path_prepare[(n, B * H)](
-        q, k, w, beta, qs, intra, k_end, U, k32, U32, H, group,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        w.stride(0), w.stride(1), w.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
-        qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3), intra.stride(0), intra.stride(1), intra.stride(2),
-        intra.stride(3), k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=16, LOG_NB=max(1, (C // 16).bit_length() - 1), STATE=state,
-        PREC=exact if q.dtype == torch.float32 else "tf32", GRAM_PREC=exact, SOLVE_PREC="tf32x3",
-        num_warps=4 if D <= 64 else 8,  # measured best on an H200 (2, 8, 16 warps: 1.9-11x slower at D = 64)
+    tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
+    cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
+    in_prec, prec = exact, exact if q.dtype == torch.float32 else "tf32"
+    _chunk_transition[(n, B * H)](
+        k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
+        k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
+        intra.stride(0), intra.stride(1), intra.stride(2),
+        k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
+        D=D, C=C, SUB=16, STATE=state,
+        IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3",
+        **TRANSITION_LAUNCH[D <= 64],
+    )
+    _chunk_queries[(n, B * HQ)](
+        q, k, w, tw, cm, qs, intra, HQ, group,
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
+        qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3), intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
+        D=D, C=C, IN_PREC=in_prec, PREC=prec, num_warps=4,
     )
     return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None)
