@@ -5,16 +5,18 @@ Keys before `folded` are stored transported to position `folded` (K~_j = H_folde
 Decoding steps (`decode.py`) leave K~ alone: the newest tokens (fewer than `fold_every`) wait in a
 pending tail, their keys transported to the newest position, with the tail's D x D product P, so
 a step reads K~ and V once, like plain attention. When the tail fills, or a multi-token segment
-arrives, the keys move to the new end: one GEMM over the cache with P (a segment: with its dense
-chunk products), instead of fla's rewrite of every key after every token. A multi-token segment
-runs the Triton forward over the folded cache. Buffers are preallocated and grow by doubling.
+arrives, the keys move to the new end: one in-place pass over the cache with P (`fold.py`; after
+a segment, with the segment's whole product), instead of fla's rewrite of every key after every
+token. A multi-token segment runs the Triton forward over the folded cache. Buffers are
+preallocated and grow by doubling.
 """
 from __future__ import annotations
 
 import torch
 
-from path_eval.kernels.path_attn.chunks import gates_to_end, transport_state
+from path_eval.kernels.path_attn.chunks import gates_to_end, segment_transport
 from path_eval.kernels.path_attn.decode import decode_step
+from path_eval.kernels.path_attn.fold import move_keys
 from path_eval.kernels.path_attn.fwd import path_attention
 
 FOLD_EVERY = 64
@@ -127,14 +129,12 @@ class PathKVCache:
             self.valid = grow(self.valid, (B, new_cap), torch.bool, fill=True)
 
     def _fold_pending(self) -> None:
-        """Move the folded keys through the tail's product P (one GEMM) and make the tail folded."""
+        """Move the folded keys through the tail's product P (in place) and make the tail folded."""
         p, f = self.pending_len, self.folded
         if not p:
             return
         if self.P is not None:
-            if f:
-                moved = torch.einsum("bjhd,bhde->bjhe", self.k[:, :f].float(), self.P)
-                self.k[:, :f] = moved.to(self.k.dtype)
+            move_keys(self.k[:, :f], self.P)
             self.P.copy_(torch.eye(self.P.shape[-1], dtype=self.P.dtype, device=self.P.device))
         self.k[:, f:f + p] = self.tail_k[:, :p].to(self.k.dtype)
         if self.tail_g is not None:
@@ -152,8 +152,9 @@ class PathKVCache:
         """Move cache + segment keys to the segment end (the segment's dense chunk products)."""
         f, n = self.folded, k.shape[1]
         if w is not None:
-            keys = transport_state(transport, self.k[:, :f] if f else None, n).movedim(1, 2)
-            self.k[:, :f + n] = keys.to(self.k.dtype)
+            new, whole = segment_transport(transport, n)
+            move_keys(self.k[:, :f], whole.transpose(-1, -2))  # k <- whole k, for every cached key
+            self.k[:, f:f + n] = new.movedim(1, 2).to(self.k.dtype)
         else:
             self.k[:, f:f + n] = k
         if g is not None:

@@ -20,7 +20,7 @@ for step in "$@"; do
   stamp "step $step"
   case $step in
     kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-420} python3 -m pytest -q -s -p no:cacheprovider tests/kernels -k "not test_model_full_forward" > "$OUT/kernel_tests.log" 2>&1
-      grep -E "rel err|correlated|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
+      grep -E "rel err|correlated|cache errors|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
     model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;

@@ -10,6 +10,7 @@ import torch
 
 from path_eval.kernels.path_attn.cache import PathKVCache
 from path_eval.kernels.path_attn.chunks import prepare, transport_state
+from path_eval.kernels.path_attn.fold import move_keys
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
 from path_eval.kernels.path_attn.prep import prepare_path_triton
@@ -156,15 +157,62 @@ def test_folded_keys_equal_the_definition():
     assert rel(cache.k[:, :70].double().cpu(), ref) <= 1e-5
 
 
-@pytest.mark.parametrize("T,C", [(16, 16), (40, 16), (300, 16), (130, 64)])
+@pytest.mark.parametrize("dtype", [torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else []))
+def test_half_precision_cache_through_folds(dtype):
+    """A 16-bit cache (the folds' in-place kernel) through chunked prefill, decoding and folds: the
+    outputs and the folded keys stay within 16-bit rounding of the definition on the rounded inputs."""
+    x = random_inputs("path", 2, 120, 4, 2, 32, seed=9)
+    args = as_dtype(x, dtype)
+    rounded = random_inputs("path", 2, 120, 4, 2, 32, seed=9)
+    rounded.q, rounded.k, rounded.v = (t.to(dtype).double() for t in (x.q, x.k, x.v))
+    ref = definition(rounded)
+    tol = 1.5e-2 if dtype == torch.bfloat16 else 3e-3
+    cache = PathKVCache(fold_every=8)
+    start, errors = 0, {}
+    for stop in (50, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 120):
+        out = cache.attend(**segment(args, slice(start, stop)))
+        errors[start, stop] = rel(out.double().cpu(), ref[:, start:stop])
+        start = stop
+    assert cache.folded == 120
+    errors["keys"] = rel(cache.k[:, :120].double().cpu(), naive_transport(rounded.k, x.w, x.beta))
+    print(dtype, "16-bit cache errors", {k: f"{v:.1e}" for k, v in errors.items()})
+    assert max(errors.values()) <= tol, errors
+
+
+@pytest.mark.parametrize("T,C", [(16, 16), (40, 16), (300, 16), (130, 64), (520, 16), (1000, 16)])
 def test_segment_transport_equals_one_householder_at_a_time(T, C):
-    """`transport_state` (chunk transitions, suffix products by a doubling scan) against the
-    definition's token-by-token Householders, for cache and segment keys, float64."""
+    """`transport_state` (chunk transitions, suffix products by a two-level scan: 1 to 63 chunks,
+    groups padded or not) against the definition's token-by-token Householders, for cache and
+    segment keys, float64."""
     x = random_inputs("path", 2, T, 2, 2, 16, seed=T)
     cache_k = torch.randn(2, 9, 2, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     ch = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     got = transport_state(ch.transport(), cache_k, T).movedim(1, 2)
     assert rel(got, naive_transport(x.k, x.w, x.beta, cache_k=cache_k)) <= 1e-12
+
+
+@pytest.mark.parametrize("dtype", [torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else []))
+@pytest.mark.parametrize("B,L,H,D", [(1, 70, 1, 16), (2, 1100, 3, 32), (1, 2100, 2, 64)])
+def test_move_keys_kernel_rounds_the_exact_product_once(B, L, H, D, dtype):
+    """The in-place fold (three 16-bit passes over M's parts) against the float64 product rounded
+    once to the key dtype: never further from the exact value than that rounding (beyond float32
+    slack), and equal but for values near a 16-bit tie (a float32-rounded M gives 0.03-0.15% such
+    values in a torch emulation, the kernel's three parts 0.09-0.15%, a single 16-bit pass over M
+    30-37% and breaks the bound). M is a product of Householders with beta up to 2, passed
+    transposed as the segment fold does; L crosses program boundaries (1024 rows) and blocks."""
+    g = torch.Generator().manual_seed(L + D)
+    k = torch.randn(B, L, H, D, generator=g, dtype=torch.float64)
+    w = torch.nn.functional.normalize(torch.randn(B, H, 8, D, generator=g, dtype=torch.float64), dim=-1)
+    beta = 2 * torch.rand(B, H, 8, generator=g, dtype=torch.float64)
+    M = torch.eye(D, dtype=torch.float64).repeat(B, H, 1, 1)
+    for i in range(8):
+        M = M - beta[:, :, i, None, None] * (M @ w[:, :, i, :, None]) @ w[:, :, i, None, :]
+    cache = k.to(dtype).to(DEVICE)
+    exact = torch.einsum("bjhd,bhde->bjhe", cache.double().cpu(), M.transpose(-1, -2))
+    move_keys(cache, M.float().to(DEVICE).transpose(-1, -2))
+    got, want = cache.double().cpu(), exact.to(dtype).double()
+    assert (got != want).float().mean() <= 5e-3
+    assert ((got - exact).abs() <= (want - exact).abs() + 2e-6 * exact.abs().clamp(min=1)).all()
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
