@@ -180,8 +180,10 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
 def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
     """The kernel. Products with a float32 factor run in float32 accuracy for float32 inputs ("tf32x3",
     three tf32 tensor-core passes, up to D = 64; plain float32 above) and as one tf32 pass for 16-bit
-    inputs, whose outputs are rounded to 16 bits anyway; W W^T and the UT solve always in float32
-    accuracy (the solve amplifies errors in A where beta is near 2)."""
+    inputs, whose outputs are rounded to 16 bits (but not the float32 transport state, and a plain
+    tf32 pass truncates its operands on NVIDIA GPUs: an open accuracy question, see the README's
+    kernel accuracy notes); W W^T and the UT solve always in float32 accuracy (the solve amplifies
+    errors in A where beta is near 2)."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H
