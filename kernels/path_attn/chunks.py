@@ -118,37 +118,39 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
 
 def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The segment's keys moved to its end, [B, H, T, D], and its whole product P_last ... P_first
-    [B, H, D, D] (what moves older keys: k <- P k), float32.
+    [B, H, D, D] (what moves older keys: k <- P k), in the transport's dtype (float32, or float64).
 
     Dense D x D chunk products: P_i = I - U_i; chunk i's keys (already at their chunk end) go through
     the suffix S_i = P_last ... P_{i+1}. The suffixes come from a two-level scan: within groups of
-    about sqrt(N) chunks, then across the groups' totals, then one batched product. That is about 2N
-    products in about 2 sqrt(N) launches, against N - 1 launches of one product each (a whole-segment
-    doubling scan was slower: N log N products). Each key is rounded once, whatever N."""
+    about sqrt(N) chunks (inner), then across the groups' totals (outer), and a key moves through
+    its inner suffix, then its group's outer one. That is about 2N products in about 2 sqrt(N)
+    launches, against N - 1 launches of one product each (a whole-segment doubling scan was slower:
+    N log N products). Each key is rounded once, whatever N."""
     k_end = transport.k_end
-    B, H, n, c, D = k_end.shape
+    B, H, n, _, D = k_end.shape
     eye = torch.eye(D, dtype=k_end.dtype, device=k_end.device)
-    P = eye - transport.U                                          # [B, H, N, D, D]
     size = max(1, math.isqrt(n))
     groups = -(-n // size)
-    P = torch.cat([P, eye.expand(B, H, groups * size - n, D, D)], 2).unflatten(2, (groups, size))
+    pad = groups * size - n                                        # identity chunks after the last
+    P = torch.cat([eye - transport.U, eye.expand(B, H, pad, D, D)], 2).unflatten(2, (groups, size))
     inner = torch.empty_like(P)                                    # suffixes inside each group
     inner[:, :, :, size - 1] = eye
     for i in range(size - 2, -1, -1):
         inner[:, :, :, i] = inner[:, :, :, i + 1] @ P[:, :, :, i + 1]
     totals = inner[:, :, :, 0] @ P[:, :, :, 0]                     # each group's product
+    del P
     outer = torch.empty_like(totals)                               # products of the later groups
     outer[:, :, groups - 1] = eye
     for g in range(groups - 2, -1, -1):
         outer[:, :, g] = outer[:, :, g + 1] @ totals[:, :, g + 1]
-    suffix = (outer[:, :, :, None] @ inner).flatten(2, 3)[:, :, :n]
-    new = (k_end @ suffix.transpose(-1, -2)).flatten(2, 3)[:, :, :T]  # [B, H, T, D]
-    return new, outer[:, :, 0] @ totals[:, :, 0]
+    keys = F.pad(k_end, (0, 0, 0, 0, 0, pad)).unflatten(2, (groups, size))  # [B, H, G, S, c, D]
+    new = (keys @ inner.transpose(-1, -2)) @ outer[:, :, :, None].transpose(-1, -2)
+    return new.flatten(2, 4)[:, :, :T], outer[:, :, 0] @ totals[:, :, 0]
 
 
 def transport_state(transport: Transport, past_k: torch.Tensor | None, T: int) -> torch.Tensor:
-    """Keys of cache (past_k [B, L, H, D]) + segment transported to the segment end, [B, H, L + T, D]
-    in float32."""
+    """Keys of cache (past_k [B, L, H, D]) + segment transported to the segment end, [B, H, L + T, D],
+    in the transport's dtype."""
     new, whole = segment_transport(transport, T)
     if past_k is None or not past_k.shape[1]:
         return new

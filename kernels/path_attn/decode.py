@@ -7,7 +7,7 @@ A new token t (q, k, v, w, beta, g) scores
     cache key j:  (P q') . K~_j     tail key b:  q' . k^_b     itself:  q . k       (q' = H_t q)
 and then the state moves on: P <- P H_t, k^_b <- H_t k^_b, k^_t = k (rank-one updates of the tail
 only). So a step reads K~ and V once, as plain attention's decode does, with no rewrite of the
-cache; `PathKVCache` folds P into K~ with one GEMM when the tail is full.
+cache; `PathKVCache` folds P into K~ in place (`fold.py`) when the tail is full.
 
 Two launches per step: `_decode_attend`, one program per (cache split, batch x query head), a
 partial softmax over its split (split 0 also takes the tail and the token itself); `_decode_commit`,

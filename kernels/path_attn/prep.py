@@ -1,6 +1,7 @@
 """Triton preparation of a PaTH segment: what `chunks.prepare` (its torch reference) computes, in two
 launches: one program per (chunk, batch x key head) for the chunk's transition, then one per (chunk,
-batch x query head) for its queries, so the forward's fixed cost is about two passes over q, k and w.
+batch x query head) for its queries, so the forward's fixed cost is a pass over q and 1 + group
+passes over k and w (group = query heads per key head).
 
 Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W W^T):
   T = (I + A)^-1 diag(beta)      16-row diagonal blocks by forward substitution in float32 vector
@@ -9,7 +10,7 @@ Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W 
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
   per query head: QW = tril(Q W^T),
   intra = Q K^T - QW Cm,  q_start = Q - QW TW             in-chunk logits, queries at chunk start.
-The split and the row-block solve keep the chunk kernel at 64 KB of shared memory (three programs
+The split and the row-block solve keep the transition kernel at 64 KB of shared memory (three programs
 per SM at D = 64); the one-kernel version with the solve as full-size products, (I - N)(I + N^2) Xb,
 needed 120 KB (one program per SM) and took 8.3 ms for 8 x 8K tokens of 32 heads of 64 on an H200,
 against 3.85 ms now (14.9 against 9.7 ms at D = 128, 16 heads).
@@ -40,8 +41,9 @@ class Prepared:
 
 @triton.jit
 def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr):
-    """a b for two loaded inputs: as they are when their dtypes match (exact for 16-bit ones),
-    else in float32 at PREC (16-bit q or k against float32 w)."""
+    """a b for two loaded inputs (w w^T, w k^T, q w^T, q k^T): as they are when their dtypes match
+    (exact in float32 for 16-bit inputs, IN_PREC for float32 ones), else in float32 at PREC (16-bit
+    q or k against the model's float32 w), like every product with a computed float32 factor."""
     if a.dtype == b.dtype:
         return tl.dot(a, b, input_precision=IN_PREC)
     return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision=PREC)
@@ -49,13 +51,15 @@ def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr):
 
 @triton.jit
 def _chunk_transition(
-    K, W, BETA, S, KE, UO, KE32, U32, TWO, CMO,
+    K, W, BETA, S, KE, UO, KE32, U32, TW_OUT, CM_OUT,
     H,
     sk_b, sk_t, sk_h, sw_b, sw_t, sw_h, sb_b, sb_t, sb_h,
     ss_b, ss_h, ss_n, ske_b, ske_h, ske_n, su_b, su_h, su_n,
     D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, STATE: tl.constexpr,
     IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr,
 ):
+    """Per (chunk, batch x key head): T, T W, U, Cm and the keys at their chunk end; T W and Cm also
+    go to float32 scratch [B, H, N, C, D | C] for `_chunk_queries`."""
     n = tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -63,9 +67,7 @@ def _chunk_transition(
     ci = tl.arange(0, C)
     d = tl.arange(0, D)
     rows = n * C + ci
-    # products of two inputs (w w^T, w k^T, q w^T, q k^T) take them as they are when their dtypes
-    # match (exact in float32 for 16-bit inputs, IN_PREC for float32 ones); products with a computed
-    # float32 factor use PREC
+    scratch = (b * H + h) * tl.num_programs(0) + n          # this chunk's slot in TW_OUT and CM_OUT
     w_in = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
     k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
     beta = tl.load(BETA + b * sb_b + h * sb_h + rows * sb_t).to(tl.float32)
@@ -91,7 +93,7 @@ def _chunk_transition(
     Xb = tl.reshape(tl.permute(tl.where(same, X_diag[:, None, :, :], 0.0), [0, 2, 1, 3]), [C, C])
     # ... then the blocks below, a block row at a time (block forward substitution):
     # X_ij = -D_i^-1 sum_{k<i} A_ik X_kj, as products of SUB rows; X lives in Cm's slot meanwhile
-    x_tile = CMO + ((b * H + h) * tl.num_programs(0) + n) * (C * C)
+    x_tile = CM_OUT + scratch * (C * C)
     tl.store(x_tile + ci[:, None] * C + ci[None, :], Xb)
     tl.debug_barrier()
     for i in tl.static_range(1, NB):
@@ -122,15 +124,13 @@ def _chunk_transition(
     if STATE:
         tl.store(KE32 + ke_ptrs, k_end)
 
-    # for the query kernel (one program per query head): T W and Cm, float32, [B, H, N, C, D | C]
-    scratch = (b * H + h) * tl.num_programs(0) + n
-    tl.store(TWO + scratch * (C * D) + ci[:, None] * D + d[None, :], TW)
-    tl.store(CMO + scratch * (C * C) + ci[:, None] * C + ci[None, :], Cm)
+    tl.store(TW_OUT + scratch * (C * D) + ci[:, None] * D + d[None, :], TW)
+    tl.store(CM_OUT + scratch * (C * C) + ci[:, None] * C + ci[None, :], Cm)
 
 
 @triton.jit
 def _chunk_queries(
-    Q, K, W, TWI, CMI, QS, S,
+    Q, K, W, TW_IN, CM_IN, QS, S,
     HQ, GROUP,
     sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sw_b, sw_t, sw_h,
     sqs_b, sqs_h, sqs_n, sqs_g, ss_b, ss_h, ss_n, ss_g,
@@ -151,18 +151,20 @@ def _chunk_queries(
     k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
     scratch = (b * (HQ // GROUP) + h) * tl.num_programs(0) + n
     qw = tl.where(ci[:, None] >= ci[None, :], _input_product(q_in, tl.trans(w_in), IN_PREC, PREC), 0.0)
-    Cm = tl.load(CMI + scratch * (C * C) + ci[:, None] * C + ci[None, :])
+    Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])
     intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - tl.dot(qw, Cm, input_precision=PREC)
     tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
-    TW = tl.load(TWI + scratch * (C * D) + ci[:, None] * D + d[None, :])
+    TW = tl.load(TW_IN + scratch * (C * D) + ci[:, None] * D + d[None, :])
     q_start = q_in.to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
     tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + d[None, :], q_start)
 
-# Launch settings of the chunk kernel, measured on an H200 (8 x 8K tokens, bf16): at D <= 64, 4 warps
-# capped at 168 registers (three programs per SM) took 3.85 ms with the query kernel, against 4.22 ms
-# uncapped, 4.16 ms at 128 registers and 7.79 ms with 8 warps; at D = 128, 8 warps uncapped (9.69 ms;
-# capped at 168: 10.81 ms).
-TRANSITION_LAUNCH = {True: dict(num_warps=4, maxnreg=168), False: dict(num_warps=8)}
+
+def _transition_launch(head_dim: int) -> dict:
+    """Warps and register cap of the transition kernel, measured on an H200 (8 x 8K tokens, bf16): at
+    D <= 64, 4 warps capped at 168 registers (three programs per SM) took 3.85 ms with the query
+    kernel, against 4.22 ms uncapped, 4.16 ms at 128 registers and 7.79 ms with 8 warps; at D = 128,
+    8 warps uncapped (9.69 ms; capped at 168: 10.81 ms)."""
+    return dict(num_warps=4, maxnreg=168) if head_dim <= 64 else dict(num_warps=8)
 
 
 def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
@@ -178,12 +180,12 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
 
 
 def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
-    """The kernel. Products with a float32 factor run in float32 accuracy for float32 inputs ("tf32x3",
-    three tf32 tensor-core passes, up to D = 64; plain float32 above) and as one tf32 pass for 16-bit
-    inputs, whose outputs are rounded to 16 bits (but not the float32 transport state, and a plain
-    tf32 pass truncates its operands on NVIDIA GPUs: an open accuracy question, see the README's
-    kernel accuracy notes); W W^T and the UT solve always in float32 accuracy (the solve amplifies
-    errors in A where beta is near 2)."""
+    """The kernels. Products with a float32 factor run in float32 accuracy for float32 inputs
+    ("tf32x3", three tf32 tensor-core passes, up to D = 64; plain float32 above) and as one tf32 pass
+    for 16-bit inputs. That was chosen because k_end and U are rounded to 16 bits, but the queries,
+    the in-chunk logits and the transport state stay float32, and a plain tf32 pass truncates its
+    operands on NVIDIA GPUs: an open accuracy question (README, kernel accuracy). W W^T and the UT
+    solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2)."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H
@@ -205,17 +207,16 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared
     in_prec, prec = exact, exact if q.dtype == torch.float32 else "tf32"
     _chunk_transition[(n, B * H)](
         k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
-        k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
-        intra.stride(0), intra.stride(1), intra.stride(2),
+        k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
+        beta.stride(0), beta.stride(1), beta.stride(2), intra.stride(0), intra.stride(1), intra.stride(2),
         k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=16, STATE=state,
-        IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3",
-        **TRANSITION_LAUNCH[D <= 64],
+        D=D, C=C, SUB=16, STATE=state, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3", **_transition_launch(D),
     )
     _chunk_queries[(n, B * HQ)](
         q, k, w, tw, cm, qs, intra, HQ, group,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
-        qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3), intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        w.stride(0), w.stride(1), w.stride(2), qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3),
+        intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
         D=D, C=C, IN_PREC=in_prec, PREC=prec, num_warps=4,
     )
     return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None)
