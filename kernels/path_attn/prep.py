@@ -76,8 +76,9 @@ def _chunk_transition(
 
     # X = (I + A)^-1. Diagonal blocks of SUB rows first, by forward substitution in float32 vector
     # arithmetic (all blocks at once, a row of each per step). The rows of A are read back from
-    # memory, from this chunk's first in-chunk-logits tile (the query kernel writes it later), which hands each
-    # step its row in the layout the product wants instead of extracting it from registers.
+    # memory, from this chunk's first in-chunk-logits tile (the query kernel writes it later),
+    # which hands each step its row in the layout the product wants instead of extracting it from
+    # registers.
     NB: tl.constexpr = C // SUB
     nb = tl.arange(0, NB)
     r = tl.arange(0, SUB)

@@ -6,7 +6,7 @@
 # copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
 # data-parallel (the same RULER run on one and on two processes: needs the nvidia-h200-x2 kind),
 # kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6-7 minutes),
-# model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
+# model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

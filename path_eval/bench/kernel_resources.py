@@ -25,9 +25,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-
 SM90_REGISTERS = 65536
 SM90_SHARED = 227 * 1024    # usable per SM by the programs on it
 SM90_MAX_PROGRAMS = 32
@@ -95,32 +92,23 @@ def read_resources(compiled, kernel: str, config: str) -> Resources:
 
 
 def workloads(head_dim: int) -> dict:
-    """Small CPU inputs (bf16, as the model runs) that make every kernel launch once or more."""
+    """Small CPU inputs (the bench's, bf16 as the model runs) that make every kernel launch once or more."""
+    from path_eval.bench.kernels import inputs, tokens
     from path_eval.kernels.path_attn.cache import PathKVCache
     from path_eval.kernels.path_attn.fwd import path_attention
-    g = torch.Generator().manual_seed(0)
     B, T, H, D = 1, 128, 2, head_dim
-
-    def inputs(transform, gate, t=T):
-        x = dict(q=torch.randn(B, t, H, D, generator=g).bfloat16(), k=torch.randn(B, t, H, D, generator=g).bfloat16(),
-                 v=torch.randn(B, t, H, D, generator=g).bfloat16(), scale=D ** -0.5)
-        if transform:
-            x.update(w=F.normalize(torch.randn(B, t, H, D, generator=g), dim=-1), beta=torch.rand(B, t, H, generator=g))
-        if gate:
-            x.update(g=F.logsigmoid(torch.randn(B, t, H, generator=g) + 4), gate_scale=D ** -0.5 if transform else 1.0)
-        return x
 
     def cache_steps():
         cache = PathKVCache(fold_every=2)
-        x = inputs(True, False, t=T + 2)
-        cache.attend(**{k: (v[:, :T] if torch.is_tensor(v) else v) for k, v in x.items()})
+        x = inputs(B, T + 2, H, D, True, False, device="cpu")
+        cache.attend(**tokens(x, 0, T))
         for t in (T, T + 1):  # two decoding steps, then a fold
-            cache.attend(**{k: (v[:, t:t + 1] if torch.is_tensor(v) else v) for k, v in x.items()})
-        cache.attend(**{k: (v[:, :64] if torch.is_tensor(v) else v) for k, v in x.items()})  # a segment on the cache
+            cache.attend(**tokens(x, t, t + 1))
+        cache.attend(**tokens(x, 0, 64))  # a segment on the cache
 
-    return {"path forward": lambda: path_attention(**inputs(True, False)),
-            "path_fox forward": lambda: path_attention(**inputs(True, True)),
-            "fox forward": lambda: path_attention(**inputs(False, True)),
+    return {"path forward": lambda: path_attention(**inputs(B, T, H, D, True, False, device="cpu")),
+            "path_fox forward": lambda: path_attention(**inputs(B, T, H, D, True, True, device="cpu")),
+            "fox forward": lambda: path_attention(**inputs(B, T, H, D, False, True, device="cpu")),
             "path cache: prefill, decode, fold, segment": cache_steps}
 
 

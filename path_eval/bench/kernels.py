@@ -32,9 +32,9 @@ def log(*a):
     print(f"[{time.strftime('%H:%M:%S')}]", *a, flush=True)
 
 
-def inputs(B, T, H, D, transform, gate, seed=0, dtype=torch.bfloat16):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
+def inputs(B, T, H, D, transform, gate, seed=0, dtype=torch.bfloat16, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, device=device)  # noqa: E731
     x = dict(q=r(B, T, H, D).to(dtype), k=r(B, T, H, D).to(dtype), v=r(B, T, H, D).to(dtype), scale=D ** -0.5)
     if transform:
         x["w"] = F.normalize(r(B, T, H, D), dim=-1)

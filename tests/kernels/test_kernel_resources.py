@@ -16,7 +16,7 @@ TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 @pytest.mark.parametrize("regs,warps,shared_kb,expected", [
     (255, 4, 120, 1),   # the one-kernel preparation: shared memory allows one program
     (255, 4, 0, 2),     # 255 -> 256 registers x 128 threads: two programs fill 64K registers
-    (168, 4, 64, 3),    # the chunk kernel now: 168 x 128 = 21504 registers, three programs
+    (168, 4, 64, 3),    # the transition kernel now: 168 x 128 = 21504 registers, three programs
     (128, 4, 16, 4),
     (32, 4, 0, 16),     # warps bound it: 64 warps per SM
     (32, 1, 0, 32),     # the block limit
@@ -27,7 +27,7 @@ def test_programs_per_sm_follow_hopper_limits(regs, warps, shared_kb, expected):
 
 @pytest.mark.skipif(not (TOOLS / "ptxas").exists() or not (TOOLS / "cuobjdump").exists(),
                     reason="this Triton build ships no ptxas / cuobjdump")
-def test_preparation_chunk_kernel_fits_three_programs_per_sm():
+def test_preparation_transition_kernel_fits_three_programs_per_sm():
     """The design of the two-launch preparation (64 KB of shared memory, 168 registers at D = 64) as
     compiled for sm_90; the one-kernel version it replaced allowed one program per SM."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -36,6 +36,6 @@ def test_preparation_chunk_kernel_fits_three_programs_per_sm():
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr[-2000:]
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines() if line.startswith("_")}
-    kernel, warps, regs, spill, shared_kb, per_sm = rows["_chunk_transition"][:6]
+    _, _, regs, _, shared_kb, per_sm = rows["_chunk_transition"][:6]
     assert int(regs) <= 168 and float(shared_kb) <= 76 and int(per_sm) >= 3, rows["_chunk_transition"]
     assert {"_chunk_queries", "_path_attn_fwd"} <= set(rows)
