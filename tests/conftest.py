@@ -7,6 +7,10 @@ import torch  # noqa: E402
 
 if not torch.cuda.is_available():  # Triton kernels run interpreted on the CPU (read when they are decorated)
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if os.environ.get("TRITON_INTERPRET") == "1":  # tf32 products as precise as on the GPU, no more
+    from tests.tf32_emulation import install
+
+    install()
 
 
 import pytest  # noqa: E402  (after the environment defaults above)

@@ -17,6 +17,7 @@ against 3.85 ms now (14.9 against 9.7 ms at D = 128, 16 heads).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -40,13 +41,25 @@ class Prepared:
 
 
 @triton.jit
-def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr):
+def _dot(a, b, PREC: tl.constexpr, ROUND_TF32: tl.constexpr):
+    """a b for float32 operands at PREC. A plain tf32 product on an NVIDIA GPU keeps only the top
+    10 mantissa bits of each operand (truncation: a bias toward zero that adds up along chained
+    products); with ROUND_TF32 the operands are first rounded to nearest (cvt.rna, what Triton's
+    own tf32x3 does for its high parts). The interpreter multiplies in float32 and needs neither."""
+    if PREC == "tf32" and ROUND_TF32:
+        a = tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [a], dtype=tl.float32, is_pure=True, pack=1)
+        b = tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [b], dtype=tl.float32, is_pure=True, pack=1)
+    return tl.dot(a, b, input_precision=PREC)
+
+
+@triton.jit
+def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND_TF32: tl.constexpr):
     """a b for two loaded inputs (w w^T, w k^T, q w^T, q k^T): as they are when their dtypes match
     (exact in float32 for 16-bit inputs, IN_PREC for float32 ones), else in float32 at PREC (16-bit
     q or k against the model's float32 w), like every product with a computed float32 factor."""
     if a.dtype == b.dtype:
         return tl.dot(a, b, input_precision=IN_PREC)
-    return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision=PREC)
+    return _dot(a.to(tl.float32), b.to(tl.float32), PREC, ROUND_TF32)
 
 
 @triton.jit
@@ -56,7 +69,7 @@ def _chunk_transition(
     sk_b, sk_t, sk_h, sw_b, sw_t, sw_h, sb_b, sb_t, sb_h,
     ss_b, ss_h, ss_n, ske_b, ske_h, ske_n, su_b, su_h, su_n,
     D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, STATE: tl.constexpr,
-    IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr,
+    IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr, ROUND_TF32: tl.constexpr,
 ):
     """Per (chunk, batch x key head): T, T W, U, Cm and the keys at their chunk end; T W and Cm also
     go to float32 scratch [B, H, N, C, D | C] for `_chunk_queries`."""
@@ -111,15 +124,15 @@ def _chunk_transition(
     Tm = X * beta[None, :]                                   # T = (I + A)^-1 diag(beta)
 
     w = w_in.to(tl.float32)
-    TW = tl.dot(Tm, w, input_precision=PREC)
-    U = tl.dot(tl.trans(w), TW, input_precision=PREC)    # stored at once: D x D is the largest tile
+    TW = _dot(Tm, w, PREC, ROUND_TF32)
+    U = _dot(tl.trans(w), TW, PREC, ROUND_TF32)    # stored at once: D x D is the largest tile
     u_ptrs = b * su_b + h * su_h + n * su_n + d[:, None] * D + d[None, :]
     tl.store(UO + u_ptrs, U.to(UO.dtype.element_ty))
     if STATE:
         tl.store(U32 + u_ptrs, U)
 
-    Cm = tl.dot(Tm, tl.where(strict, _input_product(w_in, tl.trans(k_in), IN_PREC, PREC), 0.0), input_precision=PREC)
-    k_end = k_in.to(tl.float32) - tl.dot(tl.trans(Cm), w, input_precision=PREC)
+    Cm = _dot(Tm, tl.where(strict, _input_product(w_in, tl.trans(k_in), IN_PREC, PREC, ROUND_TF32), 0.0), PREC, ROUND_TF32)
+    k_end = k_in.to(tl.float32) - _dot(tl.trans(Cm), w, PREC, ROUND_TF32)
     ke_ptrs = b * ske_b + h * ske_h + n * ske_n + ci[:, None] * D + d[None, :]
     tl.store(KE + ke_ptrs, k_end.to(KE.dtype.element_ty))
     if STATE:
@@ -135,7 +148,7 @@ def _chunk_queries(
     HQ, GROUP,
     sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sw_b, sw_t, sw_h,
     sqs_b, sqs_h, sqs_n, sqs_g, ss_b, ss_h, ss_n, ss_g,
-    D: tl.constexpr, C: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr,
+    D: tl.constexpr, C: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND_TF32: tl.constexpr,
 ):
     """Per (chunk, batch x query head): QW = tril(Q W^T), intra = Q K^T - QW Cm, q_start = Q - QW TW."""
     n = tl.program_id(0).to(tl.int64)
@@ -151,12 +164,12 @@ def _chunk_queries(
     w_in = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
     k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
     scratch = (b * (HQ // GROUP) + h) * tl.num_programs(0) + n
-    qw = tl.where(ci[:, None] >= ci[None, :], _input_product(q_in, tl.trans(w_in), IN_PREC, PREC), 0.0)
+    qw = tl.where(ci[:, None] >= ci[None, :], _input_product(q_in, tl.trans(w_in), IN_PREC, PREC, ROUND_TF32), 0.0)
     Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])
-    intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - tl.dot(qw, Cm, input_precision=PREC)
+    intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - _dot(qw, Cm, PREC, ROUND_TF32)
     tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
     TW = tl.load(TW_IN + scratch * (C * D) + ci[:, None] * D + d[None, :])
-    q_start = q_in.to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
+    q_start = q_in.to(tl.float32) - _dot(qw, TW, PREC, ROUND_TF32)
     tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + d[None, :], q_start)
 
 
@@ -206,18 +219,20 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared
     tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
     cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
     in_prec, prec = exact, exact if q.dtype == torch.float32 else "tf32"
+    round_tf32 = q.is_cuda and torch.version.hip is None and os.environ.get("TRITON_INTERPRET") != "1"
     _chunk_transition[(n, B * H)](
         k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
         k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
         beta.stride(0), beta.stride(1), beta.stride(2), intra.stride(0), intra.stride(1), intra.stride(2),
         k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=16, STATE=state, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3", **_transition_launch(D),
+        D=D, C=C, SUB=16, STATE=state, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3", ROUND_TF32=round_tf32,
+        **_transition_launch(D),
     )
     _chunk_queries[(n, B * HQ)](
         q, k, w, tw, cm, qs, intra, HQ, group,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         w.stride(0), w.stride(1), w.stride(2), qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3),
         intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
-        D=D, C=C, IN_PREC=in_prec, PREC=prec, num_warps=4,
+        D=D, C=C, IN_PREC=in_prec, PREC=prec, ROUND_TF32=round_tf32, num_warps=4,
     )
     return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None)
