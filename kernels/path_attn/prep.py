@@ -17,7 +17,6 @@ against 3.85 ms now (14.9 against 9.7 ms at D = 128, 16 heads).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
@@ -41,25 +40,29 @@ class Prepared:
 
 
 @triton.jit
-def _dot(a, b, PREC: tl.constexpr, ROUND_TF32: tl.constexpr):
-    """a b for float32 operands at PREC. A plain tf32 product on an NVIDIA GPU keeps only the top
-    10 mantissa bits of each operand (truncation: a bias toward zero that adds up along chained
-    products); with ROUND_TF32 the operands are first rounded to nearest (cvt.rna, what Triton's
-    own tf32x3 does for its high parts). The interpreter multiplies in float32 and needs neither."""
-    if PREC == "tf32" and ROUND_TF32:
-        a = tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [a], dtype=tl.float32, is_pure=True, pack=1)
-        b = tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [b], dtype=tl.float32, is_pure=True, pack=1)
-    return tl.dot(a, b, input_precision=PREC)
+def _tf32(x, ROUND: tl.constexpr):
+    """float32 x rounded to tf32's 10 mantissa bits, to nearest (ties away from zero, as cvt.rna and
+    the high parts of Triton's tf32x3), when ROUND. A plain tf32 product on an NVIDIA GPU keeps only
+    the top 10 bits of each float32 operand: truncation, a bias toward zero that adds up along the
+    chained products below (4.4e-3 against 1.3e-3 rounded in a 16-bit cache test, bound 3e-3).
+    Each factor is rounded once where it is made, so no product needs a rounded copy of its
+    operand (rounding inside each product cost 14% of the preparation at D = 64, 50% at D = 128)."""
+    if ROUND:
+        bits = x.to(tl.int32, bitcast=True)
+        x = ((bits + 0x1000) & -0x2000).to(tl.float32, bitcast=True)
+    return x
 
 
 @triton.jit
-def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND_TF32: tl.constexpr):
+def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND: tl.constexpr):
     """a b for two loaded inputs (w w^T, w k^T, q w^T, q k^T): as they are when their dtypes match
     (exact in float32 for 16-bit inputs, IN_PREC for float32 ones), else in float32 at PREC (16-bit
-    q or k against the model's float32 w), like every product with a computed float32 factor."""
+    q or k against the model's float32 w), like every product with a computed float32 factor; a
+    16-bit operand is exact in tf32, the float32 one is rounded."""
     if a.dtype == b.dtype:
         return tl.dot(a, b, input_precision=IN_PREC)
-    return _dot(a.to(tl.float32), b.to(tl.float32), PREC, ROUND_TF32)
+    return tl.dot(_tf32(a.to(tl.float32), ROUND and a.dtype == tl.float32),
+                  _tf32(b.to(tl.float32), ROUND and b.dtype == tl.float32), input_precision=PREC)
 
 
 @triton.jit
@@ -121,18 +124,21 @@ def _chunk_transition(
         tl.debug_barrier()
     X = tl.load(x_tile + ci[:, None] * C + ci[None, :])
     tl.debug_barrier()  # every row of X read before Cm takes the slot
-    Tm = X * beta[None, :]                                   # T = (I + A)^-1 diag(beta)
+    Tm = _tf32(X * beta[None, :], ROUND_TF32)               # T = (I + A)^-1 diag(beta)
 
-    w = w_in.to(tl.float32)
-    TW = _dot(Tm, w, PREC, ROUND_TF32)
-    U = _dot(tl.trans(w), TW, PREC, ROUND_TF32)    # stored at once: D x D is the largest tile
+    # w again, from L2: a rounded copy made from the first load would live beside it through the solve
+    w_again = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
+    w = _tf32(w_again.to(tl.float32), ROUND_TF32)
+    TW = _tf32(tl.dot(Tm, w, input_precision=PREC), ROUND_TF32)  # rounded here: a factor of U and q_start
+    U = tl.dot(tl.trans(w), TW, input_precision=PREC)    # stored at once: D x D is the largest tile
     u_ptrs = b * su_b + h * su_h + n * su_n + d[:, None] * D + d[None, :]
     tl.store(UO + u_ptrs, U.to(UO.dtype.element_ty))
     if STATE:
         tl.store(U32 + u_ptrs, U)
 
-    Cm = _dot(Tm, tl.where(strict, _input_product(w_in, tl.trans(k_in), IN_PREC, PREC, ROUND_TF32), 0.0), PREC, ROUND_TF32)
-    k_end = k_in.to(tl.float32) - _dot(tl.trans(Cm), w, PREC, ROUND_TF32)
+    wk = tl.where(strict, _input_product(w_again, tl.trans(k_in), IN_PREC, PREC, ROUND_TF32), 0.0)
+    Cm = _tf32(tl.dot(Tm, _tf32(wk, ROUND_TF32), input_precision=PREC), ROUND_TF32)
+    k_end = k_in.to(tl.float32) - tl.dot(tl.trans(Cm), w, input_precision=PREC)
     ke_ptrs = b * ske_b + h * ske_h + n * ske_n + ci[:, None] * D + d[None, :]
     tl.store(KE + ke_ptrs, k_end.to(KE.dtype.element_ty))
     if STATE:
@@ -165,11 +171,12 @@ def _chunk_queries(
     k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
     scratch = (b * (HQ // GROUP) + h) * tl.num_programs(0) + n
     qw = tl.where(ci[:, None] >= ci[None, :], _input_product(q_in, tl.trans(w_in), IN_PREC, PREC, ROUND_TF32), 0.0)
-    Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])
-    intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - _dot(qw, Cm, PREC, ROUND_TF32)
+    qw = _tf32(qw, ROUND_TF32)
+    Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])  # T W and Cm come rounded
+    intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - tl.dot(qw, Cm, input_precision=PREC)
     tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
     TW = tl.load(TW_IN + scratch * (C * D) + ci[:, None] * D + d[None, :])
-    q_start = q_in.to(tl.float32) - _dot(qw, TW, PREC, ROUND_TF32)
+    q_start = q_in.to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
     tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + d[None, :], q_start)
 
 
@@ -219,7 +226,7 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared
     tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
     cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
     in_prec, prec = exact, exact if q.dtype == torch.float32 else "tf32"
-    round_tf32 = q.is_cuda and torch.version.hip is None and os.environ.get("TRITON_INTERPRET") != "1"
+    round_tf32 = prec == "tf32" and torch.version.hip is None  # tf32 is NVIDIA's (and the interpreter's)
     _chunk_transition[(n, B * H)](
         k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
         k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),

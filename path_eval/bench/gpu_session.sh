@@ -5,7 +5,7 @@
 # built here first with: python -c "from tests.shared_data import build_data_dir, copy_essays;
 # copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
 # data-parallel (the same RULER run on one and on two processes: needs the nvidia-h200-x2 kind),
-# kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6-7 minutes),
+# kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes; KT_K= picks tests by -k),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
@@ -19,7 +19,7 @@ python3 -c "import torch, triton, transformers, fla; print('torch', torch.__vers
 for step in "$@"; do
   stamp "step $step"
   case $step in
-    kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels -k "not test_model_full_forward" > "$OUT/kernel_tests.log" 2>&1
+    kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels -k "${KT_K:-not test_model_full_forward}" > "$OUT/kernel_tests.log" 2>&1
       grep -E "rel err|correlated|cache errors|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
     model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;

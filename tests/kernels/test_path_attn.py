@@ -290,17 +290,3 @@ def test_padding_mask_arriving_mid_tail(variant):
     tail["key_valid"] = torch.ones(2, 5, dtype=torch.bool, device=DEVICE)
     assert rel(cache.attend(**tail).double().cpu(), ref[:, 75:80]) <= 1e-5
 
-
-def test_tf32_emulation_rounds_to_the_nearest_tf32_value():
-    """The interpreter patch of tests/conftest.py (`tests.tf32_emulation`): results keep 10 mantissa
-    bits and lie within half a tf32 step of the input, never further than the other neighbour."""
-    import numpy as np
-
-    from tests.tf32_emulation import round_to_tf32
-    x = (np.random.default_rng(0).standard_normal(10000) * 10.0 ** np.random.default_rng(1).integers(-5, 5, 10000)).astype(np.float32)
-    r = round_to_tf32(x.copy())
-    assert ((r.view(np.uint32) & np.uint32(0x1FFF)) == 0).all()
-    step = 2.0 ** (np.floor(np.log2(np.abs(x.astype(np.float64)))) - 10)
-    err = np.abs(x.astype(np.float64) - r)
-    assert (err <= step / 2).all()
-    assert (err <= np.abs(x.astype(np.float64) - (r + np.sign(x) * step))).all()
