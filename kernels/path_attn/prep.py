@@ -10,10 +10,11 @@ Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W 
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
   per query head: QW = tril(Q W^T),
   intra = Q K^T - QW Cm,  q_start = Q - QW TW             in-chunk logits, queries at chunk start.
-The split and the row-block solve keep the transition kernel at 64 KB of shared memory (three programs
+The split and the row-block solve keep the transition kernel at 32 KB of shared memory (three programs
 per SM at D = 64); the one-kernel version with the solve as full-size products, (I - N)(I + N^2) Xb,
 needed 120 KB (one program per SM) and took 8.3 ms for 8 x 8K tokens of 32 heads of 64 on an H200,
-against 3.85 ms now (14.9 against 9.7 ms at D = 128, 16 heads).
+against 3.85 ms after the split (14.9 against 9.7 ms at D = 128, 16 heads), 3.95 and 9.8 ms with
+the tf32 factors rounded (`_tf32`).
 """
 from __future__ import annotations
 
@@ -184,7 +185,7 @@ def _transition_launch(head_dim: int) -> dict:
     """Warps and register cap of the transition kernel, measured on an H200 (8 x 8K tokens, bf16): at
     D <= 64, 4 warps capped at 168 registers (three programs per SM) took 3.85 ms with the query
     kernel, against 4.22 ms uncapped, 4.16 ms at 128 registers and 7.79 ms with 8 warps; at D = 128,
-    8 warps uncapped (9.69 ms; capped at 168: 10.81 ms)."""
+    8 warps uncapped (9.69 ms; capped at 168: 10.81 ms). Measured before the tf32 rounding."""
     return dict(num_warps=4, maxnreg=168) if head_dim <= 64 else dict(num_warps=8)
 
 
@@ -203,10 +204,11 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
 def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
     """The kernels. Products with a float32 factor run in float32 accuracy for float32 inputs
     ("tf32x3", three tf32 tensor-core passes, up to D = 64; plain float32 above) and as one tf32 pass
-    for 16-bit inputs. That was chosen because k_end and U are rounded to 16 bits, but the queries,
-    the in-chunk logits and the transport state stay float32, and a plain tf32 pass truncates its
-    operands on NVIDIA GPUs: an open accuracy question (README, kernel accuracy). W W^T and the UT
-    solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2)."""
+    for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and U are
+    rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
+    transport state within the 16-bit tests' bounds on the H200 (README, kernel accuracy). W W^T
+    and the UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is
+    near 2)."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H

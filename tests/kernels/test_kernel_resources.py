@@ -28,7 +28,7 @@ def test_programs_per_sm_follow_hopper_limits(regs, warps, shared_kb, expected):
 @pytest.mark.skipif(not (TOOLS / "ptxas").exists() or not (TOOLS / "cuobjdump").exists(),
                     reason="this Triton build ships no ptxas / cuobjdump")
 def test_preparation_transition_kernel_fits_three_programs_per_sm():
-    """The design of the two-launch preparation (64 KB of shared memory, 168 registers at D = 64) as
+    """The design of the two-launch preparation (32-64 KB of shared memory, 168 registers at D = 64) as
     compiled for sm_90; the one-kernel version it replaced allowed one program per SM."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-m", "path_eval.bench.kernel_resources", "--head-dims", "64",
