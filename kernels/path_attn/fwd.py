@@ -193,6 +193,9 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise ValueError(f"the Triton kernels take float32, float16 or bfloat16, not {q.dtype} "
                          "(float64 is for the reference and torch backends)")
+    if D not in (16, 32, 64, 128):
+        raise ValueError(f"the Triton kernels take head dims 16, 32, 64 or 128, not {D} "
+                         "(use the torch backend: attention='torch')")
     C, BM = default_blocks(D)
     C = chunk_size or C
     if T < C:  # a short segment (decoding) runs as one chunk of the next power of two

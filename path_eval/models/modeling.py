@@ -236,7 +236,8 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
 
     @property
     def backend_name(self) -> str:
-        return self.attention_backend or default_backend(self.lm_head.weight.device)
+        weight = self.lm_head.weight
+        return self.attention_backend or default_backend(weight.device, weight.dtype, self.config.head_dim)
 
     def hidden_states(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
                       past_key_values: DecoderCache | None = None,

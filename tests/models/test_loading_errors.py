@@ -111,3 +111,20 @@ def test_cli_prints_one_line_and_exits_2(checkpoint, tmp_path):
     ok = subprocess.run([sys.executable, str(ROOT / "eval.py"), "inspect", "--model", str(checkpoint)],
                         capture_output=True, text=True, cwd=ROOT)
     assert ok.returncode == 0 and "path-eval path" in ok.stdout
+
+
+@pytest.mark.parametrize("device,dtype,head_dim,expected", [
+    ("cuda", torch.bfloat16, 64, "triton"), ("cuda", torch.float16, 128, "triton"), ("cuda", torch.float32, 16, "triton"),
+    ("cuda", torch.float64, 64, "torch"), ("cuda", torch.bfloat16, 80, "torch"), ("cuda", torch.bfloat16, 256, "torch"),
+    ("cpu", torch.bfloat16, 64, "torch")])
+def test_default_backend_is_triton_only_where_the_kernels_run(device, dtype, head_dim, expected):
+    """Chosen without a GPU: only the device type, dtype and head dim decide (and triton being installed)."""
+    from path_eval.models.attention import default_backend
+    assert default_backend(device, dtype, head_dim) == expected
+
+
+def test_triton_kernels_name_an_unsupported_head_dim():
+    from path_eval.kernels.path_attn.fwd import path_attention
+    q = torch.zeros(1, 4, 1, 80)
+    with pytest.raises(ValueError, match="head dims 16, 32, 64 or 128, not 80"):
+        path_attention(q, q, q, scale=1.0)

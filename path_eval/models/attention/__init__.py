@@ -40,9 +40,16 @@ def register_backend(name: str, backend: Backend) -> None:
     BACKENDS[name] = backend
 
 
-def default_backend(device: torch.device | str) -> str:
-    """The fastest registered backend that runs on `device`."""
-    if torch.device(device).type == "cuda" and importlib.util.find_spec("triton") is not None:
+TRITON_HEAD_DIMS = (16, 32, 64, 128)
+TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def default_backend(device: torch.device | str, dtype: torch.dtype = torch.float32, head_dim: int = 64) -> str:
+    """The fastest registered backend that runs a model of this dtype and head dim on `device`: the
+    Triton kernels on CUDA when they take both, else the torch backend (float64 models, head dims
+    that are not a power of two from 16 to 128, no triton, no GPU)."""
+    if (torch.device(device).type == "cuda" and dtype in TRITON_DTYPES and head_dim in TRITON_HEAD_DIMS
+            and importlib.util.find_spec("triton") is not None):
         return "triton"
     return "torch"
 
@@ -55,4 +62,5 @@ def get_backend(name: str) -> Backend:
             f"unknown attention backend {name!r}: choose one of {', '.join(sorted(BACKENDS))}") from None
 
 
-__all__ = ["AttentionInputs", "KVState", "BACKENDS", "register_backend", "default_backend", "get_backend"]
+__all__ = ["AttentionInputs", "KVState", "BACKENDS", "TRITON_DTYPES", "TRITON_HEAD_DIMS", "register_backend",
+           "default_backend", "get_backend"]
