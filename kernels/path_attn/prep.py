@@ -45,7 +45,8 @@ def _tf32(x, ROUND: tl.constexpr):
     """float32 x rounded to tf32's 10 mantissa bits, to nearest (ties away from zero, as cvt.rna and
     the high parts of Triton's tf32x3), when ROUND. A plain tf32 product on an NVIDIA GPU keeps only
     the top 10 bits of each float32 operand: truncation, a bias toward zero that adds up along the
-    chained products below (4.4e-3 against 1.3e-3 rounded in a 16-bit cache test, bound 3e-3).
+    chained products below (a 16-bit cache test, bound 3e-3, failed on the H200 truncated and
+    measures 1.3e-3 there rounded; the interpreter, truncating, 4.3e-3).
     Each factor is rounded once where it is made, so no product needs a rounded copy of its
     operand (rounding inside each product cost 14% of the preparation at D = 64, 50% at D = 128)."""
     if ROUND:

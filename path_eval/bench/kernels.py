@@ -3,7 +3,7 @@
 Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"}; ops path_fwd,
 path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128), path_prefill_chunk
 (64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
-760M-shaped model: 24 heads of 64, cache of T tokens); path_prep times our preparation alone (the Triton kernel up to D = 64, torch above). FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
+760M-shaped model: 24 heads of 64, cache of T tokens); path_prep times our preparation alone (the two Triton launches of `prep.py`). FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
 Method: random bf16 inputs (never zeros), triton.testing.do_bench (warm-up, median of repeats).
 
     python -m path_eval.bench.kernels --out results/bench/kernels.json

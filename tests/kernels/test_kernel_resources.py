@@ -16,7 +16,7 @@ TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 @pytest.mark.parametrize("regs,warps,shared_kb,expected", [
     (255, 4, 120, 1),   # the one-kernel preparation: shared memory allows one program
     (255, 4, 0, 2),     # 255 -> 256 registers x 128 threads: two programs fill 64K registers
-    (168, 4, 64, 3),    # the transition kernel now: 168 x 128 = 21504 registers, three programs
+    (168, 4, 64, 3),    # the transition kernel before its tf32 rounding: 168 x 128 = 21504 registers, three programs
     (128, 4, 16, 4),
     (32, 4, 0, 16),     # warps bound it: 64 warps per SM
     (32, 1, 0, 32),     # the block limit
