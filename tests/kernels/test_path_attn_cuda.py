@@ -37,6 +37,35 @@ def test_real_shapes_against_float32_torch_backend(variant, T, D, HQ, H):
     assert err <= 2e-2
 
 
+def far_apart(t: torch.Tensor, stride: int) -> torch.Tensor:
+    """t [B, ...] copied into a storage whose batch stride is `stride` elements (the gaps are
+    allocated but never written)."""
+    store = torch.empty(stride * (t.shape[0] - 1) + t[0].numel(), dtype=t.dtype, device=t.device)
+    out = store.as_strided(t.shape, (stride,) + t[0].contiguous().stride())
+    out.copy_(t)
+    return out
+
+
+@pytest.mark.parametrize("variant", ["path", "path_fox"])
+def test_offsets_past_2_31_elements(variant):
+    """Inputs whose batch stride fits in int32 (2^30 + 4096 elements) but whose last batch starts
+    past 2^31: the same output as contiguous inputs (equal but for a tuned configuration that may
+    differ between the two calls), where int32 offset arithmetic would wrap and read other memory
+    (errors of order 1). The interpreter computes offsets its own way and cannot test this."""
+    g = torch.Generator(device="cuda").manual_seed(7)
+    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
+    B, T, HQ, H, D = 3, 200, 4, 2, 64
+    q, k, v = (r(B, T, n, D).bfloat16() for n in (HQ, H, H))
+    w, beta = F.normalize(r(B, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T, H))
+    gates = F.logsigmoid(r(B, T, HQ) + 4) if variant == "path_fox" else None
+    args = dict(scale=D ** -0.5, beta=beta, g=gates, gate_scale=D ** -0.5)
+    want, _ = path_attention(q, k, v, w=w, **args)
+    stride = 2 ** 30 + 4096
+    got, _ = path_attention(far_apart(q, stride), far_apart(k, stride), far_apart(v, stride), w=far_apart(w, stride),
+                            **args)
+    assert rel(got, want) <= 1e-3
+
+
 @pytest.mark.parametrize("variant", ["path", "path_fox", "fox", "rope"])
 def test_model_full_forward_chunked_prefill_and_decode_agree(variant):
     from path_eval.models.generation import prefill
