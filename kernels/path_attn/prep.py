@@ -51,7 +51,8 @@ def _tf32(x, ROUND: tl.constexpr):
     operand (rounding inside each product cost 14% of the preparation at D = 64, 50% at D = 128)."""
     if ROUND:
         bits = x.to(tl.int32, bitcast=True)
-        x = ((bits + 0x1000) & -0x2000).to(tl.float32, bitcast=True)
+        rounded = ((bits + 0x1000) & -0x2000).to(tl.float32, bitcast=True)
+        x = tl.where((bits & 0x7F800000) == 0x7F800000, x, rounded)  # inf and nan as they are (0x7FFFFFFF would wrap)
     return x
 
 

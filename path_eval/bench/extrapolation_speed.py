@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=1e9)
     args = parser.parse_args()
     device = "cuda"
-    attention = args.attention or default_backend(device)
+    attention = args.attention or default_backend(device, torch.bfloat16, SHAPE["hidden_size"] // SHAPE["num_heads"])
     lengths = [int(x) for x in args.lengths.split(",")]
     began = time.perf_counter()
     models = {}

@@ -44,7 +44,7 @@ TRITON_HEAD_DIMS = (16, 32, 64, 128)
 TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def default_backend(device: torch.device | str, dtype: torch.dtype = torch.float32, head_dim: int = 64) -> str:
+def default_backend(device: torch.device | str, dtype: torch.dtype, head_dim: int) -> str:
     """The fastest registered backend that runs a model of this dtype and head dim on `device`: the
     Triton kernels on CUDA when they take both, else the torch backend (float64 models, head dims
     that are not a power of two from 16 to 128, no triton, no GPU)."""
