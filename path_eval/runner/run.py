@@ -13,7 +13,7 @@ import numpy as np
 
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
-from path_eval.lm.distributed import launched_processes
+from path_eval.lm.distributed import finish_processes, launched_processes
 from path_eval.metrics import mean_and_stderr, plain_mean
 from path_eval.plan import Plan
 from path_eval.results import Provenance, ResultRecord, write_results
@@ -136,6 +136,7 @@ def run(plan: Plan, options: RunOptions) -> list[ResultRecord]:
             curve.parent.mkdir(parents=True, exist_ok=True)
             np.save(curve, result["curve"].astype(np.float32))
         del lm
+    finish_processes()
     if launched_processes() > 1 and lm_rank != 0:
         return []
     records += aggregate(plan, records)
