@@ -28,6 +28,7 @@ import triton.language as tl
 
 from path_eval.kernels.path_attn.chunks import Transport, chunk_gates
 from path_eval.kernels.path_attn.prep import Prepared, prepare_path
+from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
 MASKED = tl.constexpr(-1.0e30)
 LOG2E = 1.4426950408889634
@@ -190,12 +191,12 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
     """
     B, T, HQ, D = q.shape
-    if q.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if q.dtype not in DTYPES:
         raise ValueError(f"the Triton kernels take float32, float16 or bfloat16, not {q.dtype} "
                          "(float64 is for the reference and torch backends)")
-    if D not in (16, 32, 64, 128):
-        raise ValueError(f"the Triton kernels take head dims 16, 32, 64 or 128, not {D} "
-                         "(use the torch backend: attention='torch')")
+    if D not in HEAD_DIMS:
+        raise ValueError(f"the Triton kernels take head dims {', '.join(map(str, HEAD_DIMS[:-1]))} or {HEAD_DIMS[-1]}, "
+                         f"not {D} (use the torch backend: attention='torch')")
     C, BM = default_blocks(D)
     C = chunk_size or C
     if T < C:  # a short segment (decoding) runs as one chunk of the next power of two

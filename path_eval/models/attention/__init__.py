@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 
 from path_eval.errors import PathEvalError
+from path_eval.kernels.path_attn import supported
 from path_eval.models.attention import blockwise, reference
 from path_eval.models.attention.inputs import AttentionInputs, KVState
 
@@ -40,15 +41,11 @@ def register_backend(name: str, backend: Backend) -> None:
     BACKENDS[name] = backend
 
 
-TRITON_HEAD_DIMS = (16, 32, 64, 128)
-TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
 def default_backend(device: torch.device | str, dtype: torch.dtype, head_dim: int) -> str:
     """The fastest registered backend that runs a model of this dtype and head dim on `device`: the
     Triton kernels on CUDA when they take both, else the torch backend (float64 models, head dims
     that are not a power of two from 16 to 128, no triton, no GPU)."""
-    if (torch.device(device).type == "cuda" and dtype in TRITON_DTYPES and head_dim in TRITON_HEAD_DIMS
+    if (torch.device(device).type == "cuda" and dtype in supported.DTYPES and head_dim in supported.HEAD_DIMS
             and importlib.util.find_spec("triton") is not None):
         return "triton"
     return "torch"
@@ -62,5 +59,4 @@ def get_backend(name: str) -> Backend:
             f"unknown attention backend {name!r}: choose one of {', '.join(sorted(BACKENDS))}") from None
 
 
-__all__ = ["AttentionInputs", "KVState", "BACKENDS", "TRITON_DTYPES", "TRITON_HEAD_DIMS", "register_backend",
-           "default_backend", "get_backend"]
+__all__ = ["AttentionInputs", "KVState", "BACKENDS", "register_backend", "default_backend", "get_backend"]
