@@ -37,7 +37,9 @@ def test_a_changed_measurement_changes_the_doc_and_fails_the_check(tmp_path, cap
 def test_a_hand_edited_schema_block_fails_the_check(tmp_path, capsys):
     root = copy_of_repository(tmp_path)
     results_doc = root / "docs" / "results.md"
-    results_doc.write_text(results_doc.read_text().replace('"higher_is_better"', '"higher_is_worse"', 1))
+    text = results_doc.read_text()
+    start = text.index(docs.SCHEMA_BEGIN)
+    results_doc.write_text(text[:start] + text[start:].replace('"higher_is_better"', '"higher_is_worse"', 1))
     assert docs.main(["--check", "--root", str(root)]) == 1
     assert "docs/results.md differs" in capsys.readouterr().out
 
