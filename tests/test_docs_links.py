@@ -1,4 +1,4 @@
-"""The Markdown docs: every relative link resolves, and every `python eval.py` command parses."""
+"""The Markdown docs: relative links resolve, `python eval.py` commands parse, suite examples load."""
 import re
 import shlex
 from pathlib import Path
@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from path_eval.cli import build_parser
+from path_eval.suites import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "kernels" / "README.md",
@@ -59,3 +60,11 @@ def test_eval_commands_parse_with_todays_command_line(path):
             parser.parse_args(argv)
         except SystemExit:
             pytest.fail(f"{path.relative_to(ROOT)}: `{command}` does not parse")
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_suite_examples_load(path, tmp_path):
+    for number, example in enumerate(re.findall(r"```yaml\n(.*?)```", path.read_text(), re.S)):
+        suite = tmp_path / f"example_{number}.yaml"
+        suite.write_text(example)
+        load_suite(str(suite))
