@@ -48,6 +48,23 @@ def test_kernels_import_only_under_the_namespace():
     assert run.returncode == 0, run.stderr
 
 
+def test_the_installed_checkout_serves_the_mapped_folders_outside_it(tmp_path):
+    """`pip install -e .` (CI's install), used from elsewhere: the kernels import and the suites are
+    found. Skipped where the installed path_eval is another checkout (a worktree beside it)."""
+    code = ("import json, path_eval, path_eval.kernels.path_attn as k; from path_eval.suites import available_suites; "
+            "print(json.dumps({'package': path_eval.__file__, 'kernels': k.__file__, 'suites': available_suites()}))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if run.returncode and "No module named 'path_eval'" in run.stderr:
+        pytest.skip("path_eval is not installed")
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)
+    if not Path(found["package"]).is_relative_to(ROOT):
+        pytest.skip(f"the installed path_eval is {found['package']}, not this checkout's")
+    assert Path(found["kernels"]).is_relative_to(ROOT / "kernels")
+    assert found["suites"] == sorted(p.stem for p in (ROOT / "suites").glob("*.yaml"))
+
+
 def test_resource_accessors_find_the_shipped_data_in_the_checkout():
     from path_eval.package_data import mistral_v1_tokenizer, paper_tables
     from path_eval.suites import available_suites
