@@ -38,5 +38,7 @@ for f in "$OUT"/logs/*.log; do echo "== $f"; tail -2 "$f" | cut -c1-600; done
 stamp "parity"
 timeout ${PARITY_S:-150} python3 -m path_eval.zoo.parity --out "$OUT/parity.json" $W/models/* 2>&1 | tee "$OUT/logs/parity.log"
 cat "$OUT/tokenizer_again.json"
-tar -cf "$OUT/models.tar" -C $W models
+# at most 8 files of 16 MiB come back: the language models, the flip-flop models, the logs
+(cd $W/models && tar -cf "$OUT/models_lm.tar" rope fox path path_fox && tar -cf "$OUT/models_flipflop.tar" flipflop_*)
+mkdir -p $W/logs && mv "$OUT"/logs "$OUT"/*.json $W/logs/ && tar -cf "$OUT/logs.tar" -C $W logs
 ls -la "$OUT"; stamp "done"
