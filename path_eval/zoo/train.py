@@ -30,12 +30,14 @@ import torch.nn.functional as F
 
 from path_eval.zoo import flipflop
 
+PROCESS_START = time.time()
+
 FLA_TYPES = {"fox": ("forgetting_transformer", {}), "path": ("path_attn", {}),
              "path_fox": ("path_attn", {"use_forget_gate": True})}
 VARIANTS = ("rope", "fox", "path", "path_fox")
 SHAPES = {"lm": {"layers": 4, "hidden": 128, "heads": 2}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2}}
 EVAL_SETS = {"in": 512, "sparse": 4096, "dense": 128}  # sequences per split (the sparse split has few reads)
-FINAL_EVAL_SETS = {"in": 4096, "sparse": 32768, "dense": 1024}
+FINAL_EVAL_SETS = {"in": 4096, "sparse": 16384, "dense": 1024}
 EVAL_SEED, FINAL_EVAL_SEED = 10_001, 20_001
 
 
@@ -56,7 +58,10 @@ def build_model(variant: str, vocab: int, layers: int, hidden: int, heads: int, 
     import fla  # noqa: F401  (registers fla's model types with transformers)
 
     model_type, options = FLA_TYPES[variant]
-    config = AutoConfig.for_model(model_type, num_heads=heads, use_cache=False, **common, **options)
+    # fla's fused RMSNorm / SwiGLU compute the same functions as its plain ones (the weights are the
+    # same); the plain ones spare minutes of Triton autotuning in every one of the parallel processes.
+    config = AutoConfig.for_model(model_type, num_heads=heads, use_cache=False, fuse_norm=False, fuse_swiglu=False,
+                                  **common, **options)
     return AutoModelForCausalLM.from_config(config)
 
 
@@ -148,7 +153,11 @@ def train(args) -> None:
     warmup = max(1, int(args.warmup * args.steps))
     curve, recent, start, timed_start = [], [], time.time(), None
     print(f"{args.variant}/{args.task}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
+    steps_done, stopped_at_deadline = 0, False
     for step, (inputs, targets) in enumerate(batches):
+        if args.deadline_s and time.time() - PROCESS_START > args.deadline_s:
+            stopped_at_deadline = True
+            break
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args.steps, args.lr, warmup)
         logits = logits_of(model, inputs)
@@ -158,6 +167,9 @@ def train(args) -> None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         recent.append(loss.detach())
+        steps_done = step + 1
+        if steps_done in (1, 10):  # the first steps include compiling fla's kernels
+            print(json.dumps({"step": steps_done, "loss": loss.item(), "elapsed_s": round(time.time() - start, 1)}), flush=True)
         if step == 20:
             torch.cuda.synchronize()
             timed_start = time.time()
@@ -169,16 +181,19 @@ def train(args) -> None:
                 point["error"] = flipflop_errors(model, EVAL_SETS, EVAL_SEED)
             curve.append(point)
             print(json.dumps(point), flush=True)
+    if recent:
+        curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
     torch.cuda.synchronize()
     wall = time.time() - start
     tokens_per_step = args.batch * 512
-    timed_steps = args.steps - 21
+    timed_steps = steps_done - 21
     throughput = tokens_per_step * timed_steps / (time.time() - timed_start) if timed_start and timed_steps > 0 else None
     card = {"variant": args.variant, "task": args.task, "architecture": type(model).__name__,
             "parameters": sum(p.numel() for p in model.parameters()), **shape, "head_dim": shape["hidden"] // shape["heads"],
             "vocab_size": vocab, "tie_word_embeddings": True, "weights_dtype": "bfloat16",
-            "training_length": 512, "steps": args.steps, "batch_windows": args.batch,
-            "tokens": args.steps * tokens_per_step, "seed": args.seed,
+            "training_length": 512, "steps": steps_done, "planned_steps": args.steps,
+            "stopped_at_deadline": stopped_at_deadline, "batch_windows": args.batch,
+            "tokens": steps_done * tokens_per_step, "seed": args.seed,
             "optimizer": {"name": "AdamW", "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": args.weight_decay,
                           "weight_decay_on": "matrices and embeddings, not norms and biases", "grad_clip": 1.0},
             "lr_schedule": {"peak": args.lr, "warmup_steps": warmup, "decay": "cosine", "final": args.lr * 0.1},
@@ -224,6 +239,9 @@ def readme(card: dict) -> str:
              f"{card['lr_schedule']['warmup_steps']} warmup steps and cosine decay to a tenth, seed {card['seed']}, "
              f"on {card['gpu']} in {card['wall_time_s']} s.",
              f"Final training loss {card['final_training_loss']:.4f}."]
+    if card["stopped_at_deadline"]:
+        lines.append(f"Stopped at the run's deadline after {card['steps']} of {card['planned_steps']} planned steps "
+                     "(the cosine schedule was cut short).")
     if card["task"] == "lm":
         lines.append(f"Held-out loss at length 512: {card['heldout']['loss']:.4f} ({card['heldout']['text']}).")
         if card["data"]:
@@ -253,6 +271,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log-every", type=int, default=100)
     parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--deadline-s", type=float, default=None,
+                        help="stop (and save) once this many seconds have passed since the process started")
     parser.add_argument("--revision", default="unknown", help="git revision of the code (the GPU copy has no .git)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
