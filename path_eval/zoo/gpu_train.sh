@@ -29,25 +29,30 @@ python3 -m path_eval.zoo.corpus --data-dir $W/data --code-dir $W/code/stdlib --t
 cat $W/logs/stream.json
 stamp "training"
 common="--steps $STEPS --batch $BATCH --deadline-s $DEADLINE_S --revision $REVISION --tokenizer $Z/tokenizer --stream $W/stream.npy --stream-info $W/logs/stream.json"
+pids=()
 for v in rope fox path path_fox; do
   python3 -m path_eval.zoo.train --variant $v $common --out $W/models/$v > $W/logs/$v.log 2>&1 &
+  pids+=($!)
 done
 for seed in $FF_SEEDS; do
   for v in rope fox path path_fox; do
     python3 -m path_eval.zoo.train --task flipflop --variant $v --steps $FF_STEPS --batch $FF_BATCH --lr 1e-3 \
       --seed $seed --log-every 100 --eval-every ${FF_EVAL:-250} --deadline-s $DEADLINE_S --revision $REVISION \
       --out $W/models/flipflop_${v}_seed$seed > $W/logs/flipflop_${v}_seed$seed.log 2>&1 &
+    pids+=($!)
   done
 done
-wait -n 2>/dev/null; while [ $(jobs -rp | wc -l) -gt 1 ]; do sleep 2; done  # all but the progress loop
+wait "${pids[@]}"
 stamp "trained"
 for f in $W/logs/*.log; do echo "== $f"; grep -E '"step": (1|10),' "$f" | cut -c1-200; tail -1 "$f" | cut -c1-900; done
 (cd $W/models && tar -cf "$OUT/models_lm.tar" rope fox path path_fox; tar -cf "$OUT/models_flipflop.tar" flipflop_*)
 stamp "parity, one process a model"
+pids=()
 for m in $W/models/*; do
   timeout ${PARITY_S:-150} python3 -m path_eval.zoo.parity --out $W/logs/parity_$(basename $m).json $m > $W/logs/parity_$(basename $m).log 2>&1 &
+  pids+=($!)
 done
-while [ $(jobs -rp | wc -l) -gt 1 ]; do sleep 2; done
+wait "${pids[@]}"
 cat $W/logs/parity_*.log | grep -v "^\s*$" | cut -c1-400
 kill $progress; tar -cf $OUT/logs.tar -C $W logs
 ls -la "$OUT"; stamp "done"
