@@ -7,6 +7,7 @@
 # against fla / transformers, tar the logs. At most 8 files come back from $OUT: run.log (tee'd by
 # the caller), models_lm.tar, models_flipflop.tar, logs.tar (refreshed while the run goes on).
 #   cd .zoo && STEPS=800 FF_STEPS=2000 DEADLINE_S=330 REVISION=abc1234 bash path_eval/zoo/gpu_train.sh $PWD
+# PARITY_ONLY=1 (STEPS and FF_STEPS still set) checks models carried in as Z/models_lm.tar, Z/models_flipflop.tar.
 set -uo pipefail
 Z=$1; OUT=${OUT:-/tmp/out}; W=/tmp/zoo; mkdir -p $W/logs $W/models
 STEPS=${STEPS:?}; FF_STEPS=${FF_STEPS:?}; BATCH=${BATCH:-128}; FF_BATCH=${FF_BATCH:-128}
@@ -17,6 +18,9 @@ stamp() { echo "[$(date +%T)] $*"; }
 progress=$!
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, triton, transformers, fla, tokenizers; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__, 'tokenizers', tokenizers.__version__)"
+if [ -n "${PARITY_ONLY:-}" ]; then  # check models trained earlier, carried as Z/models_*.tar
+  for t in "$Z"/models_*.tar; do tar -xf "$t" -C $W/models; done
+else
 stamp "unpacking the training text"
 mkdir -p $W/data $W/code && tar -xJf "$Z/data.tar.xz" -C $W/data && tar -xJf "$Z/stdlib.tar.xz" -C $W/code
 if [ -n "${RETRAIN_TOKENIZER:-}" ]; then
@@ -46,6 +50,7 @@ wait "${pids[@]}"
 stamp "trained"
 for f in $W/logs/*.log; do echo "== $f"; grep -E '"step": (1|10),' "$f" | cut -c1-200; tail -1 "$f" | cut -c1-900; done
 (cd $W/models && tar -cf "$OUT/models_lm.tar" rope fox path path_fox; tar -cf "$OUT/models_flipflop.tar" flipflop_*)
+fi
 stamp "parity, one process a model"
 pids=()
 for m in $W/models/*; do

@@ -33,8 +33,7 @@ def inputs_for(folder: Path, tokenizer, length: int) -> torch.Tensor:
 def reference_model(folder: Path):
     from transformers import AutoModelForCausalLM
 
-    model_type = json.loads((folder / "config.json").read_text())["model_type"]
-    if model_type == "llama":
+    if json.loads((folder / "config.json").read_text())["model_type"] == "llama":
         from transformers import LlamaForCausalLM
 
         return LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
@@ -57,7 +56,9 @@ def main() -> None:
     records = []
     for name in args.models:
         folder = Path(name)
-        ours, tokenizer = load_model(folder, device="cuda", dtype="float32", attention="torch")
+        is_llama = json.loads((folder / "config.json").read_text())["model_type"] == "llama"
+        # our torch backend for our families; a Llama loads as transformers' own model, SDPA attention
+        ours, tokenizer = load_model(folder, device="cuda", dtype="float32", attention=None if is_llama else "torch")
         reference = reference_model(folder).cuda().eval()
         for length in (int(x) for x in args.lengths.split(",")):
             ids = inputs_for(folder, tokenizer, length).cuda()
