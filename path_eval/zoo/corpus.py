@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from path_eval.errors import PathEvalError
+from path_eval.zoo import run_cli
 
 WINDOW = 512 + 1  # the training length plus the shifted target
 HELDOUT_BOOK = "gutenberg_books/pg16215_jack_sheppard.txt"
@@ -61,7 +62,7 @@ def strip_gutenberg(text: str) -> str:
 def split_heldout(book: str) -> tuple[str, str]:
     """(training part, held-out tail): the tail starts at the first paragraph break at or after
     HELDOUT_CHARS from the end."""
-    cut = book.find("\n\n", len(book) - HELDOUT_CHARS)
+    cut = book.find("\n\n", max(0, len(book) - HELDOUT_CHARS))
     return book[:cut + 2], book[cut + 2:]
 
 
@@ -248,4 +249,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

@@ -22,7 +22,7 @@ import torch
 from path_eval import load_model
 from path_eval.lm.scoring import next_token_nll
 from path_eval.results.store import write_json_atomic
-from path_eval.zoo import flipflop
+from path_eval.zoo import flipflop, run_cli
 from path_eval.zoo.corpus import HELDOUT_FILE
 
 MODELS = Path(__file__).parent / "models"
@@ -110,4 +110,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from path_eval.bench.fla_parity import rel
 from path_eval.results.store import write_json_atomic
-from path_eval.zoo import flipflop
+from path_eval.zoo import flipflop, run_cli
 from path_eval.zoo.corpus import HELDOUT_FILE
 
 
@@ -81,4 +81,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

@@ -14,6 +14,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from path_eval.zoo import run_cli
+
 VOCAB_SIZE = 4096
 PAD, BOS, EOS = "<pad>", "<s>", "</s>"
 SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2: fla's default bos 1 and eos 2
@@ -69,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

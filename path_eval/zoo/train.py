@@ -28,7 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from path_eval.zoo import flipflop
+from path_eval.errors import PathEvalError
+from path_eval.zoo import flipflop, run_cli
 
 PROCESS_START = time.time()
 
@@ -80,7 +81,8 @@ def logits_of(model, ids: torch.Tensor) -> torch.Tensor:
 def lm_batches(stream_path: str, batch: int, steps: int, pad: int):
     stream = np.load(stream_path, mmap_mode="r")
     if steps * batch > len(stream):
-        raise SystemExit(f"{steps} steps of {batch} need {steps * batch} windows; {stream_path} holds {len(stream)}")
+        raise PathEvalError(f"{steps} steps of {batch} windows need {steps * batch} windows but {stream_path} holds "
+                            f"{len(stream)}: build it with --windows {steps * batch}")
     for step in range(steps):
         window = torch.from_numpy(stream[step * batch:(step + 1) * batch].astype(np.int64)).cuda(non_blocking=True)
         targets = window[:, 1:].masked_fill(window[:, 1:] == pad, -100)
@@ -282,4 +284,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)
