@@ -15,6 +15,27 @@ if os.environ.get("TRITON_INTERPRET") == "1":  # tf32 products as precise as on 
 
 import pytest  # noqa: E402  (after the environment defaults above)
 
+from tests.shared_data import SHARED_DATA  # noqa: E402
+
+NO_SHARED_DATA = f"needs ../shared/data (not found at {SHARED_DATA}; set PATH_EVAL_SHARED_DATA)"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `shared_data` (row counts, hashes, numbers of the full sets) skip without the data."""
+    if SHARED_DATA.is_dir():
+        return
+    for item in items:
+        if item.get_closest_marker("shared_data"):
+            item.add_marker(pytest.mark.skip(reason=NO_SHARED_DATA))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    left_out = [r for r in terminalreporter.stats.get("skipped", [])
+                if isinstance(r.longrepr, tuple) and r.longrepr[2].endswith(NO_SHARED_DATA)]
+    if left_out:
+        terminalreporter.write_line(f"left out {len(left_out)} tests that need ../shared/data (not beside this "
+                                    f"checkout: {SHARED_DATA}; set PATH_EVAL_SHARED_DATA to run them)")
+
 
 @pytest.fixture(scope="session")
 def tokenizer(tmp_path_factory):

@@ -12,17 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import shared_data as sd  # noqa: E402
+import tests.shared_data as sd
 
-pytestmark = pytest.mark.skipif(
-    not sd.SHARED_DATA.is_dir(), reason=f"shared evaluation data not found at {sd.SHARED_DATA}"
-)
+pytestmark = pytest.mark.shared_data  # row counts and hashes of the full copies
 
 YAMLS = {
     "wikitext": "wikitext/wikitext.yaml",

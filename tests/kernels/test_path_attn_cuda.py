@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.models.attention import AttentionInputs, blockwise
-from tests.models.test_model_cache import tiny_model
+from tests.helpers import tiny_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -7,7 +7,7 @@ from path_eval.lm import PathEvalLM
 from path_eval.lm.scoring import score_batch
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.models.tokenizer import load_tokenizer, mistral_v1_directory
-from tests.tensor_tracking import LargestTensor
+from tests.helpers import LargestTensor
 
 
 @pytest.fixture(scope="module")

@@ -2,16 +2,12 @@
 line through `eval.py lm-eval`."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
-from tests.shared_data import SHARED_DATA, build_data_dir
-
-ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+from tests.helpers import ROOT, fixture_data
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +16,7 @@ def setup(tmp_path_factory):
     torch.manual_seed(0)
     PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=1,
                                        num_heads=2)).save_pretrained(root / "model")
-    data = build_data_dir(root / "data", ["lambada_openai"])
+    data = fixture_data(root / "data", "lambada_openai")
     task = root / "tasks" / "lambada_local.yaml"
     task.parent.mkdir()
     task.write_text(

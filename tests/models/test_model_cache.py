@@ -3,24 +3,9 @@ and cached generation gives the tokens of a loop of full forwards."""
 import pytest
 import torch
 
-from path_eval.models import VARIANTS, PathEvalConfig, PathEvalForCausalLM
+from path_eval.models import VARIANTS
 from path_eval.models.generation import generate, prefill
-from tests.tensor_tracking import LargestTensor
-
-
-def tiny_model(variant, dtype=torch.float32, seed=0, **overrides):
-    torch.manual_seed(seed)
-    config = PathEvalConfig(attention=variant, vocab_size=97, hidden_size=64, num_hidden_layers=2, num_heads=4,
-                            num_kv_heads=2, qk_norm=variant != "path", use_output_gate=variant == "fox", **overrides)
-    model = PathEvalForCausalLM(config).eval()
-    with torch.no_grad():  # weights large enough that attention is far from uniform
-        for name, p in model.named_parameters():
-            if p.dim() > 1:
-                p.normal_(0, 0.15)
-            if name.endswith("bt_proj.bias"):
-                p.uniform_(-4, 4)
-    model.attention_backend = "torch"
-    return model.to(dtype)
+from tests.helpers import LargestTensor, tiny_model
 
 
 def rel(a, b):

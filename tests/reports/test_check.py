@@ -5,7 +5,7 @@ import pytest
 
 from path_eval.cli import main
 from path_eval.results import write_results
-from tests.reports.records import records
+from tests.helpers import records
 
 @pytest.fixture
 def baseline(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from path_eval.reports.tables import comparison, render, suite_table
 from path_eval.suites import load_suite
-from tests.reports.records import records
+from tests.helpers import PROVENANCE, records
 
 PAPER = Path(__file__).resolve().parents[2] / "results" / "paper"
 
@@ -57,7 +57,6 @@ def test_published_numbers_are_internally_consistent():
 
 def test_long_context_suites_put_lengths_in_columns():
     from path_eval.results import Provenance, ResultRecord
-    from tests.reports.records import PROVENANCE
 
     p = Provenance(**PROVENANCE)
     rows = [ResultRecord(suite="ruler", model=m, task=t, length=n, metric=metric, value=v, stderr=None, n=5,
@@ -74,7 +73,6 @@ def test_long_context_suites_put_lengths_in_columns():
 def test_table3_layout_joins_suites_by_length_beside_the_paper_rows():
     from path_eval.reports.tables import paper_layout
     from path_eval.results import Provenance, ResultRecord
-    from tests.reports.records import PROVENANCE
 
     p = Provenance(**PROVENANCE)
     measured = [ResultRecord(suite=suite, model="mine", task=task, length=n, metric=metric, value=v, stderr=None,
@@ -96,7 +94,6 @@ def test_table3_layout_joins_suites_by_length_beside_the_paper_rows():
 def longbench_records(model="mine", **provenance):
     """Bucket records as a LongBench-E run stores them: per dataset and the longbench_e average."""
     from path_eval.results import Provenance, ResultRecord
-    from tests.reports.records import PROVENANCE
 
     p = Provenance(**(PROVENANCE | {"truncate_middle": 15500} | provenance))
     rows = [("trec", "classification_score", "0-4k", 0.4), ("trec", "classification_score", "8k+", 0.1),

@@ -8,8 +8,7 @@ import pytest
 from path_eval.bench.random_checkpoint import random_model
 from path_eval.metrics.babilong import babilong_accuracy, target_substring
 from path_eval.results import load_results
-from tests.runner.cli import assert_missing_data_line, run_cli
-from tests.tasks.babilong_fixtures import write_babilong
+from tests.helpers import assert_missing_data_line, run_cli, write_babilong
 
 TASKS = ("qa1", "qa2", "qa3", "qa4", "qa5")
 

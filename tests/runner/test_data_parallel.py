@@ -7,12 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from path_eval.bench.random_checkpoint import random_model
 from path_eval.results import load_results
-from tests.shared_data import SHARED_DATA, build_data_dir
-
-ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+from tests.helpers import ROOT, fixture_data, save_tiny_model
 
 
 def run(launcher: list[str], args: list[str], out: Path) -> list:
@@ -23,14 +19,13 @@ def run(launcher: list[str], args: list[str], out: Path) -> list:
 
 
 @pytest.mark.parametrize("suite, extra", [
-    ("table2", ["--tasks", "piqa", "--limit", "30"]),
+    ("table2", ["--tasks", "piqa", "--limit", "20"]),
     ("phonebook", ["--lengths", "1k", "--limit", "3"]),
 ])
 def test_two_processes_give_the_results_of_one(tmp_path, monkeypatch, suite, extra):
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
-    model = tmp_path / "model"
-    random_model("path", "tiny").save_pretrained(model)
-    data = build_data_dir(tmp_path / "data", ["piqa"])
+    model = save_tiny_model(tmp_path / "model")
+    data = fixture_data(tmp_path / "data", "piqa")
     args = ["--suite", suite, "--model", str(model), "--data-dir", str(data), *extra]
     one = run([sys.executable], args, tmp_path / "one")
     two = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"], args, tmp_path / "two")
@@ -48,8 +43,7 @@ def test_two_processes_give_the_results_of_one(tmp_path, monkeypatch, suite, ext
 
 
 def test_corpus_tasks_refuse_several_processes(tmp_path):
-    model = tmp_path / "model"
-    random_model("path", "tiny").save_pretrained(model)
+    model = save_tiny_model(tmp_path / "model")
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "eval.py", "run",
                            "--suite", "extrapolation", "--tasks", "code_standin", "--lengths", "512", "--model",
                            str(model), "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)

@@ -2,27 +2,21 @@
 
 An oracle model that reads the answer out of the prompt with its own regexes (written from the
 benchmarks' formats, not from our generators) must score 1; one that answers wrongly must score 0.
-The CLI runs the real suites offline at 4K with a small model."""
+The CLI runs the real suites offline at 4K with a small model, on the committed fixtures."""
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from lm_eval.api.model import LM
 
-from path_eval.bench.random_checkpoint import random_model
 from path_eval.errors import PathEvalError
 from path_eval.results import load_results
 from path_eval.results.provenance import tokenizer_sha256
 from path_eval.suites import load_suite
 from path_eval.tasks.frozen import frozen_paths, read_frozen
 from path_eval.tasks.generated import build_generated_task
-from tests.shared_data import SHARED_DATA, build_data_dir, copy_essays
-
-ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER
+from tests.helpers import fixture_data, run_cli, save_tiny_model
 
 
 class OracleLM(LM):
@@ -62,9 +56,7 @@ def own_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    out = build_data_dir(tmp_path_factory.mktemp("data"), ["ruler_qa_1", "ruler_qa_2"])
-    copy_essays(out)
-    return out
+    return fixture_data(tmp_path_factory.mktemp("data"), "ruler_qa_1", "ruler_qa_2", ESSAYS_FOLDER)
 
 
 def evaluate(lm, tasks):
@@ -127,17 +119,9 @@ def test_frozen_samples_are_reused_and_checked_against_their_key(tokenizer, data
     assert "do not match their key" in caplog.text and json.loads(key_file.read_text()) == stored
 
 
-def write_model(path: Path) -> Path:
-    random_model("path_fox", "tiny").save_pretrained(path)
-    return path
-
-
-def run_cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "eval.py", *args], cwd=cwd, capture_output=True, text=True)
-
-
+@pytest.mark.slow
 def test_ruler_suite_at_4k_offline(tmp_path, data_dir):
-    model = write_model(tmp_path / "model")
+    model = save_tiny_model(tmp_path / "model", "path_fox")
     out = tmp_path / "run"
     result = run_cli("run", "--suite", "ruler", "--lengths", "4k", "--limit", "1", "--model", str(model),
                      "--data-dir", str(data_dir), "--out", str(out), "--quiet")
@@ -163,9 +147,8 @@ def test_ruler_suite_at_4k_offline(tmp_path, data_dir):
 
 
 def test_ruler_without_qa_data_reports_the_11_task_mean_only(tmp_path):
-    model = write_model(tmp_path / "model")
-    data = tmp_path / "data"
-    copy_essays(data)
+    model = save_tiny_model(tmp_path / "model", "path_fox")
+    data = fixture_data(tmp_path / "data", ESSAYS_FOLDER)
     out = tmp_path / "run"
     result = run_cli("run", "--suite", "ruler", "--lengths", "2k", "--limit", "1", "--model", str(model),
                      "--data-dir", str(data), "--out", str(out), "--quiet",
@@ -177,7 +160,7 @@ def test_ruler_without_qa_data_reports_the_11_task_mean_only(tmp_path):
 
 
 def test_phonebook_suite_reports_mean_and_spread_over_seeds(tmp_path):
-    model = write_model(tmp_path / "model")
+    model = save_tiny_model(tmp_path / "model", "path_fox")
     out = tmp_path / "run"
     result = run_cli("run", "--suite", "phonebook", "--lengths", "1k", "--limit", "2", "--model", str(model),
                      "--data-dir", str(tmp_path), "--out", str(out), "--quiet")
@@ -189,7 +172,7 @@ def test_phonebook_suite_reports_mean_and_spread_over_seeds(tmp_path):
 
 
 def test_essays_missing_is_one_line_with_the_fix(tmp_path):
-    model = write_model(tmp_path / "model")
+    model = save_tiny_model(tmp_path / "model", "path_fox")
     result = run_cli("run", "--suite", "ruler", "--lengths", "4k", "--tasks", "niah_single_2", "--model", str(model),
                      "--data-dir", str(tmp_path / "empty"), "--out", str(tmp_path / "run"))
     assert result.returncode == 2

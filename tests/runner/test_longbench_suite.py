@@ -5,8 +5,7 @@ import json
 
 from path_eval.bench.random_checkpoint import random_model
 from path_eval.results import load_results
-from tests.runner.cli import ROOT, assert_missing_data_line, run_cli
-from tests.tasks.longbench_fixtures import LENGTHS, write_longbench_e
+from tests.helpers import LONGBENCH_LENGTHS, ROOT, assert_missing_data_line, run_cli, write_longbench_e
 
 TASKS = ("2wikimqa", "triviaqa", "passage_count")
 
@@ -28,7 +27,7 @@ def test_longbench_e_suite_offline(tmp_path):
         assert mine[None].provenance.max_length == 16384
     assert not any(r.task == "longbench_e" for r in records)  # the average needs all 11 datasets
     logged = [json.loads(line) for line in (out / "samples" / "model" / "triviaqa.jsonl").open()]
-    assert [row["doc"]["length"] for row in logged] == list(LENGTHS)
+    assert [row["doc"]["length"] for row in logged] == list(LONGBENCH_LENGTHS)
     assert all(set(row["scores"]) == {"qa_f1_score"} and row["request"][0][1]["until"] == [] for row in logged)
     report = run_cli("report", str(out), "--layout", "table7", "--format", "csv")
     assert report.returncode == 0, report.stderr[-2000:]

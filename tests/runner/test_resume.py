@@ -8,15 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-import torch
-
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.results import load_results
-from tests.shared_data import SHARED_DATA, build_data_dir
-
-ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+from tests.helpers import ROOT, fixture_data, save_tiny_model
 
 
 def finished_requests(out: Path) -> int:
@@ -31,34 +24,32 @@ def finished_requests(out: Path) -> int:
 
 
 def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
-    torch.manual_seed(0)
-    model = tmp_path / "model"
-    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=2,
-                                       num_heads=2)).save_pretrained(model)
-    data = build_data_dir(tmp_path / "data", ["piqa"])
-    limit = 300
-    command = lambda out: [sys.executable, "eval.py", "run", "--suite", "table2", "--tasks", "piqa", "--model",  # noqa: E731
-                           str(model), "--data-dir", str(data), "--limit", str(limit), "--batch-size", "4", "--out", str(out)]
+    model = save_tiny_model(tmp_path / "model")
+    data = fixture_data(tmp_path / "data", "hellaswag")
+    limit, choices = 20, 4  # the fixture's 20 HellaSwag rows: 80 requests
+    requests = limit * choices
+    command = lambda out: [sys.executable, "eval.py", "run", "--suite", "table2", "--tasks", "hellaswag", "--model",  # noqa: E731
+                           str(model), "--data-dir", str(data), "--limit", str(limit), "--batch-size", "2", "--out", str(out)]
     out = tmp_path / "killed"
     process = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
-    while finished_requests(out) < 60 and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
+    while finished_requests(out) < 16 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
     done_before = finished_requests(out)
-    assert 60 <= done_before < 2 * limit, "the run was not caught mid-way"
+    assert 16 <= done_before < requests, "the run was not caught mid-way"
     assert not (out / "results.json").exists()
 
     resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert f"Cached requests: {done_before}, Requests remaining: {2 * limit - done_before}" in resumed.stderr
+    assert f"Cached requests: {done_before}, Requests remaining: {requests - done_before}" in resumed.stderr
     fresh = subprocess.run(command(tmp_path / "fresh"), cwd=ROOT, capture_output=True, text=True)
     assert fresh.returncode == 0
     a, b = load_results(out), load_results(tmp_path / "fresh")
     assert [(r.task, r.metric, r.value, r.n) for r in a] == [(r.task, r.metric, r.value, r.n) for r in b]
-    assert a[0].provenance.requests_computed == 2 * limit - done_before
-    lines = (out / "samples" / "model" / "piqa.jsonl").read_text().splitlines()
+    assert a[0].provenance.requests_computed == requests - done_before
+    lines = (out / "samples" / "model" / "hellaswag.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["doc_id"] for x in lines) == list(range(limit))  # none lost, none twice
 
 

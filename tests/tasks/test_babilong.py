@@ -13,8 +13,7 @@ from path_eval.runner.run import aggregate, lm_eval_records
 from path_eval.suites import load_suite
 from path_eval.tasks import build_task
 from path_eval.tasks.lm_eval_tasks import lm_eval_config, task_manager
-from tests.reports.records import PROVENANCE
-from tests.tasks.babilong_fixtures import FILLER, write_babilong
+from tests.helpers import BABILONG_FILLER, PROVENANCE, write_babilong
 
 LENGTHS = (0, 4096)
 
@@ -50,7 +49,7 @@ def evaluated(tmp_path_factory, suite):
     """qa1-qa5 at 0k and 4k, with a model that knows the first row of each task at 0k only."""
     data = write_babilong(tmp_path_factory.mktemp("data"))
     tasks = [build_task(t, data, suite, n) for t in suite.tasks for n in LENGTHS]
-    model = AnswerLM(knows=lambda doc: FILLER not in doc["input"] and doc["question"] in FIRST_QUESTIONS)
+    model = AnswerLM(knows=lambda doc: BABILONG_FILLER not in doc["input"] and doc["question"] in FIRST_QUESTIONS)
     output = lm_eval.simple_evaluate(model=model, tasks=[t.config for t in tasks], task_manager=task_manager(),
                                      log_samples=True, bootstrap_iters=0)
     return tasks, model, output

@@ -15,6 +15,7 @@ from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.runner.corpus import score_corpus
 from path_eval.suites import load_suite
 from path_eval.tasks.extrapolation import blocks, bucket_edges, strip_gutenberg
+from tests.helpers import fixture_data
 from tests.shared_data import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ def test_gutenberg_header_and_footer_are_stripped():
     assert strip_gutenberg("no markers at all\n") == "no markers at all\n"
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
+@pytest.mark.shared_data
 def test_real_gutenberg_books_lose_only_the_licence():
     for book in sorted((SHARED_DATA / "gutenberg_books").glob("*.txt")):
         raw = book.read_text(encoding="utf-8", errors="replace")
@@ -85,12 +86,8 @@ def test_bucketed_perplexity_is_the_same_for_every_chunk_size(lm, tmp_path):
     assert results[0]["blocks"] == 2
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not beside the checkout")
 def test_suite_runs_offline_on_the_stand_ins_and_writes_reports(lm, tmp_path):
-    data = tmp_path / "data"
-    (data / "gutenberg_books").mkdir(parents=True)
-    for book in (SHARED_DATA / "gutenberg_books").glob("*.txt"):
-        (data / "gutenberg_books" / book.name).write_bytes(book.read_bytes())
+    data = fixture_data(tmp_path / "data", "gutenberg_books")
     out = tmp_path / "out"
     command = [sys.executable, "eval.py", "run", "--suite", "extrapolation", "--tasks", "books_standin,code_standin",
                "--lengths", "1k", "--model", lm.pretrained, "--data-dir", str(data), "--out", str(out)]

@@ -15,8 +15,7 @@ from path_eval.runner.run import aggregate, check_room_for_generation, lm_eval_r
 from path_eval.suites import PromptEdit, load_suite
 from path_eval.tasks import build_task
 from path_eval.tasks.lm_eval_tasks import task_manager
-from tests.reports.records import PROVENANCE
-from tests.tasks.longbench_fixtures import LENGTHS, write_longbench_e
+from tests.helpers import LONGBENCH_LENGTHS, PROVENANCE, write_longbench_e
 
 # DESIGN.md §4.4: the original's max new tokens
 MAX_NEW_TOKENS = {"qasper": 128, "multifieldqa_en": 64, "hotpotqa": 32, "2wikimqa": 32, "gov_report": 512,
@@ -75,7 +74,7 @@ def test_prompts_follow_the_original_format(evaluated):
         assert options["until"] == [] and options["do_sample"] is False
         assert options["max_gen_toks"] == MAX_NEW_TOKENS[request.doc["dataset"]]
         assert options["truncate_middle"] == 15500 and request.doc["context"] in prompt
-    by_dataset = {r.doc["dataset"]: (r.args[0], r.doc) for r in model.requests if r.doc["length"] == LENGTHS[0]}
+    by_dataset = {r.doc["dataset"]: (r.args[0], r.doc) for r in model.requests if r.doc["length"] == LONGBENCH_LENGTHS[0]}
     prompt, doc = by_dataset["triviaqa"]
     assert prompt.endswith(f"{doc['context']}\n\n{doc['input']}")
     prompt, doc = by_dataset["samsum"]
@@ -128,7 +127,7 @@ def test_bucket_scores_and_their_average(evaluated, suite, tmp_path):
     assert average["0-4k"] == pytest.approx(sum(part_means) / 11) and average["0-4k"] > 0.5
     assert average["4-8k"] == 0.0 and average["8k+"] == 0.0
     logged = [json.loads(line) for line in (tmp_path / "samples" / "trec.jsonl").open()]
-    assert [row["doc"]["length"] for row in logged] == list(LENGTHS) and "classification_score" in logged[0]["scores"]
+    assert [row["doc"]["length"] for row in logged] == list(LONGBENCH_LENGTHS) and "classification_score" in logged[0]["scores"]
 
 
 def test_bucket_edges_count_words_as_the_original():

@@ -11,7 +11,7 @@ from importlib import resources
 import names
 import pytest
 
-from tests.tasks.tokens import tokens
+from tests.helpers import tokens
 from path_eval.errors import PathEvalError
 from path_eval.tasks.phonebook import generate_phonebook
 

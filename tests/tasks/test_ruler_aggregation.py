@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from wonderwords.random_word import _get_words_from_text_file
 
-from tests.tasks.tokens import tokens
+from tests.helpers import tokens
 from path_eval.tasks.ruler.aggregation import generate_cwe, generate_fwe
 
 LENGTH = 4096

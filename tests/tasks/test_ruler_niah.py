@@ -6,22 +6,18 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections import Counter
-from pathlib import Path
 
 import punkt
 import pytest
 from wonderwords.random_word import _get_words_from_text_file
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.haystack import load_essays
+from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, load_essays
 from path_eval.tasks.ruler.niah import NIAH_TASKS, adjectives_and_nouns, generate_niah, random_needle_part, word_keys
+from tests.helpers import FIXTURE_DATA
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from shared_data import SHARED_DATA  # noqa: E402
-
-ESSAYS_DIR = SHARED_DATA / "paul_graham_essays" / "PaulGrahamEssays"
+ESSAYS_DIR = FIXTURE_DATA / ESSAYS_FOLDER  # public-domain texts in the essays' place (tests/fixtures/data)
 LENGTH = 4096
 NUM_SAMPLES = 3
 SEED = 11
@@ -67,8 +63,6 @@ def is_word_key(key: str) -> bool:
 
 @pytest.fixture(scope="module")
 def essays() -> str:
-    if not ESSAYS_DIR.is_dir():
-        pytest.skip(f"essays not found at {ESSAYS_DIR}")
     return load_essays(ESSAYS_DIR)
 
 

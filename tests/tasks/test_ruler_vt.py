@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.tasks.tokens import tokens
+from tests.helpers import tokens
 from path_eval.tasks.ruler.variable_tracking import generate_vt
 
 LENGTH = 4096

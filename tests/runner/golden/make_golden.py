@@ -13,15 +13,12 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 from path_eval.bench.random_checkpoint import random_model
-from tests.fixtures.make_fixture_data import FIXTURE_DATA
-from tests.tasks.babilong_fixtures import write_babilong
-from tests.tasks.longbench_fixtures import write_longbench_e
+from tests.helpers import fixture_data, write_babilong, write_longbench_e
 
 GOLDEN_DIR = Path(__file__).resolve().parent
 
@@ -66,7 +63,7 @@ def write_models(folder: Path) -> Path:
 
 def build_data_dir(folder: Path) -> Path:
     """The committed fixtures plus the LongBench-E and BABILong rows the tests write."""
-    shutil.copytree(FIXTURE_DATA, folder)
+    fixture_data(folder)
     write_longbench_e(folder)
     write_babilong(folder, lengths=("0k", "4k"))
     return folder
@@ -149,8 +146,14 @@ def run_all(suites: list[str]) -> dict[str, list[dict]]:
     """Each suite's golden rows from fresh models, data and frozen samples, with its time."""
     import tempfile
 
+    import torch
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # One thread: the same summation order on every machine, and on a busy 2-core CPU generation runs
+    # several times faster than with two threads (26 s against 110 s for all the runs here). The goldens,
+    # made with two threads, are equal to the last bit with one.
+    torch.set_num_threads(1)
     found = {}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PATH_EVAL_CACHE"] = str(Path(tmp) / "cache")  # frozen samples made afresh
