@@ -26,16 +26,13 @@ class Plan:
 
 
 def check_generated_task(task: TaskSpec) -> None:
-    """A generated task names a known generator and metrics the registry has."""
-    from path_eval.metrics import METRICS
-    from path_eval.tasks.generated import check_generator
+    """A generated task names a known generator and metrics the registry scores on generated samples."""
+    from path_eval.tasks.generated import check_generated_metrics, check_generator
 
     if not task.generator:
         return
     check_generator(task.generator)
-    for metric in task.metrics:
-        if metric.name not in METRICS:
-            raise PathEvalError(f"task {task.name}: unknown metric {metric.name!r}: choose one of {', '.join(METRICS)}")
+    check_generated_metrics(task)
 
 
 def build_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -71,10 +70,3 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     return {"buckets": buckets, "total": total, "blocks": len(rows), "files": files,
             "fingerprint": fingerprint(files), "curve": curve_sum / len(rows)}
 
-
-def perplexity_and_stderr(nll_sum: float, count: int, block_means: list[float]) -> tuple[float, float | None]:
-    """exp(mean NLL); stderr by the delta method from the spread of the per-block means."""
-    ppl = math.exp(nll_sum / count)
-    if len(block_means) < 2:
-        return ppl, None
-    return ppl, ppl * float(np.std(block_means, ddof=1) / math.sqrt(len(block_means)))

@@ -14,12 +14,13 @@ import numpy as np
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import finish_processes, launched_processes
-from path_eval.metrics import mean_and_stderr, plain_mean
+from path_eval.metrics import mean_and_stderr, perplexity_and_stderr, plain_mean
+from path_eval.metrics.registry import metric_entry
 from path_eval.plan import Plan
 from path_eval.results import Provenance, ResultRecord, write_results
 from path_eval.results.provenance import git_revision, tokenizer_sha256, versions, weights_sha256
 from path_eval.samples import slug, write_samples
-from path_eval.runner.corpus import perplexity_and_stderr, score_corpus
+from path_eval.runner.corpus import score_corpus
 from path_eval.tasks import build_task
 from path_eval.tasks.extrapolation import documents
 from path_eval.tasks.generated import build_generated_task, input_files, sample_seeds
@@ -218,7 +219,7 @@ def lm_eval_records(plan: Plan, model: str, tasks: dict, output: dict, model_inf
             records.append(ResultRecord(
                 suite=plan.suite.name, model=model, task=spec.name, length=length, metric=metric.name,
                 value=value, stderr=stderr, n=sum(int(output["n-samples"][t.name]["effective"]) for t in group),
-                higher_is_better=metric.higher_is_better, provenance=provenance,
+                higher_is_better=metric_entry(metric.name).higher_is_better, provenance=provenance,
                 seeds=len(group) if len(group) > 1 else None,
                 seed_std=float(np.std(values, ddof=1)) if len(group) > 1 else None))
         if plan.suite.length_buckets:
@@ -244,7 +245,7 @@ def bucket_records(plan: Plan, model: str, spec, length: int | None, samples: li
             records.append(ResultRecord(
                 suite=plan.suite.name, model=model, task=spec.name, length=length, length_bucket=label,
                 metric=metric.name, value=value, stderr=stderr, n=len(values),
-                higher_is_better=metric.higher_is_better, provenance=provenance))
+                higher_is_better=metric_entry(metric.name).higher_is_better, provenance=provenance))
     return records
 
 
@@ -257,7 +258,8 @@ def corpus_records(plan: Plan, model: str, task: str, length: int, result: dict,
         ppl, stderr = perplexity_and_stderr(nll_sum, count, means)
         out.append(ResultRecord(suite=plan.suite.name, model=model, task=task, length=length, bucket=bucket,
                                 metric="perplexity", value=ppl, stderr=stderr, n=result["blocks"],
-                                higher_is_better=False, provenance=provenance))
+                                higher_is_better=metric_entry("perplexity").higher_is_better,
+                                provenance=provenance))
     return out
 
 
@@ -283,5 +285,5 @@ def aggregate(plan: Plan, records: list[ResultRecord]) -> list[ResultRecord]:
             out.append(ResultRecord(suite=plan.suite.name, model=model, task=spec.name, length=length,
                                     length_bucket=length_bucket, metric=spec.metric, value=value, stderr=stderr,
                                     n=sum(p.n for p in parts),
-                                    higher_is_better=True, provenance=provenance))
+                                    higher_is_better=metric_entry(spec.metric).higher_is_better, provenance=provenance))
     return out
