@@ -42,19 +42,18 @@ def _generate(args) -> None:
 def _run(args) -> None:
     from rich.console import Console
 
-    from path_eval.plan import build_plan
+    from path_eval.plan import resolve_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
     from path_eval.runner import RunOptions, run
     from path_eval.suites import load_suite
 
     suite = load_suite(args.suite)
-    plan = build_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
-                      seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
+    plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
+                        seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
     out = Path(args.out) if args.out else default_out(args, suite.name)
     records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
-                                   batch_size=args.batch_size, max_length=args.max_length,
-                                   bootstrap_iters=args.bootstrap_iters))
+                                   batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters))
     if not records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
@@ -86,7 +85,7 @@ def _demo(args) -> None:
 
     from path_eval.models import PathEvalConfig, PathEvalForCausalLM
     from path_eval.locations import cache_dir
-    from path_eval.plan import build_plan
+    from path_eval.plan import resolve_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
     from path_eval.runner import RunOptions, run
@@ -103,8 +102,8 @@ def _demo(args) -> None:
                                                num_hidden_layers=2, num_heads=2)).save_pretrained(path)
         models.append(str(path))
     suite = load_suite("extrapolation")
-    plan = build_plan(suite, models, tasks=["code_standin"], lengths=["512", "2048"], limit=2,
-                      data_dir=default_data_dir())
+    plan = resolve_plan(suite, models, tasks=["code_standin"], lengths=["512", "2048"], limit=2,
+                        data_dir=default_data_dir())
     out = Path(args.out)
     console.print(f"demo: {len(models)} untrained, seeded models ({', '.join(DEMO_VARIANTS)}; {folder}) scored on "
                   "the Python standard library at 512 and 2048 tokens, 2 blocks each, on the CPU")
