@@ -161,20 +161,23 @@ def _check(args) -> int:
 
 def _report(args) -> None:
     from path_eval.errors import PathEvalError
+    from path_eval.reports.stored import stored_suite
     from path_eval.reports.tables import paper_layout, render, suite_table
     from path_eval.results import load_results
-    from path_eval.suites import load_suite
 
-    records = [r for path in args.results for r in load_results(Path(path))]
-    suites = list(dict.fromkeys(r.suite for r in records))
-    if not suites:
+    runs = [(Path(path), load_results(Path(path))) for path in args.results]
+    records = [r for _, found in runs for r in found]
+    if not records:
         raise PathEvalError("the results hold no records")
     if args.layout:
         header, rows, note = paper_layout(args.layout, records)
         _emit(render(header, rows, args.format, f"PaTH paper {args.layout} layout", note), args.format)
         return
-    for name in suites:
-        suite = load_suite(name)
+    suites = {}
+    for path, found in runs:
+        for name in dict.fromkeys(r.suite for r in found):
+            suites.setdefault(name, stored_suite(path, name))
+    for name, suite in suites.items():
         header, rows, note = suite_table([r for r in records if r.suite == name], suite)
         _emit(render(header, rows, args.format, f"{suite.name}: {suite.description}", note), args.format)
 
