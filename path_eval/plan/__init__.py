@@ -65,10 +65,6 @@ class ResolvedPlan(BaseModel):
         return [item for item in self.items if item.kind == kind]
 
 
-def kind_of(task: TaskSpec) -> Kind:
-    return "lm_eval" if task.lm_eval_task else "generated" if task.generator else "corpus"
-
-
 def check_generated_task(task: TaskSpec) -> None:
     """A generated task names a known generator and metrics the registry scores on generated samples."""
     from path_eval.tasks.generated import check_generated_metrics, check_generator
