@@ -44,8 +44,8 @@ class PositionBucket:
 
 @dataclass
 class TaskResult:
-    """One task at one length. `metrics`: per metric, (value, stderr) per seed (one pair for a task
-    run under one seed)."""
+    """One task at one length. `metrics`: per metric, (value, stderr) per seed of `seeds` (one pair
+    for a task run without sample seeds)."""
 
     task: str
     length: int | None
@@ -53,6 +53,7 @@ class TaskResult:
     n: int
     data_files: list[Path]
     data_fingerprint: str | None
+    seeds: list[int] = field(default_factory=list)  # generated tasks: the seeds their samples were made from
     num_fewshot: int = 0
     truncate_middle: int | None = None
     samples: list[dict] = field(default_factory=list)  # lm-eval's per-sample dicts (length buckets read them)

@@ -23,11 +23,11 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
         for metric, per_seed in result.metrics.items():
             values = [value for value, _ in per_seed]
             value, stderr = plain_mean(values, [stderr for _, stderr in per_seed])
-            several = len(per_seed) > 1
+            several = len(result.seeds) > 1
             records.append(ResultRecord(
                 suite=suite.name, model=model, task=result.task, length=result.length, metric=metric,
                 value=value, stderr=stderr, n=result.n, higher_is_better=metric_entry(metric).higher_is_better,
-                provenance=provenance, seeds=len(per_seed) if several else None,
+                provenance=provenance, seeds=len(result.seeds) if several else None,
                 seed_std=float(np.std(values, ddof=1)) if several else None))
             records += [ResultRecord(suite=suite.name, model=model, task=result.task, length=result.length,
                                      bucket=[b.first, b.last], metric=metric, value=b.value, stderr=b.stderr,
