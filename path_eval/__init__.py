@@ -9,22 +9,52 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 
-class _KernelsFolderFinder(importlib.abc.MetaPathFinder):
-    """In a source checkout the Triton kernels live in the top-level `kernels/` folder; expose them
-    as `path_eval.kernels` (a bare `kernels` module would clash with Hugging Face's package)."""
+# The top-level folders that pyproject's `package-dir` maps into the package. None has an
+# `__init__.py` (a regular `kernels` package would shadow Hugging Face's: kernels/README.md), and
+# setuptools' editable finder resolves only mapped folders that have one (pypa/setuptools#4943),
+# so a source checkout, plain or `pip install -e .`, finds them here. A wheel holds them inside
+# the package. tests/test_packaging.py checks this table against pyproject.toml.
+SOURCE_FOLDERS = {"path_eval.kernels": "kernels", "path_eval.builtin_suites": "suites",
+                  "path_eval.paper_tables": "results/paper"}
 
-    folder = Path(__file__).resolve().parent.parent / "kernels"
 
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "path_eval.kernels" or not self.folder.is_dir():
+class _SourceFolderFinder(importlib.abc.MetaPathFinder):
+    """Each folder of SOURCE_FOLDERS as a package under its `path_eval` name, its modules importable
+    and its files readable through importlib.resources."""
+
+    root = Path(__file__).resolve().parent.parent
+
+    def find_spec(self, fullname, path=None, target=None):
+        folder = self.root / SOURCE_FOLDERS.get(fullname, "")
+        if fullname not in SOURCE_FOLDERS or not folder.is_dir():
             return None
-        spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)  # a namespace package
-        spec.submodule_search_locations = [str(self.folder)]
+        spec = importlib.machinery.ModuleSpec(fullname, _SourceFolderLoader(folder), is_package=True)
+        spec.submodule_search_locations = [str(folder)]
         return spec
 
 
-if not (Path(__file__).resolve().parent / "kernels").is_dir():  # installed wheels map the folder themselves
-    sys.meta_path.append(_KernelsFolderFinder())
+class _SourceFolderLoader(importlib.abc.Loader):
+    """A folder without code of its own; also its own resource reader (importlib.resources reads
+    a hand-made namespace package's files only through a loader that says where they are)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        pass
+
+    def get_resource_reader(self, name):
+        return self
+
+    def files(self) -> Path:
+        return self.folder
+
+
+if not (Path(__file__).resolve().parent / "kernels").is_dir():  # a checkout, not an installed wheel
+    sys.meta_path.append(_SourceFolderFinder())
 
 
 def load_model(path, *, device="cpu", dtype=None, attention=None):

@@ -1,10 +1,10 @@
 """The Triton interpreter multiplies float32 dot operands exactly, whatever `input_precision` says;
 an NVIDIA GPU's plain tf32 product keeps the top 10 mantissa bits of each float32 operand and drops
 the rest (truncation). The interpreter is patched to do the same, so CPU tests carry the GPU's tf32
-error instead of hiding it: a 16-bit cache test once passed here at 6e-4 and failed on the GPU
-(bound 3e-3), before the preparation rounded its tf32 factors itself (`prep._tf32`, which
-truncation then leaves as they are); truncating here, that test measures 4.3e-3 without the
-rounding."""
+error instead of hiding it. Without the truncation the 16-bit cache test
+(`test_half_precision_cache_through_folds`) would pass here even if the preparation did not round
+its tf32 factors itself (`prep._tf32`, whose already-rounded values truncation leaves as they
+are), while a GPU, truncating, fails it without that rounding."""
 import numpy as np
 
 

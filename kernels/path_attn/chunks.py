@@ -124,7 +124,7 @@ def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch
     the suffix S_i = P_last ... P_{i+1}. The suffixes come from a two-level scan: within groups of
     about sqrt(N) chunks (inner), then across the groups' totals (outer), and a key moves through
     its inner suffix, then its group's outer one. That is about 2N products in about 2 sqrt(N)
-    launches, against N - 1 launches of one product each (a whole-segment doubling scan was slower:
+    launches, against N - 1 launches of one product each (a whole-segment doubling scan would do
     N log N products). Each key is rounded once, whatever N."""
     k_end = transport.k_end
     B, H, n, _, D = k_end.shape

@@ -10,11 +10,10 @@ Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W 
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
   per query head: QW = tril(Q W^T),
   intra = Q K^T - QW Cm,  q_start = Q - QW TW             in-chunk logits, queries at chunk start.
-The split and the row-block solve keep the transition kernel at 32 KB of shared memory (three programs
-per SM at D = 64); the one-kernel version with the solve as full-size products, (I - N)(I + N^2) Xb,
-needed 120 KB (one program per SM) and took 8.3 ms for 8 x 8K tokens of 32 heads of 64 on an H200,
-against 3.85 ms after the split (14.9 against 9.7 ms at D = 128, 16 heads), 3.95 and 9.8 ms with
-the tf32 factors rounded (`_tf32`).
+Why two launches and a row-block solve: one kernel solving the blocks below with full-size
+products, (I - N)(I + N^2) Xb, needs so much shared memory for its tf32x3 operands that one program
+fits per SM and its chain of small products waits on latency; split this way the transition kernel
+fits three programs per SM at D = 64 (tests/kernels/test_kernel_resources.py holds it to that).
 """
 from __future__ import annotations
 
@@ -45,10 +44,10 @@ def _tf32(x, ROUND: tl.constexpr):
     """float32 x rounded to tf32's 10 mantissa bits, to nearest (ties away from zero, as cvt.rna and
     the high parts of Triton's tf32x3), when ROUND. A plain tf32 product on an NVIDIA GPU keeps only
     the top 10 bits of each float32 operand: truncation, a bias toward zero that adds up along the
-    chained products below (a 16-bit cache test, bound 3e-3, failed on the H200 truncated and
-    measures 1.3e-3 there rounded; the interpreter, truncating, 4.3e-3).
-    Each factor is rounded once where it is made, so no product needs a rounded copy of its
-    operand (rounding inside each product cost 14% of the preparation at D = 64, 50% at D = 128)."""
+    chained products below, enough to push the 16-bit cache test
+    (`test_half_precision_cache_through_folds`) past its bound on a GPU and, with the interpreter's
+    truncation (tests/tf32_emulation.py), on the CPU. Each factor is rounded once where it is made,
+    so no product needs a rounded copy of its operand: rounding inside every product is slower."""
     if ROUND:
         bits = x.to(tl.int32, bitcast=True)
         rounded = ((bits + 0x1000) & -0x2000).to(tl.float32, bitcast=True)
@@ -184,10 +183,10 @@ def _chunk_queries(
 
 
 def _transition_launch(head_dim: int) -> dict:
-    """Warps and register cap of the transition kernel, measured on an H200 (8 x 8K tokens, bf16): at
-    D <= 64, 4 warps capped at 168 registers (three programs per SM) took 3.85 ms with the query
-    kernel, against 4.22 ms uncapped, 4.16 ms at 128 registers and 7.79 ms with 8 warps; at D = 128,
-    8 warps uncapped (9.69 ms; capped at 168: 10.81 ms). Measured before the tf32 rounding."""
+    """Warps and register cap of the transition kernel, the fastest of those timed on an H200
+    (8 x 8K tokens, bf16): at D <= 64, 4 warps capped at 168 registers, so that three programs share
+    an SM (faster than uncapped, than a cap of 128 and than 8 warps); at D = 128, 8 warps uncapped
+    (a cap of 168 is slower there)."""
     return dict(num_warps=4, maxnreg=168) if head_dim <= 64 else dict(num_warps=8)
 
 
@@ -208,7 +207,7 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared
     ("tf32x3", three tf32 tensor-core passes, up to D = 64; plain float32 above) and as one tf32 pass
     for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and U are
     rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
-    transport state within the 16-bit tests' bounds on the H200 (README, kernel accuracy). W W^T
+    transport state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T
     and the UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is
     near 2)."""
     B, T, HQ, D = q.shape

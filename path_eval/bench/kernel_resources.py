@@ -7,9 +7,9 @@ ptxas that ships with Triton, and the cubin's resources are read back with Trito
 
     python -m path_eval.bench.kernel_resources [--head-dims 64,128] [--workloads "path forward,..."]
 
-Why: a Hopper SM has 64K registers and 227 KB of shared memory for its programs. The one-kernel
-preparation needed 120 KB, so one program ran per SM and its chain of small products waited on
-latency; this is how that was found (README, "The Triton kernels"). Numbers depend on the Triton
+Why: a Hopper SM has 64K registers and 227 KB of shared memory for its programs, and a kernel whose
+registers or shared memory allow one program per SM leaves its chain of small products waiting on
+latency (kernels/README.md, "Resources"). Numbers depend on the Triton
 version: the H200 image has triton 3.6, so for its exact numbers run this where triton 3.6 is
 installed (`pip download triton==3.6.0 --no-deps`, then install it into a virtual environment).
 Launches are compiled with the configuration the wrapper passes; the forward kernel's is the fixed

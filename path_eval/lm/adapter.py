@@ -23,6 +23,7 @@ from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import DataParallel, launched_processes
 from path_eval.lm.progress import RequestProgress
+from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
 from path_eval.models import PathEvalForCausalLM
 from path_eval.models.generation import generate
@@ -81,6 +82,16 @@ class PathEvalLM(TemplateLM):
         self.seconds = 0.0
         self.truncated_requests = 0
         self.requests_computed = 0
+        self.request_cache: RequestCache | None = None
+
+    def use_request_cache(self, path) -> None:
+        """Read finished requests from, and record new ones in, the resume cache at `path` (JSON rows,
+        never pickles: see `request_cache`)."""
+        self.request_cache = RequestCache(path)
+        self.set_cache_hook(self.request_cache)
+
+    def _answer(self, kind: str, requests, compute):
+        return compute(requests) if self.request_cache is None else self.request_cache.answer(kind, requests, compute)
 
     # ----------------------------------------------------------------- data parallelism (lm-eval's hooks)
     def all_gather(self, tensor):
@@ -142,7 +153,9 @@ class PathEvalLM(TemplateLM):
     # ----------------------------------------------------------------- scoring
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         """lm-eval's tokenisation of (context, continuation) pairs; its progress bar obeys TQDM_DISABLE."""
-        return super().loglikelihood(requests, disable_tqdm=disable_tqdm or os.environ.get("TQDM_DISABLE") == "1")
+        quiet = disable_tqdm or os.environ.get("TQDM_DISABLE") == "1"
+        return self._answer("loglikelihood", requests, lambda rest: super(PathEvalLM, self).loglikelihood(
+            rest, disable_tqdm=quiet))
 
     def timed(self, fn, *args, tokens: int):
         """Run fn(*args), counting its seconds and `tokens` toward the throughput in the provenance."""
@@ -196,6 +209,9 @@ class PathEvalLM(TemplateLM):
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
         """Disjoint windows of max_length tokens, each predicted with one token of context (the
         previous window's last, or the prefix token first): lm-eval's definition."""
+        return self._answer("loglikelihood_rolling", requests, self._rolling)
+
+    def _rolling(self, requests) -> list[float]:
         totals = []
         with RequestProgress(self, "loglikelihood_rolling (documents)", len(requests)) as bar:
             for (text,) in (r.args for r in requests):
@@ -222,6 +238,9 @@ class PathEvalLM(TemplateLM):
         return self.tok_encode(self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:]))
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        return self._answer("generate_until", requests, self._generate_requests)
+
+    def _generate_requests(self, requests) -> list[str]:
         encodings = {key: self.prompt_tokens(*key) for key in dict.fromkeys(_prompt_key(r.args) for r in requests)}
         collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(encodings[_prompt_key(a)]), a[0]),
                             group_by="gen_kwargs", group_fn=lambda a: a[1])

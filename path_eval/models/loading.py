@@ -95,7 +95,8 @@ def config_from_fla(raw: dict, state: dict[str, torch.Tensor]) -> PathEvalConfig
 
 
 def rename_legacy_fox_gate(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Before 2025-04 fla saved FoX's forget gate as `attn.g_proj` (with a bias); now `attn.f_proj`."""
+    """fla checkpoints saved before 2025-04 hold FoX's forget gate as `attn.g_proj` (with a bias),
+    under fla's current name `attn.f_proj` here."""
     if _has(state, "attn.f_proj.weight") or not _has(state, "attn.g_proj.bias"):
         return state
     return {key.replace(".attn.g_proj.", ".attn.f_proj."): value for key, value in state.items()}

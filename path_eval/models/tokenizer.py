@@ -1,13 +1,12 @@
 """The checkpoint's own tokenizer, else the paper's: Mistral v1 SentencePiece (32000 pieces).
 
-The Mistral model file ships inside the `mistral-common` wheel; we only read the file (no import).
-transformers 5 builds a 3-token vocabulary from `LlamaTokenizer(vocab_file=...)` without an error,
-so the file is placed in a directory with a `tokenizer_config.json` and loaded from there.
+The Mistral model file ships inside this package (`tokenizers/mistral-v1/`, with its licence and
+source). transformers 5 builds a 3-token vocabulary from `LlamaTokenizer(vocab_file=...)` without an
+error, so the file is placed in a directory with a `tokenizer_config.json` and loaded from there.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import shutil
 import tempfile
@@ -15,32 +14,22 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
+from path_eval.package_data import mistral_v1_tokenizer
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
 MISTRAL_V1_CONFIG = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
                      "unk_token": "<unk>", "add_bos_token": True, "legacy": False}
 
 
-def mistral_v1_model_file() -> Path:
-    spec = importlib.util.find_spec("mistral_common")
-    if spec is None or not spec.submodule_search_locations:
-        raise PathEvalError("the checkpoint has no tokenizer and mistral-common (which ships the paper's Mistral v1 "
-                            "tokenizer) is not installed: pip install mistral-common, or add tokenizer files")
-    path = Path(spec.submodule_search_locations[0]) / "data" / "tokenizer.model.v1"
-    if not path.is_file():
-        raise PathEvalError(f"{path} is missing from the installed mistral-common: reinstall it")
-    return path
-
-
 def mistral_v1_directory() -> Path:
     """A directory transformers can load the Mistral v1 tokenizer from, made once per file hash."""
-    source = mistral_v1_model_file()
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    model = (mistral_v1_tokenizer() / "tokenizer.model").read_bytes()
+    digest = hashlib.sha256(model).hexdigest()[:16]
     target = cache_dir() / "tokenizers" / f"mistral-v1-{digest}"
     if not (target / "tokenizer_config.json").is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".staging-"))
-        shutil.copyfile(source, staging / "tokenizer.model")
+        (staging / "tokenizer.model").write_bytes(model)
         (staging / "tokenizer_config.json").write_text(json.dumps(MISTRAL_V1_CONFIG, indent=1))
         try:
             staging.rename(target)

@@ -7,17 +7,15 @@ import csv
 import io
 import json
 import math
-from pathlib import Path
 
 from rich.table import Table
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
+from path_eval.package_data import paper_tables
 from path_eval.reports.terminal import column_of, column_title, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
-
-PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 
 
 def display(metric: str, value: float) -> float:
@@ -27,7 +25,7 @@ def display(metric: str, value: float) -> float:
 
 def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict], str | None]:
     """The paper's rows for this suite, or none and the reason the setting does not match."""
-    file = PAPER_DIR / f"{suite.name}.json"
+    file = paper_tables() / f"{suite.name}.json"
     if not file.is_file():
         return [], None
     paper = json.loads(file.read_text())
@@ -64,14 +62,14 @@ def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], lis
     """A table of the paper rebuilt from results, measured beside published: `results/paper/<name>.json`
     with a `columns` map (Table 3: columns from several suites) or `layout: datasets_by_bucket`
     (Table 7)."""
-    file = PAPER_DIR / f"{name}.json"
+    file = paper_tables() / f"{name}.json"
     paper = json.loads(file.read_text()) if file.is_file() else {}
     records = [r for r in records if r.bucket is None]
     if paper.get("layout") == "datasets_by_bucket":
         return datasets_by_bucket(paper, records)
     if "columns" not in paper:
-        layouts = sorted(p.stem for p in PAPER_DIR.glob("*.json")
-                         if {"columns", "layout"} & set(json.loads(p.read_text())))
+        layouts = sorted(p.name.removesuffix(".json") for p in paper_tables().iterdir() if p.name.endswith(".json")
+                         and {"columns", "layout"} & set(json.loads(p.read_text())))
         raise PathEvalError(f"no paper layout {name!r}: choose one of {', '.join(layouts)}")
     return suite_columns(paper, records)
 

@@ -15,14 +15,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def git_revision() -> str | None:
-    """HEAD of the harness checkout, with '+dirty' when it has uncommitted changes."""
+    """HEAD of the harness checkout, with '+dirty' when it has uncommitted changes; None when the
+    package is not a checkout of its own (an installed wheel, even one inside some other repository).
+    Read-only (`--no-optional-locks`): a `git status` that refreshes the index takes
+    `.git/index.lock`, and a git command run meanwhile in the same checkout fails on it."""
+    git = ["git", "--no-optional-locks", "-C", str(REPO)]
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
+        head = subprocess.run([*git, "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
         if head.returncode:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+        toplevel, revision = head.stdout.splitlines()
+        if Path(toplevel).resolve() != REPO:
+            return None
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
-        return head.stdout.strip() + ("+dirty" if dirty else "")
+        return revision + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
 

@@ -10,8 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import REGISTRY
-
-SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
+from path_eval.package_data import builtin_suites
 
 
 def parse_length(value: int | str) -> int:
@@ -206,14 +205,14 @@ class SuiteSpec(BaseModel):
 
 
 def available_suites() -> list[str]:
-    return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
+    return sorted(p.name.removesuffix(".yaml") for p in builtin_suites().iterdir() if p.name.endswith(".yaml"))
 
 
 def load_suite(name_or_path: str) -> SuiteSpec:
     """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
-        path = SUITES_DIR / f"{name_or_path}.yaml"
+        path = builtin_suites() / f"{name_or_path}.yaml"
         if not path.is_file():
             raise PathEvalError(f"unknown suite {name_or_path!r}: choose one of {', '.join(available_suites())} "
                                 "or give a path to a suite YAML file")

@@ -14,9 +14,9 @@ TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
 
 @pytest.mark.parametrize("regs,warps,shared_kb,expected", [
-    (255, 4, 120, 1),   # the one-kernel preparation: shared memory allows one program
+    (255, 4, 120, 1),   # a one-kernel preparation's shared memory allows one program
     (255, 4, 0, 2),     # 255 -> 256 registers x 128 threads: two programs fill 64K registers
-    (168, 4, 64, 3),    # the transition kernel before its tf32 rounding: 168 x 128 = 21504 registers, three programs
+    (168, 4, 64, 3),    # the transition kernel's cap: 168 x 128 = 21504 registers, three programs
     (128, 4, 16, 4),
     (32, 4, 0, 16),     # warps bound it: 64 warps per SM
     (32, 1, 0, 32),     # the block limit
@@ -28,8 +28,8 @@ def test_programs_per_sm_follow_hopper_limits(regs, warps, shared_kb, expected):
 @pytest.mark.skipif(not (TOOLS / "ptxas").exists() or not (TOOLS / "cuobjdump").exists(),
                     reason="this Triton build ships no ptxas / cuobjdump")
 def test_preparation_transition_kernel_fits_three_programs_per_sm():
-    """The design of the two-launch preparation (32-64 KB of shared memory, 168 registers at D = 64) as
-    compiled for sm_90; the one-kernel version it replaced allowed one program per SM."""
+    """The design of the two-launch preparation (at most 168 registers at D = 64, so three programs
+    share an SM) as compiled for sm_90; a one-kernel preparation would allow one program per SM."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-m", "path_eval.bench.kernel_resources", "--head-dims", "64",
                           "--workloads", "path forward"], capture_output=True, text=True, env=env, timeout=600,

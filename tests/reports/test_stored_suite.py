@@ -10,7 +10,8 @@ from path_eval.bench.random_checkpoint import random_model
 from path_eval.cli import main
 from path_eval.plan import ResolvedPlan
 from path_eval.results import load_results
-from path_eval.suites import SUITES_DIR, load_suite
+from path_eval.package_data import builtin_suites
+from path_eval.suites import load_suite
 
 pytestmark = pytest.mark.slow  # one short RULER run on a tiny model
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.slow  # one short RULER run on a tiny model
 def copied_run(tmp_path_factory):
     """suites/ruler.yaml copied as my_ruler (one task relabelled), run on a tiny model."""
     root = tmp_path_factory.mktemp("copied")
-    raw = yaml.safe_load((SUITES_DIR / "ruler.yaml").read_text())
+    raw = yaml.safe_load((builtin_suites() / "ruler.yaml").read_text())
     raw["name"] = "my_ruler"
     raw["tasks"][0]["label"] = "My single NIAH"
     suite = root / "my_ruler.yaml"

@@ -1,0 +1,75 @@
+"""The resume cache: each finished request of one model, one sqlite row, committed as it is computed,
+so that a killed run started again recomputes nothing it had finished.
+
+lm-eval's own request cache (`use_cache`, a SqliteDict) stores pickles, and unpickling a row can run
+arbitrary code: a run folder copied from someone else could execute commands on resume. Rows here
+are JSON (log-likelihoods, greedy flags, generated text), so reading one can only ever give data.
+Keys are lm-eval's (`hash_args` of the request kind and arguments), so a request is found again
+whatever order or batch it comes in."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+from lm_eval.api.model import hash_args
+
+from path_eval.errors import PathEvalError
+
+TABLE = "requests"
+PICKLED_TABLE = "unnamed"  # SqliteDict's default table: lm-eval's pickled cache
+
+
+class RequestCache:
+    """JSON rows keyed by request; also lm-eval's cache hook (`add_partial`), which the adapter
+    calls as each request is computed."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.connection = sqlite3.connect(self.path)
+            tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as err:
+            raise PathEvalError(f"resume cache {self.path} is not a readable sqlite file ({err}): delete it "
+                                "to recompute its requests") from None
+        if PICKLED_TABLE in tables:
+            self.connection.close()
+            raise PathEvalError(f"resume cache {self.path} holds pickled rows (lm-eval's format, written by an "
+                                "older path-eval), which could run code when read: delete it to recompute its "
+                                "requests")
+        self.connection.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.connection.commit()
+
+    def get(self, kind: str, args) -> object | None:
+        row = self.connection.execute(f"SELECT value FROM {TABLE} WHERE key = ?", (hash_args(kind, args),)).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except ValueError:
+            raise PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its "
+                                "requests") from None
+        return tuple(value) if kind == "loglikelihood" else value  # (log-likelihood, is_greedy)
+
+    def add_partial(self, kind: str, args, result) -> None:
+        """Store one finished request (committed at once: a kill loses at most the request in hand)."""
+        self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
+                                (hash_args(kind, args), json.dumps(result)))
+        self.connection.commit()
+
+    def answer(self, kind: str, requests: list, compute: Callable[[list], list]) -> list:
+        """Results of `requests` in order: stored ones read back, the rest computed in one call.
+        Sampled generations are never reused (repeats must differ), as in lm-eval's cache."""
+        results = [None if _sampled(kind, r.args) else self.get(kind, r.args) for r in requests]
+        missing = [r for r, result in zip(requests, results) if result is None]
+        computed = iter(compute(missing) if missing else [])
+        return [next(computed) if result is None else result for result in results]
+
+    def __len__(self) -> int:
+        return self.connection.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
+
+
+def _sampled(kind: str, args) -> bool:
+    return kind == "generate_until" and bool(args[1].get("do_sample", False))

@@ -1,0 +1,75 @@
+"""Flip-flop language modelling (Liu et al. 2023, "Exposing Attention Glitches with Flip-Flop
+Language Modeling"): a sequence of instruction-bit pairs, each instruction write (w), read (r) or
+ignore (i). A read's bit is the bit of the latest write; write and ignore bits are random.
+
+FFL(p_ignore): the first instruction is a write and the last a read; every other instruction is an
+ignore with probability p_ignore and otherwise a write or a read with equal probability. The
+paper's splits at length 512: in-distribution p = 0.8, sparse out-of-distribution p = 0.98, dense
+out-of-distribution p = 0.1. A model's error is the share of read positions whose predicted bit is
+wrong (the argmax over the whole vocabulary at the position before the bit).
+
+The flip-flop models use this tiny vocabulary of their own, one token per symbol; the text form
+("w 1 i 0 r 1") is what the zoo's language-model mixture carries.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+WRITE, READ, IGNORE, ZERO, ONE, BOS, EOS, PAD = range(8)
+SYMBOLS = ("w", "r", "i", "0", "1", "<s>", "</s>", "<pad>")
+VOCAB_SIZE = len(SYMBOLS)
+LENGTH = 512
+SPLITS = {"in": 0.8, "sparse": 0.98, "dense": 0.1}
+
+
+def generate(count: int, p_ignore: float, *, length: int = LENGTH, seed: int) -> np.ndarray:
+    """`count` FFL(p_ignore) sequences of `length` tokens ([count, length] int64), a pure function
+    of its arguments."""
+    if length < 4 or length % 2:
+        raise ValueError(f"a flip-flop length is an even number of at least 4 tokens, not {length}")
+    if not 0.0 <= p_ignore <= 1.0:
+        raise ValueError(f"p_ignore is a probability, not {p_ignore}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    pairs = length // 2
+    p_other = (1.0 - p_ignore) / 2
+    instructions = rng.choice(np.array([WRITE, READ, IGNORE]), p=[p_other, p_other, p_ignore], size=(count, pairs))
+    instructions[:, 0], instructions[:, -1] = WRITE, READ
+    bits = rng.integers(0, 2, size=(count, pairs))
+    positions = np.broadcast_to(np.arange(pairs), (count, pairs))
+    latest_write = np.maximum.accumulate(np.where(instructions == WRITE, positions, 0), axis=1)
+    bits = np.where(instructions == READ, np.take_along_axis(bits, latest_write, axis=1), bits)
+    sequences = np.empty((count, length), dtype=np.int64)
+    sequences[:, 0::2], sequences[:, 1::2] = instructions, ZERO + bits
+    return sequences
+
+
+def read_positions(tokens: np.ndarray) -> np.ndarray:
+    """Boolean mask [N, T] of the bit positions that follow a read instruction."""
+    tokens = np.asarray(tokens)
+    mask = np.zeros(tokens.shape, dtype=bool)
+    mask[:, 1:] = tokens[:, :-1] == READ
+    return mask
+
+
+def read_errors(tokens: np.ndarray, predictions: np.ndarray) -> tuple[int, int]:
+    """(wrong, reads): predictions[n, t] is the model's next token after tokens[n, :t + 1]; a read
+    is wrong when the prediction at the read instruction is not the bit that follows it."""
+    tokens, predictions = np.asarray(tokens), np.asarray(predictions)
+    if tokens.shape != predictions.shape:
+        raise ValueError(f"tokens {tokens.shape} and predictions {predictions.shape} differ in shape")
+    targets = read_positions(tokens)
+    predicted = np.zeros(tokens.shape, dtype=predictions.dtype)
+    predicted[:, 1:] = predictions[:, :-1]
+    wrong = int((predicted[targets] != tokens[targets]).sum())
+    return wrong, int(targets.sum())
+
+
+def read_error_rate(tokens: np.ndarray, predictions: np.ndarray) -> float:
+    """The share of read positions whose predicted bit is wrong."""
+    wrong, reads = read_errors(tokens, predictions)
+    return wrong / reads
+
+
+def to_text(sequence) -> str:
+    """The text form, symbols separated by spaces: "w 1 i 0 r 1"."""
+    return " ".join(SYMBOLS[int(token)] for token in sequence)

@@ -1,0 +1,59 @@
+"""docs/benchmarks.md and the schema block of docs/results.md are what the committed JSON gives."""
+import json
+import shutil
+from pathlib import Path
+
+from path_eval.bench import docs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def copy_of_repository(tmp_path: Path) -> Path:
+    """The docs and results folders of this checkout, to change without touching it."""
+    for name in ("docs", "results"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def test_committed_docs_equal_a_fresh_regeneration():
+    assert docs.stale_docs(ROOT) == [], f"run {docs.REGENERATE}"
+
+
+def test_a_changed_measurement_changes_the_doc_and_fails_the_check(tmp_path, capsys):
+    root = copy_of_repository(tmp_path)
+    assert docs.main(["--check", "--root", str(root)]) == 0
+    parity = root / "results" / "fla_parity.json"
+    data = json.loads(parity.read_text())
+    data["records"][0]["fp32_ours_vs_fla"] = 0.0777
+    parity.write_text(json.dumps(data))
+
+    assert "| 7.8e-02 |" in docs.render_benchmarks(root / "results")
+    assert docs.main(["--check", "--root", str(root)]) == 1
+    assert "docs/benchmarks.md differs" in capsys.readouterr().out
+    assert docs.main(["--root", str(root)]) == 0
+    assert docs.main(["--check", "--root", str(root)]) == 0
+
+
+def test_a_hand_edited_schema_block_fails_the_check(tmp_path, capsys):
+    root = copy_of_repository(tmp_path)
+    results_doc = root / "docs" / "results.md"
+    text = results_doc.read_text()
+    start = text.index(docs.SCHEMA_BEGIN)
+    results_doc.write_text(text[:start] + text[start:].replace('"higher_is_better"', '"higher_is_worse"', 1))
+    assert docs.main(["--check", "--root", str(root)]) == 1
+    assert "docs/results.md differs" in capsys.readouterr().out
+
+
+def test_the_schema_block_holds_every_record_field():
+    text = (ROOT / "docs" / "results.md").read_text()
+    block = text[text.index(docs.SCHEMA_BEGIN):text.index(docs.SCHEMA_END)]
+    for field in docs.ResultRecord.model_fields:
+        assert f'"{field}"' in block
+
+
+def test_missing_schema_markers_are_one_line_naming_the_fix(tmp_path, capsys):
+    root = copy_of_repository(tmp_path)
+    (root / "docs" / "results.md").write_text("# Results\n")
+    assert docs.main(["--root", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "schema markers" in err and "\n" not in err

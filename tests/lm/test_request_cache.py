@@ -1,0 +1,102 @@
+"""The resume cache stores data, never pickles: answers come back equal, nothing is recomputed, and a
+poisoned or pickled cache is refused without running anything."""
+import pickle
+import sqlite3
+
+import pytest
+import torch
+from lm_eval.api.instance import Instance
+
+from path_eval.errors import PathEvalError
+from path_eval.lm import PathEvalLM
+from path_eval.lm.request_cache import RequestCache
+from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("path")
+    torch.manual_seed(0)
+    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=32, num_hidden_layers=1,
+                                       num_heads=2, max_position_embeddings=256)).save_pretrained(path)
+    return path
+
+
+def requests(kind, args_list):
+    return [Instance(request_type=kind, doc={}, arguments=a, idx=i) for i, a in enumerate(args_list)]
+
+
+KINDS = {
+    "loglikelihood": [("The grass is", " green."), ("One two", " three")],
+    "loglikelihood_rolling": [("A whole document to score, word by word.",)],
+    "generate_until": [("The sky is", {"until": ["\n"], "max_gen_toks": 6, "do_sample": False})],
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_second_run_reads_every_answer_back(checkpoint, tmp_path, kind):
+    first = PathEvalLM(str(checkpoint))
+    first.use_request_cache(tmp_path / "cache.db")
+    computed = getattr(first, kind)(requests(kind, KINDS[kind]))
+    assert first.requests_computed > 0
+
+    again = PathEvalLM(str(checkpoint))
+    again.use_request_cache(tmp_path / "cache.db")
+    assert getattr(again, kind)(requests(kind, KINDS[kind])) == computed
+    assert again.requests_computed == 0
+    assert len(again.request_cache) == len(KINDS[kind])
+
+
+def test_only_missing_requests_are_computed_in_order(checkpoint, tmp_path):
+    kind = "loglikelihood"
+    pairs = KINDS[kind] + [("Red, green and", " blue")]
+    cache = RequestCache(tmp_path / "cache.db")
+    cache.add_partial(kind, pairs[1], (-1.5, True))
+    lm = PathEvalLM(str(checkpoint))
+    lm.use_request_cache(tmp_path / "cache.db")
+    answers = lm.loglikelihood(requests(kind, pairs))
+    assert answers[1] == (-1.5, True)
+    assert lm.requests_computed == 2
+    fresh = PathEvalLM(str(checkpoint)).loglikelihood(requests(kind, [pairs[0], pairs[2]]))
+    assert [answers[0], answers[2]] == fresh
+
+
+class Payload:
+    """Unpickling this would create the marker file: what a poisoned row of a pickled cache does."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_pickled_cache_is_refused_and_never_unpickled(tmp_path):
+    from sqlitedict import SqliteDict
+
+    marker = tmp_path / "code-ran"
+    path = tmp_path / "old.db"
+    with SqliteDict(str(path), autocommit=True) as old:  # lm-eval's format: pickled rows in table "unnamed"
+        old["key"] = Payload(marker)
+    assert not marker.exists()
+    with pytest.raises(PathEvalError, match="pickled rows .* delete it"):
+        RequestCache(path)
+    assert not marker.exists()
+
+
+def test_a_row_that_is_not_json_is_a_clean_error(tmp_path):
+    path = tmp_path / "cache.db"
+    cache = RequestCache(path)
+    cache.add_partial("generate_until", ("prompt", {}), "text")
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE requests SET value = ?", (pickle.dumps(Payload(tmp_path / "x")),))
+    with pytest.raises(PathEvalError, match="corrupt row"):
+        RequestCache(path).get("generate_until", ("prompt", {}))
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_file_that_is_not_sqlite_is_a_clean_error(tmp_path):
+    path = tmp_path / "cache.db"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(PathEvalError, match="not a readable sqlite file"):
+        RequestCache(path)

@@ -1,0 +1,88 @@
+"""The committed zoo: each model loads with `load_model` on the CPU, generates, and beats chance;
+its tokenizer round-trips text; the held-out text is what the corpus leaves out."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from path_eval import load_model
+from path_eval.models import PathEvalForCausalLM
+from path_eval.models.generation import generate
+from path_eval.zoo import flipflop
+from path_eval.zoo.corpus import HELDOUT_FILE, split_heldout, strip_gutenberg
+from tests.shared_data import SHARED_DATA
+
+MODELS = Path(__file__).resolve().parents[2] / "path_eval" / "zoo" / "models"
+LM = ["rope", "fox", "path", "path_fox"]
+FLIPFLOP = [f"flipflop_{v}" for v in LM]
+TEXT = 'def f(x):\n    return {"naïve": x + 1}  # ✓\nOne of the special magic numbers for cold-river is: 4821937.\n'
+
+
+def greedy(model, ids: torch.Tensor, new: int) -> torch.Tensor:
+    if isinstance(model, PathEvalForCausalLM):
+        return generate(model, ids, max_new_tokens=new)
+    return model.generate(ids, max_new_tokens=new, do_sample=False, pad_token_id=model.config.pad_token_id)
+
+
+@pytest.mark.parametrize("name", LM)
+def test_language_model_loads_generates_and_beats_chance(name):
+    model, tokenizer = load_model(MODELS / name)
+    ids = torch.tensor([tokenizer(HELDOUT_FILE.read_text()[:4000])["input_ids"][:256]])
+    out = greedy(model, ids[:, :32], 8)
+    assert out.shape == (1, 40) and (out[:, :32] == ids[:, :32]).all()
+    with torch.no_grad():
+        logits = model(ids).logits[0, :-1].float()
+    loss = torch.nn.functional.cross_entropy(logits, ids[0, 1:]).item()
+    assert loss < 0.6 * math.log(4096), loss  # chance is ln 4096 = 8.3; the card's held-out loss is about 3.5
+
+
+@pytest.mark.parametrize("name", FLIPFLOP)
+def test_flipflop_model_loads_and_reads_most_bits(name):
+    model, tokenizer = load_model(MODELS / name)
+    tokens = flipflop.generate(4, flipflop.SPLITS["in"], seed=99)
+    with torch.no_grad():
+        predictions = model(torch.from_numpy(tokens)).logits.argmax(-1).numpy()
+    assert flipflop.read_error_rate(tokens, predictions) < 0.4  # chance is 0.5; RoPE's is about 0.29
+    prompt = torch.tensor([tokenizer("w 1 i 0 r")["input_ids"]])
+    assert greedy(model, prompt, 1).shape == (1, 6)
+
+
+@pytest.mark.parametrize("name", LM + FLIPFLOP)
+def test_tokenizer_round_trips_and_matches_the_config(name):
+    model, tokenizer = load_model(MODELS / name)
+    text = "w 1 i 0 r 1 w 0 r 0" if name.startswith("flipflop") else TEXT
+    ids = tokenizer(text)["input_ids"]
+    assert tokenizer.decode(ids) == text
+    assert len(tokenizer) == model.config.vocab_size
+    assert (tokenizer.bos_token_id, tokenizer.eos_token_id) == (model.config.bos_token_id, model.config.eos_token_id)
+
+
+def test_the_four_language_models_share_one_tokenizer_and_one_budget():
+    tokenizers = {(MODELS / n / "tokenizer.json").read_bytes() for n in LM}
+    assert len(tokenizers) == 1
+    cards = [json.loads((MODELS / n / "model_card.json").read_text()) for n in LM]
+    assert len({(c["tokens"], c["seed"], c["data"]["sha256"], c["lr_schedule"]["peak"]) for c in cards}) == 1
+
+
+def test_the_zoo_fits_its_budget():
+    assert sum(f.stat().st_size for f in MODELS.rglob("*") if f.is_file()) <= 20 * 2**20
+
+
+def test_heldout_split_on_a_hand_made_book():
+    raw = "header\r\n*** START OF THIS BOOK ***\r\n" + "para one.\r\n\r\n" * 3 + "tail.\r\n" \
+          + "End of Project Gutenberg's Book\r\n*** END OF THIS BOOK ***\r\nlicence"
+    book = strip_gutenberg(raw)
+    assert book == "para one.\n\n" * 2 + "para one.\n\ntail.\n"
+    train, heldout = split_heldout(book)
+    assert train + heldout == book
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "gutenberg_books").is_dir(), reason="needs the shared data folder")
+def test_committed_heldout_text_is_the_tail_the_corpus_drops():
+    from path_eval.zoo.corpus import HELDOUT_BOOK, heldout_text
+
+    assert heldout_text(SHARED_DATA) == HELDOUT_FILE.read_text()
+    book = strip_gutenberg((SHARED_DATA / HELDOUT_BOOK).read_text(encoding="utf-8"))
+    assert split_heldout(book)[0] + HELDOUT_FILE.read_text() == book
