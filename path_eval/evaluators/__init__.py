@@ -17,14 +17,14 @@ from path_eval.samples import slug
 
 @dataclass
 class EvaluationContext:
-    """What an evaluator needs besides the model: the plan, the model's entry in it, where the run
-    writes, and the model's identity (its resume cache, its tokenizer's hash for frozen samples)."""
+    """What an evaluator needs besides the model (which answers finished requests from its resume
+    cache): the plan, the model's entry in it, where the run writes, its tokenizer's hash (frozen
+    samples are made per tokenizer)."""
 
     plan: ResolvedPlan
     model: PlannedModel
     out: Path
     tokenizer_sha256: str
-    resume_cache: Path
     bootstrap_iters: int = 100000
 
     @property

@@ -1,5 +1,5 @@
 """Tasks lm-eval defines (Table 2 as is; LongBench-E and BABILong through their adapters), evaluated by
-lm-eval's `simple_evaluate` on our model, with lm-eval's request cache as the resume cache."""
+lm-eval's `simple_evaluate` on our model (which keeps its own resume cache: lm-eval's stores pickles)."""
 from __future__ import annotations
 
 from path_eval.data import fingerprint
@@ -28,8 +28,7 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
     output = lm_eval.simple_evaluate(
         model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=True,
         task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
-        torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=context.bootstrap_iters,
-        use_cache=str(context.resume_cache))
+        torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=context.bootstrap_iters)
     return [] if output is None else results_from_output(tasks, output, context.samples_dir)
 
 

@@ -38,13 +38,13 @@ class RunOptions:
     bootstrap_iters: int = 100000
 
 
-def resume_cache(out: Path, name: str, identity: dict) -> Path:
-    """Where finished requests of this model are kept (lm-eval's request cache, one sqlite row per
-    request, committed as each is computed): a run started again with the same arguments reuses
-    them. The name carries everything that changes the numbers, so a changed model, dtype, device,
-    backend or length never reuses another's answers."""
+def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
+    """Where finished requests of this model are kept (`path_eval.lm.request_cache`: one JSON row per
+    request, committed as each is computed; one file per data-parallel process): a run started again
+    with the same arguments reuses them. The name carries everything that changes the numbers, so a
+    changed model, dtype, device, backend or length never reuses another's answers."""
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return out / "resume" / f"{slug(name)}-{key}"
+    return out / "resume" / f"{slug(name)}-{key}_rank{rank}.db"
 
 
 def write_plan(plan: ResolvedPlan, out: Path) -> None:
@@ -72,8 +72,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                  identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
                  identity["attention_backend"] or "transformers' own", identity["tokenizer"], lm.max_length,
                  plan.data_dir)
-        context = EvaluationContext(plan, model, options.out, identity["tokenizer_sha256"],
-                                    resume_cache(options.out, model.name, identity), options.bootstrap_iters)
+        lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.rank))
+        context = EvaluationContext(plan, model, options.out, identity["tokenizer_sha256"], options.bootstrap_iters)
         results = [result for kind, evaluator in EVALUATORS.items() if plan.of_kind(kind)
                    for result in evaluator.run(lm, plan.of_kind(kind), context)]
         wall = time.perf_counter() - clock
