@@ -42,19 +42,18 @@ def _generate(args) -> None:
 def _run(args) -> None:
     from rich.console import Console
 
-    from path_eval.plan import build_plan
+    from path_eval.plan import resolve_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
     from path_eval.runner import RunOptions, run
     from path_eval.suites import load_suite
 
     suite = load_suite(args.suite)
-    plan = build_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
-                      seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
+    plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
+                        seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
     out = Path(args.out) if args.out else default_out(args, suite.name)
     records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
-                                   batch_size=args.batch_size, max_length=args.max_length,
-                                   bootstrap_iters=args.bootstrap_iters))
+                                   batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters))
     if not records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
@@ -86,7 +85,7 @@ def _demo(args) -> None:
 
     from path_eval.models import PathEvalConfig, PathEvalForCausalLM
     from path_eval.locations import cache_dir
-    from path_eval.plan import build_plan
+    from path_eval.plan import resolve_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
     from path_eval.runner import RunOptions, run
@@ -103,8 +102,8 @@ def _demo(args) -> None:
                                                num_hidden_layers=2, num_heads=2)).save_pretrained(path)
         models.append(str(path))
     suite = load_suite("extrapolation")
-    plan = build_plan(suite, models, tasks=["code_standin"], lengths=["512", "2048"], limit=2,
-                      data_dir=default_data_dir())
+    plan = resolve_plan(suite, models, tasks=["code_standin"], lengths=["512", "2048"], limit=2,
+                        data_dir=default_data_dir())
     out = Path(args.out)
     console.print(f"demo: {len(models)} untrained, seeded models ({', '.join(DEMO_VARIANTS)}; {folder}) scored on "
                   "the Python standard library at 512 and 2048 tokens, 2 blocks each, on the CPU")
@@ -162,20 +161,23 @@ def _check(args) -> int:
 
 def _report(args) -> None:
     from path_eval.errors import PathEvalError
+    from path_eval.reports.stored import stored_suite
     from path_eval.reports.tables import paper_layout, render, suite_table
     from path_eval.results import load_results
-    from path_eval.suites import load_suite
 
-    records = [r for path in args.results for r in load_results(Path(path))]
-    suites = list(dict.fromkeys(r.suite for r in records))
-    if not suites:
+    runs = [(Path(path), load_results(Path(path))) for path in args.results]
+    records = [r for _, found in runs for r in found]
+    if not records:
         raise PathEvalError("the results hold no records")
     if args.layout:
         header, rows, note = paper_layout(args.layout, records)
         _emit(render(header, rows, args.format, f"PaTH paper {args.layout} layout", note), args.format)
         return
-    for name in suites:
-        suite = load_suite(name)
+    suites = {}
+    for path, found in runs:
+        for name in dict.fromkeys(r.suite for r in found):
+            suites.setdefault(name, stored_suite(path, name))
+    for name, suite in suites.items():
         header, rows, note = suite_table([r for r in records if r.suite == name], suite)
         _emit(render(header, rows, args.format, f"{suite.name}: {suite.description}", note), args.format)
 

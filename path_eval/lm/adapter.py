@@ -24,7 +24,7 @@ from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import DataParallel, launched_processes
 from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
-from path_eval.lm.scoring import score_batch
+from path_eval.lm.scoring import next_token_nll, score_batch
 from path_eval.models import PathEvalForCausalLM
 from path_eval.models.generation import generate
 
@@ -33,10 +33,14 @@ log = logging.getLogger("path_eval")
 LENGTH_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len")
 
 
-def checkpoint_max_length(model) -> int | None:
-    """The context length the checkpoint's config.json states, if any."""
+NO_CONTEXT_LENGTH = ("the checkpoint's config.json states no context length: pass --max-length N (lm-eval's hf "
+                     "model would silently use 2048)")
+
+
+def checkpoint_max_length(config) -> int | None:
+    """The context length a checkpoint's config states, if any."""
     for field in LENGTH_FIELDS:
-        value = getattr(model.config, field, None)
+        value = getattr(config, field, None)
         if isinstance(value, int) and value > 0:
             return value
     return None
@@ -69,11 +73,9 @@ class PathEvalLM(TemplateLM):
         if str(batch_size).startswith("auto"):
             raise PathEvalError("batch_size=auto is not supported (it probes at the full max_length): give a number")
         self.batch_size_per_gpu = int(batch_size)
-        self._max_length = int(max_length) if max_length else checkpoint_max_length(model)
+        self._max_length = int(max_length) if max_length else checkpoint_max_length(model.config)
         if not self._max_length:
-            raise PathEvalError(
-                "the checkpoint's config.json states no context length: pass --max-length N (lm-eval's hf model "
-                "would silently use 2048)")
+            raise PathEvalError(NO_CONTEXT_LENGTH)
         self._max_gen_toks = int(max_gen_toks)
         self.prefill_chunk = int(prefill_chunk)
         self.tokens_processed = 0
@@ -162,6 +164,18 @@ class PathEvalLM(TemplateLM):
         self.seconds += time.perf_counter() - start
         self.tokens_processed += tokens
         return out
+
+    def counters(self) -> dict:
+        """This process's work so far: tokens through the model, their seconds, prompts cut to fit,
+        requests computed (not taken from the resume cache)."""
+        return {"tokens": self.tokens_processed, "seconds": self.seconds, "truncated": self.truncated_requests,
+                "requests": self.requests_computed}
+
+    def next_token_nll(self, tokens: list[int]) -> torch.Tensor:
+        """Per-position NLL of one block (`scoring.next_token_nll`), counted as one computed request."""
+        nll = self.timed(next_token_nll, self.model, tokens, self.prefill_chunk, tokens=len(tokens))
+        self.requests_computed += 1
+        return nll
 
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs: int | None = None):
         """requests: ((context, continuation), context_tokens, continuation_tokens)."""

@@ -1,10 +1,12 @@
-"""Metrics: per-sample functions of the original benchmarks (registry `METRICS`, name -> function
-with the original's semantics) and the suite-level aggregates (plain means, as the paper's tables)."""
+"""Metrics: per-sample functions of the original benchmarks (RULER's and PhoneBook's here, LongBench's
+and BABILong's in their modules; every metric's entry is in `path_eval.metrics.registry`) and the
+aggregations: means, plain means of estimates (as the paper's tables), perplexity from log-likelihoods."""
 from __future__ import annotations
 
 import math
 import re
-from typing import Callable
+
+import numpy as np
 
 # NVIDIA/RULER scripts/eval/synthetic/constants.py `postprocess_pred`: strip, turn every control
 # character (0x00-0x1f) into a newline, strip again.
@@ -33,13 +35,6 @@ def phonebook_exact_match(prediction: str, answer: str) -> float:
     return float(prediction.split("\n")[0].strip() == answer)
 
 
-METRICS: dict[str, Callable[[str, object], float]] = {
-    "string_match_all": string_match_all,
-    "string_match_part": string_match_part,
-    "phonebook_exact_match": phonebook_exact_match,
-}
-
-
 def mean_and_stderr(values: list[float]) -> tuple[float, float | None]:
     """A sample mean and its standard error (sample standard deviation / sqrt(n), lm-eval's for a
     mean); None from a single value."""
@@ -56,3 +51,11 @@ def plain_mean(values: list[float], stderrs: list[float | None]) -> tuple[float,
     if any(s is None for s in stderrs):
         return mean, None
     return mean, math.sqrt(sum(s * s for s in stderrs)) / len(values)
+
+
+def perplexity_and_stderr(nll_sum: float, count: int, block_means: list[float]) -> tuple[float, float | None]:
+    """exp(mean NLL); stderr by the delta method from the spread of the per-block means."""
+    ppl = math.exp(nll_sum / count)
+    if len(block_means) < 2:
+        return ppl, None
+    return ppl, ppl * float(np.std(block_means, ddof=1) / math.sqrt(len(block_means)))

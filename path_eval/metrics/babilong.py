@@ -44,5 +44,3 @@ def babilong_accuracy(output: str, target: str, question: str, task: str) -> flo
 def target_substring(output: str, target: str, question: str, task: str) -> float:
     return float(target.strip().lower() in output.lower())
 
-
-BABILONG_METRICS = {"babilong_accuracy": babilong_accuracy, "target_substring": target_substring}

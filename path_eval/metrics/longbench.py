@@ -12,7 +12,6 @@ import difflib
 import re
 import string
 from collections import Counter
-from typing import Callable
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = frozenset(string.punctuation)
@@ -100,16 +99,6 @@ def retrieval_score(prediction: str, answer: str, all_classes=None) -> float:
     return _share_of_numbers_equal_to(prediction, PARAGRAPH_ID.findall(answer)[0])
 
 
-LONGBENCH_METRICS: dict[str, Callable[[str, str, list | None], float]] = {
-    "qa_f1_score": qa_f1_score,
-    "rouge_score": rouge_score,
-    "classification_score": classification_score,
-    "code_sim_score": code_sim_score,
-    "count_score": count_score,
-    "retrieval_score": retrieval_score,
-}
-
-
 def first_line(prediction: str) -> str:
     return prediction.lstrip("\n").split("\n")[0]
 
@@ -117,6 +106,9 @@ def first_line(prediction: str) -> str:
 def longbench_score(metric: str, prediction: str, answers: list[str], all_classes: list[str] | None,
                     only_first_line: bool) -> float:
     """A sample's score: the best over its answers (0 without answers)."""
+    from path_eval.metrics.registry import metric_entry  # the registry imports this module
+
+    score = metric_entry(metric).function
     if only_first_line:
         prediction = first_line(prediction)
-    return max((LONGBENCH_METRICS[metric](prediction, answer, all_classes) for answer in answers), default=0.0)
+    return max((score(prediction, answer, all_classes) for answer in answers), default=0.0)

@@ -3,7 +3,8 @@
 Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]}.
 Tolerances per metric name: {"abs": x} and/or {"rel": y}; a record may also be matched by
 "task/metric". Lookup order: task/metric, then metric, in the baseline file, then the caller's
-defaults. Only changes in the worse direction beyond tolerance are regressions.
+defaults. Only changes in the worse direction (the metric registry's; a record's own field for a
+metric the registry lacks) beyond tolerance are regressions.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
+from path_eval.metrics.registry import higher_is_better
 from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
 
@@ -80,6 +82,7 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
         tol = tolerances.get(f"{base.task}/{base.metric}") or tolerances.get(base.metric) or \
             (defaults or {}).get(base.metric) or DEFAULT_TOLERANCE
         allowed = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(base.value))
-        worse = base.value - now.value if base.higher_is_better else now.value - base.value
+        worse = base.value - now.value if higher_is_better(base.metric, base.higher_is_better) else \
+            now.value - base.value
         findings.append(Finding(key_of(base), base.value, now.value, allowed, worse > allowed))
     return findings, problems

@@ -11,16 +11,16 @@ import math
 from rich.table import Table
 
 from path_eval.errors import PathEvalError
+from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
-from path_eval.reports.terminal import PERCENT_METRICS as PERCENT
 from path_eval.reports.terminal import column_of, column_title, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
 
 def display(metric: str, value: float) -> float:
-    """Accuracies as percentages (the paper's unit); everything else as stored."""
-    return 100 * value if metric in PERCENT else value
+    """Fractions as percentages (the paper's unit), as the registry says; everything else as stored."""
+    return 100 * value if shown_as_percent(metric) else value
 
 
 def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict], str | None]:
@@ -131,7 +131,7 @@ def _cell(record: ResultRecord | None) -> str:
     if record is None:
         return "-"
     value = display(record.metric, record.value)
-    return f"{value:.1f}" if record.metric in PERCENT else f"{value:.2f}"
+    return f"{value:.1f}" if shown_as_percent(record.metric) else f"{value:.2f}"
 
 
 def comparison(runs: list[tuple[str, list[ResultRecord]]]) -> tuple[list[str], list[list[str]]]:

@@ -1,19 +1,17 @@
 """The terminal table of a run: models as rows, the suite's columns (task metric [@ length]).
-Accuracies are shown x100 as in the paper; perplexities as they are."""
+Metrics the registry shows as percentages (accuracies, fractions) are shown x100 as in the paper;
+the others (perplexities) as they are."""
 from __future__ import annotations
 
 from rich.table import Table
 
+from path_eval.metrics.registry import shown_as_percent
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
-PERCENT_METRICS = {"acc", "acc_norm", "exact_match", "string_match_all", "string_match_part", "score",
-                   "phonebook_exact_match", "qa_f1_score", "rouge_score", "classification_score", "code_sim_score",
-                   "count_score", "retrieval_score", "babilong_accuracy", "target_substring"}
-
 
 def format_value(record: ResultRecord) -> str:
-    if record.metric in PERCENT_METRICS:
+    if shown_as_percent(record.metric):
         text = f"{100 * record.value:.1f}"
         if record.seed_std is not None:  # several seeds: their spread, as the paper's PhoneBook
             return text + f" (sd {100 * record.seed_std:.1f} over {record.seeds} seeds)"

@@ -77,3 +77,38 @@ def versions() -> dict[str, str]:
     return {"harness_version": __version__, "lm_eval_version": getattr(lm_eval, "__version__", "?"),
             "torch_version": torch.__version__, "transformers_version": transformers.__version__,
             "python_version": platform.python_version(), "hostname": socket.gethostname()}
+
+
+def model_identity(path: Path, lm, device: str) -> dict:
+    """Everything about a loaded model that changes its numbers (also the key of its resume cache)."""
+    from path_eval.models.loading import weight_files
+
+    return {
+        "model_path": str(path.resolve()),
+        "model_type": json.loads((path / "config.json").read_text()).get("model_type", "?"),
+        "variant": getattr(lm.model.config, "attention", None),
+        "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
+        "weights_sha256": weights_sha256(weight_files(path)),
+        "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_sha256(lm.tokenizer),
+        "max_length": lm.max_length, "dtype": str(next(lm.model.parameters()).dtype).removeprefix("torch."),
+        "device": device, "attention_backend": getattr(lm.model, "backend_name", None),
+    }
+
+
+def run_provenance(identity: dict, seed: int, limit: int | None, batch_size: int, started: str, wall: float,
+                   counters: list[dict], environment: dict) -> dict:
+    """A model's provenance fields common to all its records: identity, run settings, the work its
+    processes did (`counters`: one dict per process) and the environment."""
+    return identity | {
+        "seed": seed, "limit": limit, "batch_size": batch_size,
+        "started_at": started, "wall_time_s": round(wall, 3), "tokens": sum(c["tokens"] for c in counters),
+        # processes run side by side: the run's rate is the sum of theirs
+        "tokens_per_second": round(sum(c["tokens"] / c["seconds"] for c in counters if c["seconds"]), 1) or None,
+        "truncated_requests": sum(c["truncated"] for c in counters),
+        "requests_computed": sum(c["requests"] for c in counters), "processes": len(counters),
+    } | environment
+
+
+def environment() -> dict:
+    """Versions and the harness revision, recorded once per run."""
+    return versions() | {"git_revision": git_revision()}

@@ -1,4 +1,4 @@
-"""The run stage: plan -> model -> lm-eval (through our adapter) -> samples, metrics and results."""
+"""The run stage: a resolved plan -> per model, its evaluators -> records -> OUT/results.json."""
 from path_eval.runner.run import RunOptions, run
 
 __all__ = ["RunOptions", "run"]

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from path_eval.errors import PathEvalError
+from path_eval.metrics.registry import REGISTRY
 from path_eval.package_data import builtin_suites
 
 
@@ -21,10 +22,29 @@ def parse_length(value: int | str) -> int:
         raise PathEvalError(f"length {value!r} is not a number of tokens (e.g. 4096 or 4k)") from None
 
 
+def known_metric(name: str) -> str:
+    """A metric name the registry has (its direction, unit and scorer live there, not in suites)."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown metric {name!r}: choose one of {', '.join(REGISTRY)}")
+    return name
+
+
 class MetricSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    higher_is_better: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_second_source(cls, value):
+        if isinstance(value, dict) and "higher_is_better" in value:
+            raise ValueError("higher_is_better comes from the metric registry (path_eval/metrics/registry.py), "
+                             "not the suite: remove it")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        return known_metric(value)
 
 
 class CorpusSpec(BaseModel):
@@ -148,6 +168,11 @@ class AggregateSpec(BaseModel):
     metric: str
     mean_of: list[str] = Field(min_length=1)
     label: str | None = None
+
+    @field_validator("metric")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        return known_metric(value)
 
 
 class SuiteSpec(BaseModel):

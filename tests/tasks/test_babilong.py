@@ -8,8 +8,8 @@ import pytest
 from lm_eval.api.model import LM
 
 from path_eval.errors import PathEvalError
-from path_eval.plan import build_plan
-from path_eval.runner.run import aggregate, lm_eval_records
+from path_eval.evaluators.lm_eval import results_from_output
+from path_eval.results.records import aggregate, task_records
 from path_eval.suites import load_suite
 from path_eval.tasks import build_task
 from path_eval.tasks.lm_eval_tasks import lm_eval_config, task_manager
@@ -96,10 +96,9 @@ def test_the_suites_edits_give_the_originals_words(evaluated):
 
 def test_records_per_length_and_the_mean_of_the_five_tasks(evaluated, suite, tmp_path):
     tasks, _, output = evaluated
-    plan = build_plan(suite, [str(tmp_path)], lengths=["0k", "4k"], data_dir=tmp_path)
     info = {k: v for k, v in PROVENANCE.items() if k not in ("data_fingerprint", "data_files", "num_fewshot")}
-    records = lm_eval_records(plan, "m", {t.name: t for t in tasks}, output, info, tmp_path / "samples")
-    records += aggregate(plan, records)
+    records = task_records(suite, "m", results_from_output(tasks, output, tmp_path / "samples"), info)
+    records += aggregate(suite, records)
     found = {(r.task, r.length, r.metric): (r.value, r.n) for r in records}
     for task in ("qa1", "qa2", "qa3", "qa4", "qa5"):
         # the known row: its answer alone in the first sentence; the other: two rooms (qa5: no answer word)

@@ -12,7 +12,7 @@ import torch
 from path_eval.lm import PathEvalLM
 from path_eval.lm.scoring import next_token_nll
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
-from path_eval.runner.corpus import score_corpus
+from path_eval.evaluators.corpus import score_corpus
 from path_eval.suites import load_suite
 from path_eval.tasks.extrapolation import blocks, bucket_edges, strip_gutenberg
 from tests.helpers import fixture_data

@@ -10,8 +10,9 @@ import pytest
 from lm_eval.api.model import LM
 
 from path_eval.errors import PathEvalError
-from path_eval.plan import build_plan
-from path_eval.runner.run import aggregate, check_room_for_generation, lm_eval_records
+from path_eval.evaluators.lm_eval import results_from_output
+from path_eval.plan import check_room_for_generation
+from path_eval.results.records import aggregate, task_records
 from path_eval.suites import PromptEdit, load_suite
 from path_eval.tasks import build_task
 from path_eval.tasks.lm_eval_tasks import task_manager
@@ -112,10 +113,9 @@ def test_scores_take_the_first_line_only_where_the_original_does(evaluated):
 def test_bucket_scores_and_their_average(evaluated, suite, tmp_path):
     """Per dataset the mean per length bucket; per bucket the plain mean over the 11 datasets."""
     tasks, _, output = evaluated
-    plan = build_plan(suite, [str(tmp_path)], data_dir=tmp_path)
     info = {k: v for k, v in PROVENANCE.items() if k not in ("data_fingerprint", "data_files", "num_fewshot")}
-    records = lm_eval_records(plan, "m", {t.name: t for t in tasks}, output, info, tmp_path / "samples")
-    records += aggregate(plan, records)
+    records = task_records(suite, "m", results_from_output(tasks, output, tmp_path / "samples"), info)
+    records += aggregate(suite, records)
     trec = {r.length_bucket: r for r in records if r.task == "trec"}
     assert {k: (v.value, v.n) for k, v in trec.items()} == {None: (pytest.approx(1 / 3), 3), "0-4k": (1.0, 1),
                                                             "4-8k": (0.0, 1), "8k+": (0.0, 1)}

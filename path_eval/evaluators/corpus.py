@@ -1,20 +1,23 @@
-"""Per-position perplexity of a corpus at one block length, for one model (see
+"""Per-position perplexity of corpora at block lengths, for one model (see
 `path_eval.tasks.extrapolation` for the protocol). Each finished block is logged at once (its
 per-bucket sums in a JSONL line, its per-position NLL in an .npy file), so a killed run resumes
-block by block."""
+block by block; the mean NLL per position of each (corpus, length) is kept as a curve
+(OUT/curves/MODEL/TASK@LENGTH.npy)."""
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
 from path_eval.data import fingerprint, write_jsonl_atomic
 from path_eval.errors import PathEvalError
+from path_eval.evaluators import EvaluationContext, PositionBucket, TaskResult
 from path_eval.lm.progress import RequestProgress
-from path_eval.lm.scoring import next_token_nll
+from path_eval.metrics import perplexity_and_stderr
+from path_eval.plan import PlannedItem
+from path_eval.samples import slug
 from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
 
 
@@ -47,9 +50,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
             if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
                 nll = np.load(nll_file)
             else:
-                nll = lm.timed(next_token_nll, lm.model, block, lm.prefill_chunk, tokens=length)
-                nll = nll.cpu().numpy().astype(np.float64)
-                lm.requests_computed += 1
+                nll = lm.next_token_nll(block).cpu().numpy().astype(np.float64)
                 _save_npy_atomic(nll.astype(np.float32), nll_file)
                 row = {"block": index, "tokens_sha256": digest, "first_tokens": block[:8],
                        "nll_sum": [float(nll[a:b + 1].sum()) for a, b in edges],
@@ -72,9 +73,22 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
             "fingerprint": fingerprint(files), "curve": curve_sum / len(rows)}
 
 
-def perplexity_and_stderr(nll_sum: float, count: int, block_means: list[float]) -> tuple[float, float | None]:
-    """exp(mean NLL); stderr by the delta method from the spread of the per-block means."""
-    ppl = math.exp(nll_sum / count)
-    if len(block_means) < 2:
-        return ppl, None
-    return ppl, ppl * float(np.std(block_means, ddof=1) / math.sqrt(len(block_means)))
+class CorpusEvaluator:
+    def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
+        plan = context.plan
+        results = []
+        for item in items:
+            scored = score_corpus(lm, plan.spec(item), item.length, plan.suite, plan.data_dir, context.samples_dir,
+                                  plan.limit)
+            curve = context.out / "curves" / slug(context.model.name) / f"{item.task}@{item.length}.npy"
+            curve.parent.mkdir(parents=True, exist_ok=True)
+            np.save(curve, scored["curve"].astype(np.float32))
+            _, _, nll_sum, count, means = scored["total"]
+            buckets = [PositionBucket(first, last, *perplexity_and_stderr(bucket_sum, bucket_count, bucket_means))
+                       for first, last, bucket_sum, bucket_count, bucket_means in scored["buckets"]]
+            results.append(TaskResult(
+                task=item.task, length=item.length,
+                metrics={"perplexity": [perplexity_and_stderr(nll_sum, count, means)]},
+                n=scored["blocks"], data_files=scored["files"][:50], data_fingerprint=scored["fingerprint"],
+                position_buckets=buckets))
+        return results

@@ -1,0 +1,63 @@
+"""Tasks lm-eval defines (Table 2 as is; LongBench-E and BABILong through their adapters), evaluated by
+lm-eval's `simple_evaluate` on our model (which keeps its own resume cache: lm-eval's stores pickles)."""
+from __future__ import annotations
+
+from path_eval.data import fingerprint
+from path_eval.errors import PathEvalError
+from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.plan import PlannedItem
+from path_eval.samples import write_samples
+from path_eval.tasks import LmEvalTask, build_task
+
+
+class LmEvalEvaluator:
+    def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
+        plan = context.plan
+        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length) for item in items]
+        return evaluate_tasks(lm, tasks, context)
+
+
+def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> list[TaskResult]:
+    """One `simple_evaluate` call over `tasks`, seeded with the run's seed; lm-eval answers on the
+    first process only (the others get no results)."""
+    import lm_eval
+
+    from path_eval.tasks.lm_eval_tasks import task_manager
+
+    plan = context.plan
+    output = lm_eval.simple_evaluate(
+        model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=True,
+        task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
+        torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=context.bootstrap_iters)
+    return [] if output is None else results_from_output(tasks, output, context.samples_dir)
+
+
+def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> list[TaskResult]:
+    """Per-sample logs and a TaskResult per (suite task, length) from lm-eval's output; the lm-eval
+    tasks of one suite task under several seeds make one result."""
+    groups: dict[tuple[str, int | None], list[LmEvalTask]] = {}
+    for task in tasks:
+        write_samples(output["samples"][task.name], samples_dir / f"{task.lm_eval_name or task.spec.name}.jsonl")
+        groups.setdefault((task.spec.name, task.length), []).append(task)
+    results = []
+    for (name, length), group in groups.items():
+        spec = group[0].spec
+        metrics = {}
+        for metric in spec.metrics:
+            metrics[metric.name] = []
+            for task in group:
+                found = output["results"][task.name]
+                if f"{metric.name},none" not in found:
+                    raise PathEvalError(f"lm-eval reported no {metric.name} for {task.name}: check the suite's "
+                                        "metric names")
+                stderr = found.get(f"{metric.name}_stderr,none")
+                metrics[metric.name].append((float(found[f"{metric.name},none"]),
+                                             float(stderr) if isinstance(stderr, (int, float)) else None))
+        files = [f for t in group for f in t.files]
+        results.append(TaskResult(
+            task=name, length=length, metrics=metrics,
+            n=sum(int(output["n-samples"][t.name]["effective"]) for t in group),
+            data_files=files, data_fingerprint=fingerprint(files),
+            seeds=[t.seed for t in group if t.seed is not None], num_fewshot=spec.num_fewshot,
+            truncate_middle=group[0].truncate_middle, samples=[s for t in group for s in output["samples"][t.name]]))
+    return results

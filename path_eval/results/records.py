@@ -1,0 +1,84 @@
+"""TaskResults -> ResultRecords: one record per (task, length, metric), per length bucket of the
+suite (LongBench-E) and per position bucket (corpora); then the suite's aggregates."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from path_eval.evaluators import TaskResult
+from path_eval.metrics import mean_and_stderr, plain_mean
+from path_eval.metrics.registry import metric_entry
+from path_eval.results.schema import Provenance, ResultRecord
+from path_eval.suites import SuiteSpec
+
+
+def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_info: dict) -> list[ResultRecord]:
+    """A task run under several seeds gives one record per metric: the mean over seeds, with their spread."""
+    records = []
+    for result in results:
+        provenance = Provenance(**model_info, data_fingerprint=result.data_fingerprint,
+                                data_files=[str(f) for f in result.data_files], num_fewshot=result.num_fewshot,
+                                truncate_middle=result.truncate_middle)
+        for metric, per_seed in result.metrics.items():
+            values = [value for value, _ in per_seed]
+            value, stderr = plain_mean(values, [stderr for _, stderr in per_seed])
+            several = len(result.seeds) > 1
+            records.append(ResultRecord(
+                suite=suite.name, model=model, task=result.task, length=result.length, metric=metric,
+                value=value, stderr=stderr, n=result.n, higher_is_better=metric_entry(metric).higher_is_better,
+                provenance=provenance, seeds=len(result.seeds) if several else None,
+                seed_std=float(np.std(values, ddof=1)) if several else None))
+            records += [ResultRecord(suite=suite.name, model=model, task=result.task, length=result.length,
+                                     bucket=[b.first, b.last], metric=metric, value=b.value, stderr=b.stderr,
+                                     n=result.n, higher_is_better=metric_entry(metric).higher_is_better,
+                                     provenance=provenance) for b in result.position_buckets]
+        if suite.length_buckets:
+            records += bucket_records(suite, model, result, provenance)
+    return records
+
+
+def bucket_records(suite: SuiteSpec, model: str, result: TaskResult, provenance: Provenance) -> list[ResultRecord]:
+    """Per metric, the mean of the per-sample scores in each of the suite's length buckets (by the
+    doc's field, e.g. LongBench-E's `length` in words); an empty bucket gives no record."""
+    buckets = suite.length_buckets
+    records = []
+    for metric in result.metrics:
+        scores: dict[str, list[float]] = {label: [] for label in buckets.labels}
+        for sample in result.samples:
+            scores[buckets.label(sample["doc"][buckets.field])].append(float(sample[metric]))
+        for label, values in scores.items():
+            if not values:
+                continue
+            value, stderr = mean_and_stderr(values)
+            records.append(ResultRecord(
+                suite=suite.name, model=model, task=result.task, length=result.length, length_bucket=label,
+                metric=metric, value=value, stderr=stderr, n=len(values),
+                higher_is_better=metric_entry(metric).higher_is_better, provenance=provenance))
+    return records
+
+
+def aggregate(suite: SuiteSpec, records: list[ResultRecord]) -> list[ResultRecord]:
+    """The suite's aggregates (plain means), per model, length and length bucket, where every part
+    is present (an aggregate missing a part is left out, never computed from fewer parts)."""
+    out = []
+    for spec in suite.aggregates:
+        for model, length, length_bucket in dict.fromkeys((r.model, r.length, r.length_bucket)
+                                                          for r in records if r.bucket is None):
+            parts = []
+            for ref in spec.mean_of:
+                task, metric = ref.split("/", 1)
+                parts += [r for r in records if r.model == model and r.length == length and r.task == task
+                          and r.metric == metric and r.bucket is None and r.length_bucket == length_bucket]
+            if len(parts) != len(spec.mean_of):
+                continue
+            value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts])
+            provenance = parts[0].provenance.model_copy(update={
+                "data_fingerprint": hashlib.sha256("".join(p.provenance.data_fingerprint or "" for p in parts)
+                                                   .encode()).hexdigest(),
+                "data_files": [f for p in parts for f in p.provenance.data_files]})
+            out.append(ResultRecord(suite=suite.name, model=model, task=spec.name, length=length,
+                                    length_bucket=length_bucket, metric=spec.metric, value=value, stderr=stderr,
+                                    n=sum(p.n for p in parts),
+                                    higher_is_better=metric_entry(spec.metric).higher_is_better, provenance=provenance))
+    return out
