@@ -12,10 +12,11 @@ from typing import Callable, Literal
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics import phonebook_exact_match, string_match_all, string_match_part
-from path_eval.metrics import babilong, longbench
+from path_eval.metrics import babilong, flipflop, longbench
 
 Display = Literal["percent", "value"]  # percent: a fraction shown x100; value: shown as stored
-Aggregation = Literal["mean", "perplexity"]  # perplexity: exp of the mean negative log-likelihood
+Aggregation = Literal["mean", "perplexity", "pooled"]  # perplexity: exp of the mean negative log-likelihood;
+# pooled: the wrong items of all samples together over their count (flip-flop: read positions)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ REGISTRY: dict[str, Metric] = {entry.name: entry for entry in (
         longbench.count_score, longbench.retrieval_score)),
     _scored(babilong.babilong_accuracy, "BABILong", "target"),
     _scored(babilong.target_substring, "BABILong", "target"),
+    Metric("flipflop_error", flipflop.flipflop_error, False, "percent", "Flip-flop", aggregation="pooled"),
     Metric("score", None, True, "percent"),
 )}
 

@@ -19,7 +19,7 @@ from path_eval.suites import SuiteSpec, TaskSpec, parse_length
 
 log = logging.getLogger("path_eval")
 
-Kind = Literal["lm_eval", "generated", "corpus"]
+Kind = Literal["lm_eval", "generated", "corpus", "flipflop"]
 
 
 class PlannedModel(BaseModel):
@@ -36,8 +36,9 @@ class PlannedItem(BaseModel):
     task: str
     kind: Kind
     length: int | None
-    seeds: list[int] = []  # generated tasks: the seeds samples are made from
-    samples: int | None = None  # generated tasks: samples per seed
+    models: list[str] = []  # the names of the models of the run it runs on
+    seeds: list[int] = []  # generated and flip-flop tasks: the seeds samples are made from
+    samples: int | None = None  # generated and flip-flop tasks: samples per seed
     data_files: list[str] = []  # present when the plan was made (generated: the generator's inputs)
     lm_eval_tasks: list[str] = []  # the names lm-eval keys results and its request cache by
 
@@ -61,8 +62,9 @@ class ResolvedPlan(BaseModel):
     def spec(self, item: PlannedItem) -> TaskSpec:
         return self.suite.task(item.task)
 
-    def of_kind(self, kind: Kind) -> list[PlannedItem]:
-        return [item for item in self.items if item.kind == kind]
+    def of_kind(self, kind: Kind, model: str) -> list[PlannedItem]:
+        """The items of this kind that run on `model` (its name in the plan)."""
+        return [item for item in self.items if item.kind == kind and model in item.models]
 
 
 def check_generated_task(task: TaskSpec) -> None:
@@ -76,10 +78,16 @@ def check_generated_task(task: TaskSpec) -> None:
 
 
 def model_paths(models: list[str]) -> list[Path]:
+    """Checkpoint folders; `zoo:NAME` names a model of the trained zoo, `zoo` all of them."""
+    from path_eval.zoo import ZOO_PREFIX, zoo_models
+
     if not models:
-        raise PathEvalError("give at least one --model CHECKPOINT_DIR")
+        raise PathEvalError("give at least one --model CHECKPOINT_DIR (or zoo:NAME, or zoo for the whole zoo)")
     paths = []
     for model in models:
+        if model == "zoo" or model.startswith(ZOO_PREFIX):
+            paths += zoo_models(model.removeprefix(ZOO_PREFIX) if model != "zoo" else None)
+            continue
         path = Path(model)
         if not path.is_dir():
             raise PathEvalError(f"model path {model} is not a directory: give a checkpoint folder")
@@ -95,25 +103,42 @@ def model_names(paths: list[Path]) -> list[str]:
 
 def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] | None, limit: int | None,
                  max_length: int | None) -> list[tuple[TaskSpec, int | None]]:
-    """(task, length) pairs the arguments select, checked against the suite."""
+    """(task, length) pairs the arguments select, checked against the suite: --lengths for every
+    task, else each task's own lengths, else the suite's."""
     chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    given = None
     if lengths:
-        if not suite.lengths:
+        if not (suite.lengths or any(task.lengths for task in suite.tasks)):
             raise PathEvalError(f"suite {suite.name} has no context lengths: drop --lengths")
-        wanted = [parse_length(x) for x in lengths]
-    else:
-        wanted = list(suite.lengths) or [None]
-    if max_length is not None:
-        too_long = [n for n in wanted if n is not None and n > max_length]
-        if too_long:
-            raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}")
+        given = [parse_length(x) for x in lengths]
     if limit is not None and limit <= 0:
         raise PathEvalError("--limit must be a positive number of samples per task")
+    pairs = []
     for task in chosen:
         check_generated_task(task)
-        if (task.generator or task.corpus) and wanted == [None]:
+        wanted = given or list(task.lengths or suite.lengths) or [None]
+        if max_length is not None:
+            too_long = [n for n in wanted if n is not None and n > max_length]
+            if too_long:
+                raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}")
+        if (task.generator or task.corpus or task.flipflop) and wanted == [None]:
             raise PathEvalError(f"task {task.name} runs at context lengths: give --lengths or lengths in the suite")
-    return [(task, length) for task in chosen for length in wanted]
+        pairs += [(task, length) for length in wanted]
+    return pairs
+
+
+def task_models(task: TaskSpec, names: list[str]) -> list[str]:
+    """The run's models the task runs on: those its `models:` names (every one without the list).
+    A name that is neither a model of the run nor of the zoo is a typo: one line."""
+    from path_eval.zoo import zoo_names
+
+    if not task.models:
+        return list(names)
+    unknown = [m for m in task.models if m not in names and m not in zoo_names()]
+    if unknown:
+        raise PathEvalError(f"task {task.name} runs on model {unknown[0]!r}, which is neither a model of this run "
+                            f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the suite's models:")
+    return [name for name in names if name in task.models]
 
 
 def check_room_for_generation(tasks: list, max_length: int | None) -> None:
@@ -156,28 +181,44 @@ def stated_context_length(path: Path) -> int | None:
     return length
 
 
+def sample_count(task: TaskSpec, suite: SuiteSpec, limit: int | None) -> int:
+    """Samples per length and seed of a generated or flip-flop task: the task's, else the suite's,
+    capped by --limit."""
+    count = task.samples or suite.samples
+    return min(limit, count) if limit else count
+
+
 def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
                  lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
                  data_dir: Path | None = None, max_length: int | None = None) -> ResolvedPlan:
     """Everything before a model loads. The context length: --max-length, else the suite's, else the
-    longest corpus block or generated sample (+1 for BOS), else each checkpoint's own."""
+    longest corpus block, flip-flop sequence or generated sample (+1 for BOS), else each checkpoint's
+    own."""
     from path_eval.lm.distributed import launched_processes
     from path_eval.tasks import build_task
     from path_eval.tasks.extrapolation import documents
     from path_eval.tasks.generated import input_files, lm_eval_name, sample_seeds
 
     paths = model_paths(models)
+    names = model_names(paths)
     selected = chosen_items(suite, tasks, lengths, limit, max_length)
+    runs_on = {task.name: task_models(task, names) for task, _ in selected}
+    skipped = {name: f"it runs on {', '.join(suite.task(name).models)}, none of them in this run"
+               for name, on in runs_on.items() if not on}
+    selected = [(task, length) for task, length in selected if runs_on[task.name]]
     if data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
     fixed = [(build_task(task, data_dir, suite, length), length) for task, length in selected if task.lm_eval_task]
-    items = [PlannedItem(task=t.spec.name, kind="lm_eval", length=length, data_files=[str(f) for f in t.files],
-                         lm_eval_tasks=[t.name]) for t, length in fixed]
+    items = [PlannedItem(task=t.spec.name, kind="lm_eval", length=length, models=runs_on[t.spec.name],
+                         data_files=[str(f) for f in t.files], lm_eval_tasks=[t.name]) for t, length in fixed]
     for task, length in selected:  # missing corpus data fails before any model loads
         if task.corpus:
-            items.append(PlannedItem(task=task.name, kind="corpus", length=length,
+            items.append(PlannedItem(task=task.name, kind="corpus", length=length, models=runs_on[task.name],
                                      data_files=[str(f) for f in documents(task.corpus, data_dir, suite.name)[1]]))
-    skipped: dict[str, str] = {}
+    for task, length in selected:
+        if task.flipflop:
+            items.append(PlannedItem(task=task.name, kind="flipflop", length=length, models=runs_on[task.name],
+                                     seeds=sample_seeds(task, seed), samples=sample_count(task, suite, limit)))
     for task, length in selected:
         if not task.generator or task.name in skipped:
             continue
@@ -188,20 +229,20 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                 raise
             skipped[task.name] = str(err)
             continue
-        count = min(limit, task.samples or suite.samples) if limit else (task.samples or suite.samples)
         seeds = sample_seeds(task, seed)
-        items.append(PlannedItem(task=task.name, kind="generated", length=length, seeds=seeds, samples=count,
-                                 data_files=[str(f) for f in files],
-                                 lm_eval_tasks=[lm_eval_name(task, length, s) for s in seeds]))
+        items.append(PlannedItem(task=task.name, kind="generated", length=length, models=runs_on[task.name],
+                                 seeds=seeds, samples=sample_count(task, suite, limit),
+                                 data_files=[str(f) for f in files], lm_eval_tasks=[lm_eval_name(task, length, s) for s in seeds]))
     for name, reason in skipped.items():
-        log.warning("%s skipped (optional, its data is missing): %s", name, reason)
+        log.warning("%s skipped: %s", name, reason)
     corpus_items = [i for i in items if i.kind == "corpus"]
     if corpus_items and launched_processes() > 1:
         raise PathEvalError("per-position perplexity (corpus tasks) is not shared between processes yet: run the "
                             "extrapolation suite without accelerate launch (one process per model instead)")
     # A generated sample fills its length without BOS (as the originals count); the model also reads BOS.
     run_length = max_length or suite.max_length or max(
-        [i.length for i in corpus_items] + [i.length + 1 for i in items if i.kind == "generated"], default=None)
+        [i.length for i in items if i.kind in ("corpus", "flipflop")]
+        + [i.length + 1 for i in items if i.kind == "generated"], default=None)
     fixed_tasks = [t for t, _ in fixed]
     check_room_for_generation(fixed_tasks, run_length)
     planned = []

@@ -4,7 +4,9 @@ Baseline file: a results.json (a list of records), or {"tolerances": {...}, "rec
 Tolerances per metric name: {"abs": x} and/or {"rel": y}; a record may also be matched by
 "task/metric". Lookup order: task/metric, then metric, in the baseline file, then the caller's
 defaults. Only changes in the worse direction (the metric registry's; a record's own field for a
-metric the registry lacks) beyond tolerance are regressions.
+metric the registry lacks) beyond tolerance are regressions, unless the tolerance says
+"either_direction": true (a suite over fixed checkpoints, such as `ci` over the zoo, where any change
+beyond the measured drift means the evaluation or the model changed).
 """
 from __future__ import annotations
 
@@ -84,5 +86,7 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
         allowed = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(base.value))
         worse = base.value - now.value if higher_is_better(base.metric, base.higher_is_better) else \
             now.value - base.value
+        if tol.get("either_direction"):
+            worse = abs(worse)
         findings.append(Finding(key_of(base), base.value, now.value, allowed, worse > allowed))
     return findings, problems

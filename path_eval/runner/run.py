@@ -12,6 +12,7 @@ from pathlib import Path
 
 from path_eval.evaluators import EvaluationContext, Evaluator
 from path_eval.evaluators.corpus import CorpusEvaluator
+from path_eval.evaluators.flipflop import FlipFlopEvaluator
 from path_eval.evaluators.generated import GeneratedEvaluator
 from path_eval.evaluators.lm_eval import LmEvalEvaluator
 from path_eval.plan import ResolvedPlan
@@ -23,9 +24,9 @@ from path_eval.samples import slug
 
 log = logging.getLogger("path_eval")
 
-# In this order: records list lm-eval's tasks, then generated ones, then corpora.
+# In this order: records list lm-eval's tasks, then generated ones, then corpora, then flip-flop.
 EVALUATORS: dict[str, Evaluator] = {"lm_eval": LmEvalEvaluator(), "generated": GeneratedEvaluator(),
-                                    "corpus": CorpusEvaluator()}
+                                    "corpus": CorpusEvaluator(), "flipflop": FlipFlopEvaluator()}
 
 
 @dataclass
@@ -64,6 +65,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     env = environment()
     writes = True
     for model in plan.models:
+        if not any(model.name in item.models for item in plan.items):
+            continue  # every task of the run is for other models: never loaded
         clock = time.perf_counter()
         lm = PathEvalLM(str(model.path), device=options.device, dtype=options.dtype, attention=options.attention,
                         batch_size=options.batch_size, max_length=model.max_length)
@@ -74,8 +77,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                  plan.data_dir)
         lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.rank))
         context = EvaluationContext(plan, model, options.out, identity["tokenizer_sha256"], options.bootstrap_iters)
-        results = [result for kind, evaluator in EVALUATORS.items() if plan.of_kind(kind)
-                   for result in evaluator.run(lm, plan.of_kind(kind), context)]
+        results = [result for kind, evaluator in EVALUATORS.items() if plan.of_kind(kind, model.name)
+                   for result in evaluator.run(lm, plan.of_kind(kind, model.name), context)]
         wall = time.perf_counter() - clock
         counters = processes.gathered_counters(lm)
         writes = processes.writes_results(lm)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
+from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import REGISTRY
@@ -20,6 +21,10 @@ def parse_length(value: int | str) -> int:
         return int(text[:-1]) * 1024 if text.endswith("k") else int(text)
     except ValueError:
         raise PathEvalError(f"length {value!r} is not a number of tokens (e.g. 4096 or 4k)") from None
+
+
+# Context lengths as a suite writes them (4096, "4k"), as numbers of tokens.
+Lengths = Annotated[list[int], BeforeValidator(lambda value: [parse_length(v) for v in value or []])]
 
 
 def known_metric(name: str) -> str:
@@ -55,7 +60,9 @@ class CorpusSpec(BaseModel):
     repeats (NarrativeQA lists each story once per question). folder: *.txt files under the data
     dir (sorted by name), optionally without Project Gutenberg headers and footers. python_stdlib:
     the `.py` sources of the running Python's standard library (sorted by path), a code corpus
-    present on every machine. `standin_for` names the corpus an offline stand-in replaces."""
+    present on every machine. package_file: a text file shipped inside the `path_eval` package (a
+    path relative to it, e.g. the zoo's held-out text), read through importlib.resources, so an
+    installed wheel needs no data dir. `standin_for` names the corpus an offline stand-in replaces."""
 
     model_config = ConfigDict(extra="forbid")
     hf_path: str | None = None
@@ -67,13 +74,22 @@ class CorpusSpec(BaseModel):
     folder: str | None = None
     strip_gutenberg: bool = False
     python_stdlib: bool = False
+    package_file: str | None = None
     standin_for: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
-        if sum([self.hf_path is not None, self.folder is not None, self.python_stdlib]) != 1:
-            raise ValueError("a corpus needs exactly one of hf_path, folder, python_stdlib")
+        if sum([self.hf_path is not None, self.folder is not None, self.python_stdlib,
+                self.package_file is not None]) != 1:
+            raise ValueError("a corpus needs exactly one of hf_path, folder, python_stdlib, package_file")
         return self
+
+
+class FlipFlopSpec(BaseModel):
+    """Flip-flop sequences FFL(p_ignore) (path_eval/tasks/flipflop.py) at the task's lengths."""
+
+    model_config = ConfigDict(extra="forbid")
+    p_ignore: float = Field(ge=0.0, lt=1.0)
 
 
 class DataSpec(BaseModel):
@@ -125,13 +141,16 @@ class TaskSpec(BaseModel):
     An lm-eval task may name an `adapter` (path_eval/tasks: "longbench", "babilong") that rewrites its
     config to the original benchmark's rules, with `prompt_edits` to its template, `first_line`
     scoring and `data` rows other than its config's dataset.
-    `optional`: a task whose input data is missing is skipped with a notice, not an error."""
+    `optional`: a task whose input data is missing is skipped with a notice, not an error.
+    `lengths`: the task's own context lengths, in place of the suite's. `models`: the models (their
+    names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
     lm_eval_task: str | None = None
     corpus: CorpusSpec | None = None
     generator: str | None = None
+    flipflop: FlipFlopSpec | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
     num_fewshot: int = 0
     label: str | None = None
@@ -143,11 +162,15 @@ class TaskSpec(BaseModel):
     adapter: str | None = None
     prompt_edits: list[PromptEdit] = []
     first_line: bool = False
+    lengths: Lengths = []
+    models: list[str] = []
 
     @model_validator(mode="after")
     def _one_kind(self):
-        if sum(x is not None for x in (self.lm_eval_task, self.corpus, self.generator)) != 1:
-            raise ValueError("a task needs exactly one of lm_eval_task, corpus and generator")
+        if sum(x is not None for x in (self.lm_eval_task, self.corpus, self.generator, self.flipflop)) != 1:
+            raise ValueError("a task needs exactly one of lm_eval_task, corpus, generator and flipflop")
+        if self.flipflop and any(m.name != "flipflop_error" for m in self.metrics):
+            raise ValueError("a flipflop task reports the flipflop_error metric only")
         if (self.prompt_edits or self.first_line) and not self.adapter:
             raise ValueError("prompt_edits and first_line need a task adapter (adapter: ...)")
         if self.adapter and not (self.lm_eval_task and self.data):
@@ -181,7 +204,7 @@ class SuiteSpec(BaseModel):
     description: str
     tasks: list[TaskSpec] = Field(min_length=1)
     aggregates: list[AggregateSpec] = []
-    lengths: list[int] = []
+    lengths: Lengths = []
     samples: int = Field(default=500, gt=0)  # per generated task, length and seed, unless the task says
     max_length: int | None = None
     bucket_size: int = 2048
@@ -190,11 +213,6 @@ class SuiteSpec(BaseModel):
     caption: str | None = None
     truncate_middle: int | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
     length_buckets: LengthBuckets | None = None
-
-    @field_validator("lengths", mode="before")
-    @classmethod
-    def _parse_lengths(cls, value):
-        return [parse_length(v) for v in value or []]
 
     def task(self, name: str) -> TaskSpec:
         for task in self.tasks:

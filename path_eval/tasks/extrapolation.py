@@ -12,6 +12,7 @@ import json
 import re
 import sysconfig
 from collections.abc import Iterable, Iterator
+from importlib import resources
 from pathlib import Path
 
 from path_eval.data import DatasetSplit, require
@@ -51,6 +52,11 @@ def documents(corpus: CorpusSpec, data_dir: Path, suite: str) -> tuple[Iterator[
         root = Path(sysconfig.get_paths()["stdlib"])
         files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts and "test" not in p.parts)
         return (f.read_text(encoding="utf-8", errors="replace") for f in files), files
+    if corpus.package_file is not None:
+        file = Path(str(resources.files("path_eval").joinpath(corpus.package_file)))
+        if not file.is_file():
+            raise PathEvalError(f"corpus file {corpus.package_file} is not in the path_eval package ({file})")
+        return iter([file.read_text(encoding="utf-8")]), [file]
     if corpus.folder is not None:
         folder = Path(data_dir) / corpus.folder
         files = sorted(folder.glob("*.txt"))

@@ -144,7 +144,7 @@ def vt_sample(rng: random.Random) -> str:
 
 
 def flipflop_sample(rng: random.Random) -> str:
-    from path_eval.zoo import flipflop
+    from path_eval.tasks import flipflop
 
     pairs = rng.randint(16, 120)
     return flipflop.to_text(flipflop.generate(1, flipflop.SPLITS["in"], length=2 * pairs, seed=rng.getrandbits(63))[0])

@@ -22,10 +22,10 @@ import torch
 from path_eval import load_model
 from path_eval.lm.scoring import next_token_nll
 from path_eval.results.store import write_json_atomic
-from path_eval.zoo import flipflop, run_cli
+from path_eval.tasks import flipflop
+from path_eval.zoo import run_cli, zoo_models
 from path_eval.zoo.corpus import HELDOUT_FILE
 
-MODELS = Path(__file__).parent / "models"
 LM_VARIANTS = ("rope", "fox", "path", "path_fox")
 BUCKETS = ((0, 512), (512, 1024), (1024, 2048), (2048, 4096))
 FLIPFLOP_SETS = {"in": 256, "sparse": 2048, "dense": 64}
@@ -85,7 +85,7 @@ def main() -> None:
     if args.parity:
         parity = {r["model"]: r for r in json.loads(Path(args.parity).read_text())["records"] if "reference_nll" in r}
     records = {}
-    for folder in sorted(MODELS.iterdir()):
+    for folder in zoo_models():
         start = time.time()
         model, tokenizer = load_model(folder, dtype="float32")
         is_flipflop = folder.name.startswith("flipflop_")

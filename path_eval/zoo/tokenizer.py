@@ -39,7 +39,7 @@ def train_bpe(texts) -> "tokenizers.Tokenizer":
 def flipflop_tokenizer() -> "tokenizers.Tokenizer":
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from path_eval.zoo.flipflop import SYMBOLS
+    from path_eval.tasks.flipflop import SYMBOLS
 
     tokenizer = Tokenizer(models.WordLevel({symbol: i for i, symbol in enumerate(SYMBOLS)}, unk_token=PAD))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

@@ -29,7 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from path_eval.errors import PathEvalError
-from path_eval.zoo import flipflop, run_cli
+from path_eval.tasks import flipflop
+from path_eval.zoo import run_cli
 
 PROCESS_START = time.time()
 
@@ -210,7 +211,7 @@ def train(args) -> None:
         card["data"] = json.loads(Path(args.stream_info).read_text()) if args.stream_info else None
     else:
         card["loss_on"] = "read positions only (the bits that follow a read instruction)"
-        card["data"] = {"generator": "path_eval.zoo.flipflop.generate", "p_ignore": flipflop.SPLITS["in"],
+        card["data"] = {"generator": "path_eval.tasks.flipflop.generate", "p_ignore": flipflop.SPLITS["in"],
                         "seed_per_step": "1_000_000 * (seed + 1) + step"}
         card["flipflop_error"] = {"sets": FINAL_EVAL_SETS, "seed": FINAL_EVAL_SEED,
                                   **flipflop_errors(model, FINAL_EVAL_SETS, FINAL_EVAL_SEED)}

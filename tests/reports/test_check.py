@@ -57,3 +57,13 @@ def test_incomparable_inputs_are_refused(tmp_path, baseline, capsys, change):
 def test_missing_metric_is_incomparable(tmp_path, baseline, capsys):
     code, out = run_check(tmp_path, baseline, records()[:1], capsys)
     assert code == 2 and "missing from the results: m wikitext word_perplexity" in out
+
+
+def test_either_direction_tolerance_flags_improvements_too(tmp_path, capsys):
+    path = tmp_path / "two_sided.json"
+    path.write_text(json.dumps({"tolerances": {"word_perplexity": {"rel": 0.02, "either_direction": True},
+                                               "acc": {"abs": 0.01}},
+                                "records": [r.model_dump() for r in records()]}))
+    assert run_check(tmp_path, path, records(acc=0.545, ppl=17.9), capsys)[0] == 0
+    code, out = run_check(tmp_path, path, records(acc=0.70, ppl=17.0), capsys)
+    assert code == 1 and "REGRESSED m wikitext word_perplexity: 17 vs baseline 18" in out and "ok        m piqa acc" in out

@@ -65,3 +65,27 @@ def test_a_transformers_checkpoint_states_its_length_through_its_config(tmp_path
     LlamaConfig(max_position_embeddings=1536).save_pretrained(tmp_path / "llama")
     plan = resolve_plan(piqa_suite(tmp_path), [str(tmp_path / "llama")], data_dir=tmp_path / "data")
     assert plan.models[0].max_length == 1536
+
+
+def test_zoo_models_by_name_and_each_task_on_its_own_models_and_lengths(tmp_path):
+    plan = resolve_plan(load_suite("ci"), ["zoo:rope", "zoo:flipflop_path"], tasks=["heldout", "flipflop_in"],
+                        data_dir=tmp_path)
+    assert [m.name for m in plan.models] == ["rope", "flipflop_path"]
+    assert {m.max_length for m in plan.models} == {4097}  # the suite's, whatever the subset
+    assert [(i.task, i.kind, i.length, i.models) for i in plan.items] == [
+        ("heldout", "corpus", 512, ["rope"]), ("heldout", "corpus", 2048, ["rope"]),
+        ("heldout", "corpus", 4096, ["rope"]), ("flipflop_in", "flipflop", 512, ["flipflop_path"])]
+    assert plan.of_kind("flipflop", "rope") == [] and len(plan.of_kind("corpus", "rope")) == 3
+    only_lm = resolve_plan(load_suite("ci"), ["zoo:fox"], tasks=["heldout", "flipflop_in"], data_dir=tmp_path)
+    assert [s.task for s in only_lm.skipped] == ["flipflop_in"] and {i.task for i in only_lm.items} == {"heldout"}
+    assert len(resolve_plan(load_suite("ci"), ["zoo"], tasks=["heldout"], data_dir=tmp_path).models) == 8
+
+
+def test_unknown_zoo_model_and_a_task_for_an_unknown_model_are_one_line_errors(tmp_path):
+    with pytest.raises(PathEvalError, match="no zoo model 'ropee': choose one of flipflop_fox"):
+        resolve_plan(load_suite("ci"), ["zoo:ropee"], data_dir=tmp_path)
+    (tmp_path / "s.yaml").write_text("name: s\ndescription: x\ntasks:\n  - {name: ff, flipflop: {p_ignore: 0.8}, "
+                                     "lengths: [64], metrics: [flipflop_error], models: [flipflop_pth]}\n")
+    with pytest.raises(PathEvalError, match="task ff runs on model 'flipflop_pth', which is neither a model of this "
+                                            "run \\(rope\\) nor of the zoo"):
+        resolve_plan(load_suite(str(tmp_path / "s.yaml")), ["zoo:rope"], data_dir=tmp_path)

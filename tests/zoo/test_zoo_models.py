@@ -10,7 +10,7 @@ import torch
 from path_eval import load_model
 from path_eval.models import PathEvalForCausalLM
 from path_eval.models.generation import generate
-from path_eval.zoo import flipflop
+from path_eval.tasks import flipflop
 from path_eval.zoo.corpus import HELDOUT_FILE, split_heldout, strip_gutenberg
 from tests.shared_data import SHARED_DATA
 

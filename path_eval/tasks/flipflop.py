@@ -9,11 +9,19 @@ out-of-distribution p = 0.1. A model's error is the share of read positions whos
 wrong (the argmax over the whole vocabulary at the position before the bit).
 
 The flip-flop models use this tiny vocabulary of their own, one token per symbol; the text form
-("w 1 i 0 r 1") is what the zoo's language-model mixture carries.
+("w 1 i 0 r 1") is what the zoo's language-model mixture carries. As a task of the harness (a suite
+task with `flipflop: {p_ignore: P}`), the sequences are generated from the run's seed, frozen, and
+scored with one teacher-forced forward per sequence (`path_eval.evaluators.flipflop`).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+
+from path_eval.errors import PathEvalError
+from path_eval.metrics import flipflop as flipflop_metric
+from path_eval.tasks.frozen import freeze, read_frozen
 
 WRITE, READ, IGNORE, ZERO, ONE, BOS, EOS, PAD = range(8)
 SYMBOLS = ("w", "r", "i", "0", "1", "<s>", "</s>", "<pad>")
@@ -45,31 +53,43 @@ def generate(count: int, p_ignore: float, *, length: int = LENGTH, seed: int) ->
 
 def read_positions(tokens: np.ndarray) -> np.ndarray:
     """Boolean mask [N, T] of the bit positions that follow a read instruction."""
-    tokens = np.asarray(tokens)
-    mask = np.zeros(tokens.shape, dtype=bool)
-    mask[:, 1:] = tokens[:, :-1] == READ
-    return mask
+    return flipflop_metric.read_positions(tokens, READ)
 
 
 def read_errors(tokens: np.ndarray, predictions: np.ndarray) -> tuple[int, int]:
-    """(wrong, reads): predictions[n, t] is the model's next token after tokens[n, :t + 1]; a read
-    is wrong when the prediction at the read instruction is not the bit that follows it."""
-    tokens, predictions = np.asarray(tokens), np.asarray(predictions)
-    if tokens.shape != predictions.shape:
-        raise ValueError(f"tokens {tokens.shape} and predictions {predictions.shape} differ in shape")
-    targets = read_positions(tokens)
-    predicted = np.zeros(tokens.shape, dtype=predictions.dtype)
-    predicted[:, 1:] = predictions[:, :-1]
-    wrong = int((predicted[targets] != tokens[targets]).sum())
-    return wrong, int(targets.sum())
+    """(wrong, reads) of `predictions` on `tokens` (`path_eval.metrics.flipflop.read_errors`)."""
+    return flipflop_metric.read_errors(tokens, predictions, READ)
 
 
 def read_error_rate(tokens: np.ndarray, predictions: np.ndarray) -> float:
-    """The share of read positions whose predicted bit is wrong."""
-    wrong, reads = read_errors(tokens, predictions)
-    return wrong / reads
+    """The share of read positions whose predicted bit is wrong (the `flipflop_error` metric)."""
+    return flipflop_metric.flipflop_error(tokens, predictions, READ)
 
 
 def to_text(sequence) -> str:
     """The text form, symbols separated by spaces: "w 1 i 0 r 1"."""
     return " ".join(SYMBOLS[int(token)] for token in sequence)
+
+
+# Bumped whenever the generator's output changes for the same arguments: older frozen sets are then
+# never reused.
+GENERATOR_VERSION = "1"
+
+
+def frozen_sequences(task: str, p_ignore: float, length: int, seed: int, count: int,
+                     root: Path | None = None) -> tuple[Path, np.ndarray]:
+    """The `count` FFL(p_ignore) sequences of `length` tokens for this seed, frozen to disk like
+    RULER's samples (`path_eval.tasks.frozen`), and the file that holds them."""
+    key = {"task": f"flipflop/{task}", "length": length, "seed": seed, "samples": count, "p_ignore": p_ignore,
+           "generator_version": GENERATOR_VERSION}
+    frozen = freeze(key, lambda: [{"tokens": row.tolist()}
+                                  for row in generate(count, p_ignore, length=length, seed=seed)], root)
+    return frozen, np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
+
+
+def check_vocabulary(tokenizer, model: str) -> None:
+    """Flip-flop sequences are token ids of this vocabulary: a model whose tokenizer maps the
+    symbols elsewhere would be scored on nonsense."""
+    if tokenizer.convert_tokens_to_ids(list(SYMBOLS)) != list(range(VOCAB_SIZE)):
+        raise PathEvalError(f"model {model} does not use the flip-flop vocabulary ({' '.join(SYMBOLS)} as ids 0-7): "
+                            "run flip-flop tasks on flip-flop models (the task's models: in the suite)")

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from path_eval.zoo import flipflop
-from path_eval.zoo.flipflop import IGNORE, ONE, READ, WRITE, ZERO
+from path_eval.tasks import flipflop
+from path_eval.tasks.flipflop import IGNORE, ONE, READ, WRITE, ZERO
 
 
 def test_error_is_the_share_of_reads_whose_predicted_bit_is_wrong():

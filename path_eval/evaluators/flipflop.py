@@ -1,0 +1,51 @@
+"""Flip-flop tasks: frozen FFL(p_ignore) sequences (path_eval/tasks/flipflop.py), one teacher-forced
+forward per sequence, the argmax at every position, and the registry's `flipflop_error` over all
+read positions of a seed's sequences (the paper's definition; lm-eval loglikelihood requests per
+read would give the same numbers at one forward per read)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from path_eval.data import fingerprint, write_jsonl_atomic
+from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.metrics.flipflop import binomial_stderr, read_errors
+from path_eval.metrics.registry import metric_entry
+from path_eval.plan import PlannedItem
+from path_eval.tasks import flipflop
+
+BATCH = 32  # sequences per forward
+
+
+@torch.inference_mode()
+def argmax_predictions(lm, tokens: np.ndarray) -> np.ndarray:
+    """predictions[n, t]: the model's most likely token after tokens[n, :t + 1]."""
+    def forward(batch: np.ndarray) -> np.ndarray:
+        return lm.model(torch.as_tensor(batch, device=lm.device)).logits.argmax(-1).cpu().numpy()
+    return np.concatenate([lm.timed(forward, tokens[i:i + BATCH], tokens=tokens[i:i + BATCH].size)
+                           for i in range(0, len(tokens), BATCH)])
+
+
+class FlipFlopEvaluator:
+    def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
+        flipflop.check_vocabulary(lm.tokenizer, context.model.name)
+        error_of = metric_entry("flipflop_error").function
+        results = []
+        for item in items:
+            spec = context.plan.spec(item)
+            per_seed, files, rows = [], [], []
+            for seed in item.seeds:
+                frozen, tokens = flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed,
+                                                           item.samples)
+                predictions = argmax_predictions(lm, tokens)
+                error = error_of(tokens, predictions, flipflop.READ)
+                per_seed.append((error, binomial_stderr(error, read_errors(tokens, predictions, flipflop.READ)[1])))
+                files.append(frozen)
+                for index in range(len(tokens)):
+                    wrong, reads = read_errors(tokens[index:index + 1], predictions[index:index + 1], flipflop.READ)
+                    rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
+            write_jsonl_atomic(rows, context.samples_dir / f"{item.task}@{item.length}.jsonl")
+            results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
+                                      n=len(rows), data_files=files, data_fingerprint=fingerprint(files),
+                                      seeds=item.seeds))
+        return results
