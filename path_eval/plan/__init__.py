@@ -232,7 +232,8 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
         seeds = sample_seeds(task, seed)
         items.append(PlannedItem(task=task.name, kind="generated", length=length, models=runs_on[task.name],
                                  seeds=seeds, samples=sample_count(task, suite, limit),
-                                 data_files=[str(f) for f in files], lm_eval_tasks=[lm_eval_name(task, length, s) for s in seeds]))
+                                 data_files=[str(f) for f in files],
+                                 lm_eval_tasks=[lm_eval_name(task, length, s) for s in seeds]))
     for name, reason in skipped.items():
         log.warning("%s skipped: %s", name, reason)
     corpus_items = [i for i in items if i.kind == "corpus"]
