@@ -35,7 +35,7 @@ MALFORMED = {
     "unknown key": ("name: s\ndescription: d\ncolour: red\ntasks: [{name: piqa, lm_eval_task: piqa, metrics: [acc]}]\n",
                     "colour"),
     "two task kinds": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, generator: phonebook, "
-                       "metrics: [acc]}]\n", "exactly one of lm_eval_task, corpus and generator"),
+                       "metrics: [acc]}]\n", "exactly one of lm_eval_task, corpus, generator and flipflop"),
     "no tasks": ("name: s\ndescription: d\ntasks: []\n", "tasks"),
     "repeated task": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, metrics: [acc]}, "
                       "{name: t, lm_eval_task: arc_easy, metrics: [acc]}]\n", "task names repeat"),
@@ -44,6 +44,12 @@ MALFORMED = {
     "bad buckets": ("name: s\ndescription: d\nlength_buckets: {field: length, edges: [8000, 4000], labels: [a, b, c]}\n"
                     "tasks: [{name: t, lm_eval_task: piqa, metrics: [acc]}]\n", "edges must increase"),
     "not yaml": ("name: [unclosed\n", "not valid YAML"),
+    "flip-flop with another metric": ("name: s\ndescription: d\ntasks: [{name: f, flipflop: {p_ignore: 0.8}, "
+                                      "lengths: [512], metrics: [acc]}]\n", "reports the flipflop_error metric only"),
+    "p_ignore not a probability": ("name: s\ndescription: d\ntasks: [{name: f, flipflop: {p_ignore: 1.5}, "
+                                   "metrics: [flipflop_error]}]\n", "tasks.0.flipflop.p_ignore"),
+    "a task length that is not one": ("name: s\ndescription: d\ntasks: [{name: f, flipflop: {p_ignore: 0.8}, "
+                                      "lengths: [lots], metrics: [flipflop_error]}]\n", "'lots' is not a number"),
 }
 
 
