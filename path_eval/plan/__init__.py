@@ -137,7 +137,7 @@ def task_models(task: TaskSpec, names: list[str]) -> list[str]:
     unknown = [m for m in task.models if m not in names and m not in zoo_names()]
     if unknown:
         raise PathEvalError(f"task {task.name} runs on model {unknown[0]!r}, which is neither a model of this run "
-                            f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the suite's models:")
+                            f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the task's models: list")
     return [name for name in names if name in task.models]
 
 
@@ -206,6 +206,9 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
     skipped = {name: f"it runs on {', '.join(suite.task(name).models)}, none of them in this run"
                for name, on in runs_on.items() if not on}
     selected = [(task, length) for task, length in selected if runs_on[task.name]]
+    if not selected:
+        raise PathEvalError(f"no chosen task of suite {suite.name} runs on {', '.join(names)}: each names its models "
+                            "(models: in the suite; `python eval.py list` shows them)")
     if data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
     fixed = [(build_task(task, data_dir, suite, length), length) for task, length in selected if task.lm_eval_task]
