@@ -58,8 +58,7 @@ class RequestCache:
         try:
             value = json.loads(row[0])
         except ValueError:
-            raise PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its "
-                                "requests") from None
+            raise self._corrupt() from None
         return tuple(value) if kind == "loglikelihood" else value  # (log-likelihood, is_greedy)
 
     def add_partial(self, kind: str, args, result) -> None:
@@ -90,8 +89,10 @@ class RequestCache:
         try:
             return [json.loads(counters) for id_, counters in rows if id_ != self.segment]
         except ValueError:
-            raise PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its "
-                                "requests") from None
+            raise self._corrupt() from None
+
+    def _corrupt(self) -> PathEvalError:
+        return PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its requests")
 
     def answer(self, kind: str, requests: list, compute: Callable[[list], list]) -> list:
         """Results of `requests` in order: stored ones read back, the rest computed in one call.

@@ -6,21 +6,9 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from path_eval.results import load_results
-from tests.helpers import ROOT, fixture_data, save_tiny_model
-
-
-def finished_requests(out: Path) -> int:
-    files = list((out / "resume").glob("*.db"))
-    if not files:
-        return 0
-    try:
-        with sqlite3.connect(f"file:{files[0]}?mode=ro", uri=True, timeout=1) as db:
-            return db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
-    except sqlite3.Error:
-        return 0
+from tests.helpers import ROOT, finished_requests, fixture_data, save_tiny_model
 
 
 def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
