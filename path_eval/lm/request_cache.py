@@ -7,9 +7,10 @@ are JSON (log-likelihoods, greedy flags, generated text), so reading one can onl
 Keys are lm-eval's (`hash_args` of the request kind and arguments), so a request is found again
 whatever order or batch it comes in.
 
-Each run of the same command is a segment; the cache also keeps every segment's work counters
+Each start of the same command is a segment; the cache also keeps every segment's work counters
 (tokens, seconds, requests, wall time), committed with each request, so that the provenance of a
-resumed run totals all of its segments."""
+resumed run totals all of its segments. Once the results are written they are forgotten: running
+the finished command again is a new run (which computes nothing)."""
 from __future__ import annotations
 
 import json
@@ -82,6 +83,12 @@ class RequestCache:
                                                    (counters,)).lastrowid
         else:
             self.connection.execute(f"UPDATE {SEGMENTS} SET counters = ? WHERE id = ?", (counters, self.segment))
+
+    def finish_run(self) -> None:
+        """Forget the segments' counters once the run's results are written (its requests stay)."""
+        self.connection.execute(f"DELETE FROM {SEGMENTS}")
+        self.connection.commit()
+        self.connection.close()
 
     def earlier_segments(self) -> list[dict]:
         """The counters of the runs of this command before this one (killed or finished)."""

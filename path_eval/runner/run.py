@@ -84,6 +84,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = environment()
     writes = True
+    caches = []
     for model in plan.models:
         lm = PathEvalLM(str(model.path), device=options.device, dtype=options.dtype, attention=options.attention,
                         batch_size=options.batch_size, max_length=model.max_length)
@@ -93,6 +94,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                  identity["attention_backend"] or "transformers' own", identity["tokenizer"], lm.max_length,
                  plan.data_dir)
         lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.rank))
+        caches.append(lm.request_cache)
         context = EvaluationContext(plan, model, options.out, identity["tokenizer_sha256"], options.bootstrap_iters)
         results = [result for kind, evaluator in EVALUATORS.items() if plan.of_kind(kind)
                    for result in evaluator.run(lm, plan.of_kind(kind), context)]
@@ -103,8 +105,9 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             records += task_records(plan.suite, model.name, results, info)
         del lm
     processes.finish_processes()
-    if not writes:
-        return []
-    records += aggregate(plan.suite, records)
-    write_results(records, options.out / "results.json")
+    if writes:
+        records += aggregate(plan.suite, records)
+        write_results(records, options.out / "results.json")
+    for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
+        cache.finish_run()
     return records
