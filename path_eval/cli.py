@@ -404,6 +404,8 @@ def os_error_line(err: OSError) -> str:
     place = f" {err.filename}" if err.filename else ""
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"no space left on the disk writing{place}: free space there, or give --out on another disk"
+    if err.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"a file stands where a folder is needed:{place}: give another path, or move the file"
     return f"{err.strerror or err}:{place}: check the path and its permissions"
 
 
