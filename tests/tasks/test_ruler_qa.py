@@ -19,7 +19,7 @@ SQUAD = SHARED_DATA / "squad_v2" / "dev-v2.0.subset_Normans_Rhine.json"
 HOTPOT = SHARED_DATA / "hotpotqa" / "hotpot_dev_distractor_v1.first53.json"
 HOTPOT_HF = SHARED_DATA / "hotpotqa" / "hotpot_dev_distractor_first100.hf_style.json"
 # The official layouts of the dev copies, whole articles and their counts (the fixtures hold HF rows only;
-# the QA generators run on those in tests/runner/test_generated_suites.py and the golden records).
+# the QA generators run on those in tests/suites/test_generated_suites.py and the golden records).
 pytestmark = pytest.mark.shared_data
 
 LENGTH = 4096

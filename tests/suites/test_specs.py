@@ -1,0 +1,63 @@
+"""The suite stage on its own: every built-in suite validates, lengths parse as the docs say, and a
+malformed suite is one line naming where it is wrong."""
+import pytest
+
+from path_eval.errors import PathEvalError
+from path_eval.suites import LengthBuckets, available_suites, load_suite, parse_length
+
+
+@pytest.mark.parametrize("name", available_suites())
+def test_every_built_in_suite_validates(name):
+    suite = load_suite(name)
+    assert suite.name == name and suite.tasks
+    assert suite.lengths == sorted(set(suite.lengths)) and all(length >= 0 for length in suite.lengths)
+
+
+@pytest.mark.parametrize("text, tokens", [(4096, 4096), ("4096", 4096), ("4k", 4096), ("4K", 4096), (" 16k ", 16384),
+                                          ("0k", 0)])
+def test_lengths_parse_as_tokens(text, tokens):
+    assert parse_length(text) == tokens
+
+
+@pytest.mark.parametrize("text", ["four", "4m", "k", ""])
+def test_a_length_that_is_not_a_number_is_one_line(text):
+    with pytest.raises(PathEvalError, match="is not a number of tokens"):
+        parse_length(text)
+
+
+def test_length_buckets_follow_their_edges():
+    buckets = LengthBuckets(field="length", edges=[4000, 8000], labels=["0-4k", "4-8k", "8k+"])
+    assert [buckets.label(v) for v in (0, 3999, 4000, 7999, 8000, 10**6)] == ["0-4k", "0-4k", "4-8k", "4-8k",
+                                                                                  "8k+", "8k+"]
+
+
+MALFORMED = {
+    "unknown key": ("name: s\ndescription: d\ncolour: red\ntasks: [{name: piqa, lm_eval_task: piqa, metrics: [acc]}]\n",
+                    "colour"),
+    "two task kinds": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, generator: phonebook, "
+                       "metrics: [acc]}]\n", "exactly one of lm_eval_task, corpus and generator"),
+    "no tasks": ("name: s\ndescription: d\ntasks: []\n", "tasks"),
+    "repeated task": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, metrics: [acc]}, "
+                      "{name: t, lm_eval_task: arc_easy, metrics: [acc]}]\n", "task names repeat"),
+    "aggregate of nothing": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, metrics: [acc]}]\n"
+                             "aggregates: [{name: avg, metric: score, mean_of: [t/acc_norm]}]\n", "t/acc_norm"),
+    "bad buckets": ("name: s\ndescription: d\nlength_buckets: {field: length, edges: [8000, 4000], labels: [a, b, c]}\n"
+                    "tasks: [{name: t, lm_eval_task: piqa, metrics: [acc]}]\n", "edges must increase"),
+    "not yaml": ("name: [unclosed\n", "not valid YAML"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_suite_is_one_line_naming_the_problem(tmp_path, case):
+    text, fragment = MALFORMED[case]
+    path = tmp_path / "suite.yaml"
+    path.write_text(text)
+    with pytest.raises(PathEvalError) as raised:
+        load_suite(str(path))
+    message = str(raised.value)
+    assert fragment in message and "\n" not in message
+
+
+def test_an_unknown_suite_names_the_known_ones():
+    with pytest.raises(PathEvalError, match="unknown suite 'nope': choose one of .*ruler"):
+        load_suite("nope")
