@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from path_eval.cli import main
 from tests.helpers import fixture_data, records, save_tiny_model
@@ -175,6 +176,8 @@ CASES = [
     ([*RUN, "--device", "gpu"], "unknown device 'gpu'"),
     ([*RUN, "--device", ""], "unknown device ''"),
     ([*RUN, "--device", "meta"], "not supported"),
+    ([*RUN, "--attention", "triton"], "triton attention backend runs on a CUDA GPU"),
+    (["inspect", *MODEL, "--attention", "triton"], "runs on a CUDA GPU"),
     ([*RUN, "--attention", "flash"], "unknown attention backend 'flash'"),
     ([*RUN, "--attention", "TORCH"], "unknown attention backend"),
     # run: folders
@@ -299,6 +302,8 @@ def assert_one_error_line(stderr: str, fragment: str) -> str:
 
 @pytest.mark.parametrize("arguments, fragment", CASES, ids=[" ".join(c[0])[:80] for c in CASES])
 def test_bad_input_is_one_line_and_exit_2(arguments, fragment, place, tmp_path, capsys, monkeypatch):
+    if any(a.startswith("cuda") for a in arguments) and torch.cuda.is_available():
+        pytest.skip("a CUDA device is bad input only on a machine without one")
     monkeypatch.chdir(tmp_path)  # a default --out (runs/...) lands here
     for name in OFFLINE_VARIABLES:  # main sets them; restored after the test
         monkeypatch.delenv(name, raising=False)
