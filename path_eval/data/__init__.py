@@ -124,8 +124,12 @@ def archive_rows(split: DatasetSplit) -> list[dict]:
 
 def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSplit, Path, int]]:
     """Fetch each split from the Hugging Face hub (the one step that uses the network)."""
+    import logging
+
     import datasets
 
+    # the hub logs each failed attempt; a failure is reported below in one line, a retry that works needs none
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     done = []
     for split in splits:
         try:
