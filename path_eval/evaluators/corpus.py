@@ -23,9 +23,13 @@ from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token
 
 def _save_npy_atomic(array: np.ndarray, target: Path) -> None:
     staging = target.with_name(f".{target.name}.partial")
-    with open(staging, "wb") as handle:
-        np.save(handle, array)
-    staging.replace(target)
+    try:
+        with open(staging, "wb") as handle:
+            np.save(handle, array)
+        staging.replace(target)
+    except BaseException:  # a full disk or an interrupt: no half-written file stays behind
+        staging.unlink(missing_ok=True)
+        raise
 
 
 def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path, limit: int | None = None) -> dict:
@@ -57,6 +61,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
                        "count": [b - a + 1 for a, b in edges], "nll_file": str(nll_file.relative_to(samples_dir))}
             rows.append(row)
             write_jsonl_atomic(rows, log_file)
+            lm.save_progress()
             curve_sum += nll
             per_block.append(row)
             bar.advance()

@@ -56,6 +56,7 @@ class PathEvalLM(TemplateLM):
                  max_length: int | None = None, max_gen_toks: int = 256, prefill_chunk: int = 8192,
                  max_batch_size: int | None = None, **unused):
         super().__init__()
+        self.started = time.perf_counter()  # this segment's wall time counts from here, loading included
         if unused:
             raise PathEvalError(f"unknown option(s) for the path model: {', '.join(sorted(unused))}")
         self.parallel = DataParallel(device) if launched_processes() > 1 else None
@@ -87,7 +88,7 @@ class PathEvalLM(TemplateLM):
     def use_request_cache(self, path) -> None:
         """Read finished requests from, and record new ones in, the resume cache at `path` (JSON rows,
         never pickles: see `request_cache`)."""
-        self.request_cache = RequestCache(path)
+        self.request_cache = RequestCache(path, progress=self.counters)
         self.set_cache_hook(self.request_cache)
 
     def _answer(self, kind: str, requests, compute):
@@ -166,10 +167,20 @@ class PathEvalLM(TemplateLM):
         return out
 
     def counters(self) -> dict:
-        """This process's work so far: tokens through the model, their seconds, prompts cut to fit,
-        requests computed (not taken from the resume cache)."""
+        """This process's work in this segment: tokens through the model, their seconds, prompts cut to
+        fit, requests computed (not taken from the resume cache), wall time since the model began loading."""
         return {"tokens": self.tokens_processed, "seconds": self.seconds, "truncated": self.truncated_requests,
-                "requests": self.requests_computed}
+                "requests": self.requests_computed, "wall": time.perf_counter() - self.started}
+
+    def total_counters(self) -> dict:
+        """This process's work over every segment of the run: the earlier ones kept in the resume cache."""
+        segments = [*(self.request_cache.earlier_segments() if self.request_cache else []), self.counters()]
+        return {name: sum(segment.get(name, 0) for segment in segments) for name in segments[-1]}
+
+    def save_progress(self) -> None:
+        """Commit this segment's counters to the resume cache (after work it does not hold as requests)."""
+        if self.request_cache is not None:
+            self.request_cache.save_progress()
 
     def next_token_nll(self, tokens: list[int]) -> torch.Tensor:
         """Per-position NLL of one block (`scoring.next_token_nll`), counted as one computed request."""
@@ -200,8 +211,8 @@ class PathEvalLM(TemplateLM):
             targets.append(continuation[-(len(whole) - 1):])
         scores = self.timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
                              tokens=sum(map(len, inputs)))
-        self.requests_computed += len(batch)
         for (key, _, _), score in zip(batch, scores):
+            self.requests_computed += 1  # one by one, so the counters committed with a request match the cache
             if key is not None:  # rolling windows are cached as whole documents instead
                 self.cache_hook.add_partial("loglikelihood", key, score)
         return scores
@@ -278,9 +289,9 @@ class PathEvalLM(TemplateLM):
             encoded.append(tokens)
         new_tokens = self.timed(self._generate, encoded, until, max_gen, do_sample, temperature,
                                 tokens=sum(map(len, encoded)))
-        self.requests_computed += len(batch)
         texts = []
         for tokens, context in zip(new_tokens, contexts):
+            self.requests_computed += 1  # one by one, so the counters committed with a request match the cache
             text = self.tok_decode(tokens)
             for stop in until:
                 if stop:

@@ -5,7 +5,12 @@ lm-eval's own request cache (`use_cache`, a SqliteDict) stores pickles, and unpi
 arbitrary code: a run folder copied from someone else could execute commands on resume. Rows here
 are JSON (log-likelihoods, greedy flags, generated text), so reading one can only ever give data.
 Keys are lm-eval's (`hash_args` of the request kind and arguments), so a request is found again
-whatever order or batch it comes in."""
+whatever order or batch it comes in.
+
+Each start of the same command is a segment; the cache also keeps every segment's work counters
+(tokens, seconds, requests, wall time), committed with each request, so that the provenance of a
+resumed run totals all of its segments. Once the results are written they are forgotten: running
+the finished command again is a new run (which computes nothing)."""
 from __future__ import annotations
 
 import json
@@ -18,6 +23,7 @@ from lm_eval.api.model import hash_args
 from path_eval.errors import PathEvalError
 
 TABLE = "requests"
+SEGMENTS = "segments"
 PICKLED_TABLE = "unnamed"  # SqliteDict's default table: lm-eval's pickled cache
 
 
@@ -25,8 +31,11 @@ class RequestCache:
     """JSON rows keyed by request; also lm-eval's cache hook (`add_partial`), which the adapter
     calls as each request is computed."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, progress: Callable[[], dict] | None = None):
+        """progress: this segment's counters so far, stored with each request."""
         self.path = Path(path)
+        self.progress = progress
+        self.segment: int | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.connection = sqlite3.connect(self.path)
@@ -40,6 +49,7 @@ class RequestCache:
                                 "older path-eval), which could run code when read: delete it to recompute its "
                                 "requests")
         self.connection.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.connection.execute(f"CREATE TABLE IF NOT EXISTS {SEGMENTS} (id INTEGER PRIMARY KEY, counters TEXT NOT NULL)")
         self.connection.commit()
 
     def get(self, kind: str, args) -> object | None:
@@ -49,15 +59,47 @@ class RequestCache:
         try:
             value = json.loads(row[0])
         except ValueError:
-            raise PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its "
-                                "requests") from None
+            raise self._corrupt() from None
         return tuple(value) if kind == "loglikelihood" else value  # (log-likelihood, is_greedy)
 
     def add_partial(self, kind: str, args, result) -> None:
         """Store one finished request (committed at once: a kill loses at most the request in hand)."""
         self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
                                 (hash_args(kind, args), json.dumps(result)))
+        self._store_segment()
         self.connection.commit()
+
+    def save_progress(self) -> None:
+        """Commit this segment's counters (work that is not a cached request: corpus blocks)."""
+        self._store_segment()
+        self.connection.commit()
+
+    def _store_segment(self) -> None:
+        if self.progress is None:
+            return
+        counters = json.dumps(self.progress())
+        if self.segment is None:
+            self.segment = self.connection.execute(f"INSERT INTO {SEGMENTS} (counters) VALUES (?)",
+                                                   (counters,)).lastrowid
+        else:
+            self.connection.execute(f"UPDATE {SEGMENTS} SET counters = ? WHERE id = ?", (counters, self.segment))
+
+    def finish_run(self) -> None:
+        """Forget the segments' counters once the run's results are written (its requests stay)."""
+        self.connection.execute(f"DELETE FROM {SEGMENTS}")
+        self.connection.commit()
+        self.connection.close()
+
+    def earlier_segments(self) -> list[dict]:
+        """The counters of the runs of this command before this one (killed or finished)."""
+        rows = self.connection.execute(f"SELECT id, counters FROM {SEGMENTS} ORDER BY id").fetchall()
+        try:
+            return [json.loads(counters) for id_, counters in rows if id_ != self.segment]
+        except ValueError:
+            raise self._corrupt() from None
+
+    def _corrupt(self) -> PathEvalError:
+        return PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its requests")
 
     def answer(self, kind: str, requests: list, compute: Callable[[list], list]) -> list:
         """Results of `requests` in order: stored ones read back, the rest computed in one call.
@@ -69,6 +111,18 @@ class RequestCache:
 
     def __len__(self) -> int:
         return self.connection.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
+
+
+def saved_requests(folder: Path) -> int:
+    """The requests finished in the resume caches of `folder` (read-only: another process may hold them)."""
+    total = 0
+    for file in sorted(Path(folder).glob("*.db")):
+        try:
+            with sqlite3.connect(f"file:{file}?mode=ro", uri=True, timeout=1) as db:
+                total += db.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
+        except sqlite3.Error:
+            continue
+    return total
 
 
 def _sampled(kind: str, args) -> bool:

@@ -8,6 +8,7 @@ FoX forget gate saved under its pre-2025-04 name `g_proj` (shape [heads, D], wit
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -34,13 +35,53 @@ def resolve_dtype(dtype, device) -> torch.dtype:
     return DTYPES[dtype]
 
 
+def check_device_and_backend(device: str, attention: str | None) -> None:
+    """A device this machine has and an attention backend that runs on it, or one error line,
+    before anything loads."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise PathEvalError(f"unknown device {device!r}: give cpu, cuda or cuda:N") from None
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            raise PathEvalError(f"--device {device}: this machine has no CUDA GPU that torch can use: give "
+                                "--device cpu")
+        index = torch.device(device).index
+        if index is not None and index >= torch.cuda.device_count():
+            raise PathEvalError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s): "
+                                f"give cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    elif kind != "cpu":
+        raise PathEvalError(f"device {device!r} is not supported: give cpu, cuda or cuda:N")
+    if attention is None:
+        return
+    get_backend(attention)
+    if attention == "triton" and kind != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise PathEvalError("the triton attention backend runs on a CUDA GPU: give --device cuda, or --attention "
+                            "torch on the CPU")
+
+
+def read_config(file: Path) -> dict:
+    """A checkpoint's config.json as a dict, or one error line naming the file."""
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"{file} is not valid JSON ({err}): copy the checkpoint's config.json again") from None
+    if not isinstance(raw, dict):
+        raise PathEvalError(f"{file} is not a JSON object: copy the checkpoint's config.json again")
+    return raw
+
+
 def weight_files(root: Path) -> list[Path]:
     """The checkpoint's weight files, or a one-line error naming what is missing."""
     if (root / "model.safetensors").is_file():
         return [root / "model.safetensors"]
     index = root / "model.safetensors.index.json"
     if index.is_file():
-        shards = [root / name for name in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+        try:
+            shards = [root / name for name in sorted(set(read_config(index)["weight_map"].values()))]
+        except (KeyError, AttributeError, TypeError):
+            raise PathEvalError(f"{index} has no weight_map of tensor names to files: copy the whole checkpoint "
+                                "again") from None
         for shard in shards:
             if not shard.is_file():
                 raise PathEvalError(f"{shard} is listed in {index.name} but missing: copy the whole checkpoint")
@@ -48,16 +89,23 @@ def weight_files(root: Path) -> list[Path]:
     if (root / "pytorch_model.bin").is_file():
         return [root / "pytorch_model.bin"]
     raise PathEvalError(f"no weights in {root}: expected model.safetensors, a sharded model.safetensors.index.json, "
-                        "or pytorch_model.bin")
+                        "or pytorch_model.bin: copy the checkpoint's weights there")
 
 
 def read_weights(root: Path) -> dict[str, torch.Tensor]:
+    import pickle
+
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     state = {}
     for file in weight_files(root):
-        state.update(load_file(file) if file.suffix == ".safetensors"
-                     else torch.load(file, map_location="cpu", weights_only=True))
+        try:
+            state.update(load_file(file) if file.suffix == ".safetensors"
+                         else torch.load(file, map_location="cpu", weights_only=True))
+        except (SafetensorError, pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
+            raise PathEvalError(f"{file} cannot be read as weights ({str(err).splitlines()[0][:120]}): it is "
+                                "truncated or corrupt; copy the checkpoint again") from None
     return state
 
 
@@ -139,14 +187,10 @@ def load_model(path, *, device="cpu", dtype=None, attention: str | None = None):
         raise PathEvalError(f"model path {path} is not a directory: give a checkpoint folder with config.json and weights")
     if not (root / "config.json").is_file():
         raise PathEvalError(f"{root} has no config.json: give the checkpoint folder itself")
-    try:
-        raw = json.loads((root / "config.json").read_text())
-    except json.JSONDecodeError as err:
-        raise PathEvalError(f"{root / 'config.json'} is not valid JSON ({err})") from None
+    raw = read_config(root / "config.json")
     model_type = raw.get("model_type")
     dtype = resolve_dtype(dtype, device)
-    if attention is not None:
-        get_backend(attention)
+    check_device_and_backend(str(device), attention)
 
     if model_type in FLA_MODEL_TYPES or model_type == PathEvalConfig.model_type:
         state = read_weights(root)
@@ -172,7 +216,7 @@ def _load_transformers_model(root: Path, model_type, dtype, device, attention):
         raise PathEvalError(
             f"unknown model_type {model_type!r} in {root / 'config.json'}: path-eval loads fla's "
             f"{', '.join(FLA_MODEL_TYPES)}, its own '{PathEvalConfig.model_type}', and transformers causal LMs "
-            "(llama, mistral, qwen2, ...)")
+            "(llama, mistral, qwen2, ...): give a checkpoint of one of these")
     if attention is not None:
         raise PathEvalError(f"attention backend {attention!r} applies to path-eval model families; {root} is a "
                             f"transformers {model_type!r} model, which keeps its own attention: leave it unset")

@@ -43,7 +43,13 @@ def load_tokenizer(checkpoint: Path):
 
     own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
     source = checkpoint if own else mistral_v1_directory()
-    tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+    except Exception as err:  # sentencepiece, tokenizers and json each raise their own on a corrupt file
+        present = ", ".join(name for name in TOKENIZER_FILES if (source / name).is_file())
+        raise PathEvalError(f"the tokenizer in {source} ({present}) cannot be read ({type(err).__name__}: "
+                            f"{str(err).splitlines()[0][:120] if str(err) else 'corrupt file'}): copy the checkpoint's "
+                            "tokenizer files again, or remove them to use the Mistral v1 tokenizer") from None
     if len(tokenizer) < 8:
         raise PathEvalError(f"the tokenizer in {source} has only {len(tokenizer)} tokens: it did not load properly "
                             "(a tokenizer.model needs a tokenizer_config.json beside it)")

@@ -7,7 +7,6 @@ The ResolvedPlan is pydantic and round-trips through JSON: the run folder keeps 
 with the resolved suite as suite.json."""
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Literal
@@ -77,6 +76,20 @@ def check_generated_task(task: TaskSpec) -> None:
     check_generated_metrics(task)
 
 
+def check_task_length(task: TaskSpec, length: int | None) -> None:
+    """Generated samples need room for a prompt; a corpus block needs two tokens to predict one."""
+    from path_eval.tasks.generated import check_length
+
+    if task.generator and length is not None:
+        check_length(task, length)
+    if task.corpus and length is not None and length < 2:
+        raise PathEvalError(f"task {task.name}: a block of {length} token(s) has nothing to predict: give a "
+                            "longer --lengths (e.g. 4k)")
+    if task.flipflop and length is not None and (length < 4 or length % 2):
+        raise PathEvalError(f"task {task.name}: a flip-flop sequence is an even number of at least 4 tokens, not "
+                            f"{length}: give --lengths 512 (the paper's)")
+
+
 def model_paths(models: list[str]) -> list[Path]:
     """Checkpoint folders; `zoo:NAME` names a model of the trained zoo, `zoo` all of them."""
     from path_eval.zoo import ZOO_PREFIX, zoo_models
@@ -120,9 +133,12 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
         if max_length is not None:
             too_long = [n for n in wanted if n is not None and n > max_length]
             if too_long:
-                raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}")
+                raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}: give shorter --lengths "
+                                    "or raise --max-length")
         if (task.generator or task.corpus or task.flipflop) and wanted == [None]:
             raise PathEvalError(f"task {task.name} runs at context lengths: give --lengths or lengths in the suite")
+        for length in wanted:
+            check_task_length(task, length)
         pairs += [(task, length) for length in wanted]
     return pairs
 
@@ -154,15 +170,15 @@ def check_room_for_generation(tasks: list, max_length: int | None) -> None:
 
 def stated_context_length(path: Path) -> int | None:
     """The context length the checkpoint's config states, read as the model loader reads the config
-    (no weights). None where the loader cannot read the config: loading then says why in one line."""
+    (no weights; a config.json that does not parse fails here, in one line). None where there is no
+    config.json or its model type is unknown: loading then says why in one line."""
     from path_eval.lm.adapter import NO_CONTEXT_LENGTH, checkpoint_max_length
     from path_eval.models.config import PathEvalConfig
-    from path_eval.models.loading import FLA_MODEL_TYPES
+    from path_eval.models.loading import FLA_MODEL_TYPES, read_config
 
-    try:
-        raw = json.loads((path / "config.json").read_text())
-    except (OSError, json.JSONDecodeError):
+    if not (path / "config.json").is_file():
         return None
+    raw = read_config(path / "config.json")
     model_type = raw.get("model_type")
     if model_type == PathEvalConfig.model_type:
         config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import higher_is_better
 from path_eval.results import ResultRecord
@@ -40,15 +42,66 @@ class Finding:
                f"(change {self.value - self.baseline:+.4g}, allowed {self.allowed:.4g})"
 
 
+TOLERANCE_KINDS = ("abs", "rel")
+
+
 def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
+    """The baseline's records and tolerances, or one error line (a baseline that cannot be read is
+    not a regression: the caller exits 2, not 1)."""
     path = Path(path)
     if not path.is_file():
-        raise PathEvalError(f"no baseline file at {path}")
-    raw = json.loads(path.read_text())
-    records, tolerances = (raw, {}) if isinstance(raw, list) else (raw.get("records"), raw.get("tolerances", {}))
-    if records is None:
-        raise PathEvalError(f"{path}: a baseline is a results list or an object with 'records' (and 'tolerances')")
-    return RunResults.model_validate(records).root, tolerances
+        raise PathEvalError(f"no baseline file at {path}: give a results.json or a {{tolerances, records}} file")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"baseline {path} is not JSON ({err}): give a results.json or a "
+                            "{tolerances, records} file") from None
+    shape = f"baseline {path} is not a results list or an object with 'records' (and 'tolerances')"
+    if isinstance(raw, list):
+        records, tolerances = raw, {}
+    elif isinstance(raw, dict) and "records" in raw and not set(raw) - {"records", "tolerances"}:
+        records, tolerances = raw["records"], raw.get("tolerances", {})
+    else:
+        raise PathEvalError(f"{shape}: give a results.json or a {{tolerances, records}} file")
+    try:
+        baseline = RunResults.model_validate(records).root
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise PathEvalError(f"{shape}: records.{'.'.join(map(str, first['loc']))}: {first['msg']}: give records "
+                            "as a results.json holds them") from None
+    if not baseline:
+        raise PathEvalError(f"baseline {path} holds no records: a check against it would compare nothing; give a "
+                            "results.json of a finished run")
+    check_tolerances(tolerances, baseline, path)
+    return baseline, tolerances
+
+
+def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> None:
+    """Every tolerance names a baseline metric (or task/metric) and gives abs and/or rel as numbers
+    of at least 0: a misspelt key would otherwise be ignored silently."""
+    if not isinstance(tolerances, dict):
+        raise PathEvalError(f"baseline {path}: tolerances must be an object: give metric -> {{abs, rel}}, e.g. "
+                            "{\"acc\": {\"abs\": 0.01}}")
+    known = {r.metric for r in baseline} | {f"{r.task}/{r.metric}" for r in baseline}
+    for name, tolerance in tolerances.items():
+        if name not in known:
+            raise PathEvalError(f"baseline {path}: tolerance {name!r} matches no baseline metric: use one of "
+                                f"{', '.join(sorted(known))}")
+        if not isinstance(tolerance, dict) or not tolerance:
+            raise PathEvalError(f"baseline {path}: tolerance {name!r} must be an object: give e.g. "
+                                "{\"abs\": 0.01} and/or {\"rel\": 0.02}")
+        for kind, value in tolerance.items():
+            if kind == "either_direction":
+                if not isinstance(value, bool):
+                    raise PathEvalError(f"baseline {path}: tolerance {name}.either_direction = {value!r} is not "
+                                        "true or false")
+                continue
+            if kind not in TOLERANCE_KINDS:
+                raise PathEvalError(f"baseline {path}: tolerance {name!r} has unknown key {kind!r}: use abs and/or "
+                                    "rel (and either_direction)")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise PathEvalError(f"baseline {path}: tolerance {name}.{kind} = {value!r} is not a number of at "
+                                    "least 0: give e.g. 0.01")
 
 
 def key_of(record: ResultRecord) -> tuple:

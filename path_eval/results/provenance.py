@@ -95,13 +95,14 @@ def model_identity(path: Path, lm, device: str) -> dict:
     }
 
 
-def run_provenance(identity: dict, seed: int, limit: int | None, batch_size: int, started: str, wall: float,
+def run_provenance(identity: dict, seed: int, limit: int | None, batch_size: int, started: str,
                    counters: list[dict], environment: dict) -> dict:
     """A model's provenance fields common to all its records: identity, run settings, the work its
-    processes did (`counters`: one dict per process) and the environment."""
+    processes did over every segment of a resumed run (`counters`: one dict per process) and the
+    environment. The wall time is the slowest process's."""
     return identity | {
-        "seed": seed, "limit": limit, "batch_size": batch_size,
-        "started_at": started, "wall_time_s": round(wall, 3), "tokens": sum(c["tokens"] for c in counters),
+        "seed": seed, "limit": limit, "batch_size": batch_size, "started_at": started,
+        "wall_time_s": round(max(c["wall"] for c in counters), 3), "tokens": sum(c["tokens"] for c in counters),
         # processes run side by side: the run's rate is the sum of theirs
         "tokens_per_second": round(sum(c["tokens"] / c["seconds"] for c in counters if c["seconds"]), 1) or None,
         "truncated_requests": sum(c["truncated"] for c in counters),

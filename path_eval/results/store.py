@@ -15,8 +15,12 @@ def write_json_atomic(data, target: Path) -> None:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial")
-    staging.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    os.replace(staging, target)
+    try:
+        staging.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        os.replace(staging, target)
+    except BaseException:  # a full disk or an interrupt: no half-written file stays behind
+        staging.unlink(missing_ok=True)
+        raise
 
 
 def write_results(records: list[ResultRecord], target: Path) -> None:
@@ -29,10 +33,11 @@ def load_results(path: Path) -> list[ResultRecord]:
     if path.is_dir():
         path = path / "results.json"
     if not path.is_file():
-        raise PathEvalError(f"no results file at {path}")
+        raise PathEvalError(f"no results file at {path}: give a results.json or the run folder holding it")
     try:
         return RunResults.model_validate_json(path.read_text()).root
     except ValidationError as err:
         first = err.errors()[0]
         raise PathEvalError(f"{path} is not a path-eval results file: "
-                            f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+                            f"{'.'.join(map(str, first['loc'])) or 'file'}: {first['msg']}: give a results.json that "
+                            "`python eval.py run` wrote") from None

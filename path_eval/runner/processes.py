@@ -20,5 +20,6 @@ def writes_results(lm) -> bool:
 
 
 def gathered_counters(lm) -> list[dict]:
-    """Every process's counters, in rank order (a one-element list when run plainly)."""
-    return lm.gather_object(lm.counters())
+    """Every process's counters over every segment of the run, in rank order (a one-element list
+    when run plainly)."""
+    return lm.gather_object(lm.total_counters())

@@ -6,7 +6,8 @@ import datetime
 import hashlib
 import json
 import logging
-import time
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from path_eval.evaluators.corpus import CorpusEvaluator
 from path_eval.evaluators.flipflop import FlipFlopEvaluator
 from path_eval.evaluators.generated import GeneratedEvaluator
 from path_eval.evaluators.lm_eval import LmEvalEvaluator
+from path_eval.errors import PathEvalError
+from path_eval.lm import request_cache
 from path_eval.plan import ResolvedPlan
 from path_eval.results import ResultRecord, write_json_atomic, write_results
 from path_eval.results.provenance import environment, model_identity, run_provenance
@@ -48,6 +51,24 @@ def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
     return out / "resume" / f"{slug(name)}-{key}_rank{rank}.db"
 
 
+def check_out_folder(out: Path) -> None:
+    """A folder the run can write in (made if missing), or one error line before any model loads."""
+    if out.exists() and not out.is_dir():
+        raise PathEvalError(f"--out {out} is a file: give a folder for the run (made if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        raise PathEvalError(f"--out {out} is not a folder the run can write in ({os.strerror(err.errno) if err.errno else err}): "
+                            "give a writable folder") from None
+
+
+def saved_requests(out: Path) -> int:
+    """Work a killed run keeps for the same command: finished requests and corpus blocks."""
+    return request_cache.saved_requests(out / "resume") + len(list((out / "samples").glob("*/*@*/block-*.npy")))
+
+
 def write_plan(plan: ResolvedPlan, out: Path) -> None:
     """OUT/plan.json (the plan) and OUT/suite.json (the suite it resolved, which reports read)."""
     write_json_atomic(json.loads(plan.model_dump_json()), out / "plan.json")
@@ -64,10 +85,10 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = environment()
     writes = True
+    caches = []
     for model in plan.models:
         if not any(model.name in item.models for item in plan.items):
             continue  # every task of the run is for other models: never loaded
-        clock = time.perf_counter()
         lm = PathEvalLM(str(model.path), device=options.device, dtype=options.dtype, attention=options.attention,
                         batch_size=options.batch_size, max_length=model.max_length)
         identity = model_identity(model.path, lm, options.device)
@@ -76,19 +97,20 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                  identity["attention_backend"] or "transformers' own", identity["tokenizer"], lm.max_length,
                  plan.data_dir)
         lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.rank))
+        caches.append(lm.request_cache)
         context = EvaluationContext(plan, model, options.out, identity["tokenizer_sha256"], options.bootstrap_iters)
         results = [result for kind, evaluator in EVALUATORS.items() if plan.of_kind(kind, model.name)
                    for result in evaluator.run(lm, plan.of_kind(kind, model.name), context)]
-        wall = time.perf_counter() - clock
         counters = processes.gathered_counters(lm)
         writes = processes.writes_results(lm)
         if writes:
-            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, wall, counters, env)
+            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env)
             records += task_records(plan.suite, model.name, results, info)
         del lm
     processes.finish_processes()
-    if not writes:
-        return []
-    records += aggregate(plan.suite, records)
-    write_results(records, options.out / "results.json")
+    if writes:
+        records += aggregate(plan.suite, records)
+        write_results(records, options.out / "results.json")
+    for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
+        cache.finish_run()
     return records

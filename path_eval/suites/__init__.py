@@ -18,9 +18,12 @@ def parse_length(value: int | str) -> int:
     """4096, "4096", "4k", "4K" -> 4096."""
     text = str(value).strip().lower()
     try:
-        return int(text[:-1]) * 1024 if text.endswith("k") else int(text)
+        length = int(text[:-1]) * 1024 if text.endswith("k") else int(text)
     except ValueError:
-        raise PathEvalError(f"length {value!r} is not a number of tokens (e.g. 4096 or 4k)") from None
+        raise PathEvalError(f"length {value!r} is not a number of tokens: give e.g. 4096 or 4k") from None
+    if length < 0:
+        raise PathEvalError(f"length {value!r} is negative: give a number of tokens, e.g. 4096 or 4k")
+    return length
 
 
 # Context lengths as a suite writes them (4096, "4k"), as numbers of tokens.
@@ -218,7 +221,7 @@ class SuiteSpec(BaseModel):
         for task in self.tasks:
             if task.name == name:
                 return task
-        raise PathEvalError(f"suite {self.name} has no task {name!r}: its tasks are "
+        raise PathEvalError(f"suite {self.name} has no task {name!r}: choose from its tasks "
                             f"{', '.join(t.name for t in self.tasks)}")
 
 
@@ -235,20 +238,23 @@ def load_suite(name_or_path: str) -> SuiteSpec:
             raise PathEvalError(f"unknown suite {name_or_path!r}: choose one of {', '.join(available_suites())} "
                                 "or give a path to a suite YAML file")
     elif not path.is_file():
-        raise PathEvalError(f"suite file {path} does not exist")
+        raise PathEvalError(f"suite file {path} does not exist: give a suite name ({', '.join(available_suites())}) "
+                            "or the path of a suite YAML file")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise PathEvalError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
+        raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
+                            "are examples)") from None
     try:
         suite = SuiteSpec.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise PathEvalError(f"malformed suite {path}: {where}: {first['msg']}") from None
+        raise PathEvalError(f"malformed suite {path}: {where}: {first['msg']}: fix the file (suites/*.yaml are "
+                            "examples)") from None
     names = [t.name for t in suite.tasks]
     if len(set(names)) != len(names):
-        raise PathEvalError(f"malformed suite {path}: task names repeat")
+        raise PathEvalError(f"malformed suite {path}: task names repeat: give each task its own name")
     known = {(t.name, m.name) for t in suite.tasks for m in t.metrics}
     for aggregate in suite.aggregates:
         for ref in aggregate.mean_of:

@@ -19,9 +19,9 @@ from path_eval.metrics.registry import lm_eval_metric_list, metric_entry, metric
 from path_eval.suites import TaskSpec
 from path_eval.tasks.frozen import first_frozen, freeze
 from path_eval.tasks.lm_eval_tasks import LmEvalTask
-from path_eval.tasks.phonebook import generate_phonebook
+from path_eval.tasks.phonebook import DEFAULT_MAX_NEW_TOKENS, generate_phonebook
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays
-from path_eval.tasks.ruler import aggregation, niah, qa, variable_tracking
+from path_eval.tasks.ruler import aggregation, niah, qa, templates, variable_tracking
 
 # Bumped whenever a generator's output changes for the same key: frozen sets of an older version
 # are then never reused.
@@ -73,6 +73,23 @@ GENERATORS: dict[str, Callable[[GenerationInputs], list[dict]]] = {
 def check_generator(name: str) -> None:
     if name not in GENERATORS:
         raise PathEvalError(f"unknown generator {name!r}: choose one of {', '.join(GENERATORS)}")
+
+
+# The tokens each generator leaves for the answer (RULER's templates; PhoneBook's default).
+NEW_TOKENS = {**{f"ruler/{task}": niah.NIAH.tokens_to_generate for task in niah.NIAH_TASKS},
+              "ruler/vt": templates.VARIABLE_TRACKING.tokens_to_generate,
+              "ruler/cwe": templates.COMMON_WORDS_EXTRACTION.tokens_to_generate,
+              "ruler/fwe": templates.FREQ_WORDS_EXTRACTION.tokens_to_generate,
+              "ruler/qa_1": templates.QA.tokens_to_generate, "ruler/qa_2": templates.QA.tokens_to_generate,
+              "phonebook": DEFAULT_MAX_NEW_TOKENS}
+
+
+def check_length(spec: TaskSpec, length: int) -> None:
+    """A length that leaves room for a prompt after the answer's tokens (checked before any model
+    loads; how long the shortest prompt is, the generator says once the tokenizer is loaded)."""
+    if length <= NEW_TOKENS[spec.generator]:
+        raise PathEvalError(f"task {spec.name}: length {length} leaves no room for a prompt beside its "
+                            f"{NEW_TOKENS[spec.generator]} answer tokens: give a longer --lengths (e.g. 4k)")
 
 
 def input_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:

@@ -100,3 +100,20 @@ def test_a_file_that_is_not_sqlite_is_a_clean_error(tmp_path):
     path.write_bytes(b"not a database at all" * 100)
     with pytest.raises(PathEvalError, match="not a readable sqlite file"):
         RequestCache(path)
+
+
+def test_each_run_keeps_its_counters_and_sees_the_earlier_ones(tmp_path):
+    """A resumed run's provenance totals its segments: each run of the cache stores its counters
+    with every request, and a later run reads back those of the runs before it, not its own."""
+    path = tmp_path / "cache.db"
+    work = {"tokens": 0, "requests": 0}
+    first = RequestCache(path, progress=lambda: dict(work))
+    for n in range(3):
+        work = {"tokens": 10 * (n + 1), "requests": n + 1}
+        first.add_partial("generate_until", (f"prompt {n}", {}), "text")
+    first.connection.close()  # killed here: the counters of its three requests are already committed
+    second = RequestCache(path, progress=lambda: {"tokens": 5, "requests": 1})
+    assert second.earlier_segments() == [{"tokens": 30, "requests": 3}]
+    second.add_partial("generate_until", ("prompt 3", {}), "text")
+    assert second.earlier_segments() == [{"tokens": 30, "requests": 3}]
+    assert RequestCache(path).earlier_segments() == [{"tokens": 30, "requests": 3}, {"tokens": 5, "requests": 1}]

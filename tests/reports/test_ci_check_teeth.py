@@ -64,7 +64,9 @@ def run_and_check(tmp_path: Path, model: Path, task: str, length: int) -> int:
     kept = [r for r in baseline["records"] if r["model"] == model.name and r["task"] == task and r["length"] == length]
     assert kept, "the baseline has records for this model and task"
     filtered = tmp_path / f"baseline_{model.parent.name}.json"
-    filtered.write_text(json.dumps({**baseline, "records": kept}))
+    names = {r["metric"] for r in kept} | {f"{r['task']}/{r['metric']}" for r in kept}
+    tolerances = {name: tol for name, tol in baseline["tolerances"].items() if name in names}
+    filtered.write_text(json.dumps({"tolerances": tolerances, "records": kept}))
     return main(["check", str(out), "--baseline", str(filtered)])
 
 

@@ -109,7 +109,7 @@ def test_fla_path_checkpoint_runs_the_whole_suite_from_the_command_line(data_dir
     (["--suite", "table2", "--tasks", "piqa,boolq"], "suite table2 has no task 'boolq'"),
     (["--suite", "table2", "--lengths", "4k"], "suite table2 has no context lengths"),
     (["--suite", "table2", "--tasks", "piqa", "--data-dir", "EMPTY"], "missing data file .*baber/piqa/default/validation.jsonl"),
-    (["--suite", "table2", "--tasks", "piqa", "--limit", "0"], "--limit must be a positive"),
+    (["--suite", "table2", "--tasks", "piqa", "--limit", "0"], "--limit: 0 is below 1"),
 ])
 def test_bad_requests_fail_with_one_line_and_no_results(args, message, llama, data_dir, tmp_path):
     import re

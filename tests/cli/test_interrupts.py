@@ -1,0 +1,97 @@
+"""Ctrl-C and SIGTERM mid-run stop cleanly (exit 130 / 143, one line saying what is saved, no
+traceback), and the same command then finishes with exactly an uninterrupted run's records, no
+sample lost or duplicated, the provenance totalling both segments. A run folder whose resume cache
+holds pickles (a poisoned row) is refused without running its code."""
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from path_eval.results import load_results
+from tests.helpers import ROOT, finished_requests, fixture_data, save_tiny_model
+
+LIMIT, CHOICES = 10, 4  # HellaSwag: 40 loglikelihood requests
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("interrupts")
+    model = save_tiny_model(root / "model")
+    data = fixture_data(root / "data", "hellaswag")
+
+    def command(out: Path) -> list[str]:
+        return [sys.executable, "eval.py", "run", "--suite", "table2", "--tasks", "hellaswag", "--model", str(model),
+                "--data-dir", str(data), "--limit", str(LIMIT), "--out", str(out), "--quiet"]
+
+    fresh = subprocess.run(command(root / "fresh"), cwd=ROOT, capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    return command, load_results(root / "fresh")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_run_stops_cleanly_and_resumes(setup, tmp_path, signum):
+    command, fresh = setup
+    out = tmp_path / "out"
+    process = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while finished_requests(out) < 8 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+    saved = finished_requests(out)
+    assert 8 <= saved < LIMIT * CHOICES, "the run was not caught mid-way"
+    assert process.returncode == 128 + signum
+    assert "Traceback" not in stderr
+    [line] = [x for x in stderr.splitlines() if x.startswith("error:")]
+    assert line == (f"error: interrupted by {signal.Signals(signum).name}: {saved} finished requests are saved in "
+                    f"{out}; the same command resumes there")
+    assert not (out / "results.json").exists() and not list(out.rglob("*.partial"))
+
+    resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    records = load_results(out)
+    assert [(r.task, r.metric, r.value, r.stderr, r.n) for r in records] == \
+        [(r.task, r.metric, r.value, r.stderr, r.n) for r in fresh]
+    lines = (out / "samples" / "model" / "hellaswag.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["doc_id"] for x in lines) == list(range(LIMIT))  # none lost, none twice
+    # batch size 1: each segment's counters are exactly its committed requests' work
+    assert records[0].provenance.requests_computed == LIMIT * CHOICES == fresh[0].provenance.requests_computed
+    assert records[0].provenance.tokens == fresh[0].provenance.tokens
+
+
+def test_a_poisoned_resume_cache_is_refused_without_running_it(setup, tmp_path):
+    """lm-eval's pickled SqliteDict in place of the run's cache: the same command refuses it, and the
+    pickle's payload (a shell command) never runs."""
+    from sqlitedict import SqliteDict
+
+    command, _ = setup
+    out = tmp_path / "out"
+    first = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr[-2000:]
+    [cache] = (out / "resume").glob("*.db")
+    cache.unlink()
+    marker = tmp_path / "code-ran"
+    with SqliteDict(str(cache), autocommit=True) as poisoned:
+        poisoned["row"] = Payload(marker)
+    assert not marker.exists()
+    again = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 2
+    [line] = [x for x in again.stderr.splitlines() if x.startswith("error:")]
+    assert f"resume cache {cache} holds pickled rows" in line and "delete it" in line
+    assert "Traceback" not in again.stderr and not marker.exists()
+
+
+class Payload:
+    """Unpickling this runs `touch MARKER`."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
