@@ -243,16 +243,18 @@ def _list(args) -> None:
             where = (f"; lengths {', '.join(map(str, task.lengths))}" if task.lengths else "") + \
                 (f"; models {', '.join(task.models)}" if task.models else "")
             print(f"  task {task.name} ({source}{where}): {', '.join(m.name for m in task.metrics)}")
-    found = []
-    for folder in args.models:
-        if not Path(folder).is_dir():
-            raise PathEvalError(f"--models {folder}: no such folder: give folders that hold checkpoint folders")
-        found += [(str(config.parent), config) for config in sorted(Path(folder).glob("*/config.json"))]
-    found += [(f"{ZOO_PREFIX}{path.name}", path / "config.json") for path in zoo_models()]  # --model zoo:NAME
-    for name, config in found:
+    def print_model(name: str, config: Path) -> None:
         raw = read_config(config)
         variant = raw.get("attention") or ("path_fox" if raw.get("use_forget_gate") else "")
         print(f"model {name}: {raw.get('model_type', '?')} {variant}".rstrip())
+
+    for path in zoo_models():  # first: they are listed even when a --models folder is missing
+        print_model(f"{ZOO_PREFIX}{path.name}", path / "config.json")
+    for folder in args.models:
+        if not Path(folder).is_dir():
+            raise PathEvalError(f"--models {folder}: no such folder: give folders that hold checkpoint folders")
+        for config in sorted(Path(folder).glob("*/config.json")):
+            print_model(str(config.parent), config)
 
 
 def _csv(value: str | None, option: str) -> list[str] | None:
