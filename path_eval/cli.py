@@ -250,7 +250,7 @@ def _list(args) -> None:
 
     for path in zoo_models():  # first: they are listed even when a --models folder is missing
         print_model(f"{ZOO_PREFIX}{path.name}", path / "config.json")
-    for folder in args.models:
+    for folder in args.models or []:
         if not Path(folder).is_dir():
             raise PathEvalError(f"--models {folder}: no such folder: give folders that hold checkpoint folders")
         for config in sorted(Path(folder).glob("*/config.json")):
@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_compare)
 
     p = sub.add_parser("list", help="suites, their tasks and lengths, and models found")
-    p.add_argument("--models", nargs="*", default=["models"], help="folders to look in for checkpoints")
+    p.add_argument("--models", nargs="*", default=None, help="folders to look in for checkpoints (besides the zoo)")
     p.set_defaults(func=_list)
 
     p = sub.add_parser("inspect", help="load a checkpoint and describe it")

@@ -1,6 +1,9 @@
 """Zoo models on the command line: `list` names them as `zoo:NAME` and shows which models and
 lengths each ci task has; an unknown zoo name is one line with the choices."""
-from tests.helpers import run_cli
+import subprocess
+import sys
+
+from tests.helpers import ROOT, run_cli
 
 
 def test_list_shows_the_zoo_and_each_tasks_models():
@@ -14,6 +17,16 @@ def test_list_shows_the_zoo_and_each_tasks_models():
             "flipflop_path, flipflop_path_fox): flipflop_error") in lines
     assert any(line.startswith("  task heldout (corpus zoo/heldout/jack_sheppard_tail.txt; lengths 512, 2048, 4096")
                for line in lines)
+
+
+def test_plain_list_needs_no_models_folder(tmp_path):
+    """`list` alone, from a folder without models/, lists the suites and the zoo: only a --models
+    folder the user names must exist."""
+    result = subprocess.run([sys.executable, str(ROOT / "eval.py"), "list"], cwd=tmp_path, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("suite ci:") for line in lines) and "model zoo:path: path_attn" in lines
 
 
 def test_an_unknown_zoo_model_is_one_line(tmp_path):
