@@ -86,6 +86,16 @@ def save_tiny_model(path: Path, variant: str = "path", seed: int = 0) -> Path:
     return Path(path)
 
 
+def spread_weights(model, std: float):
+    """Every matrix redrawn from N(0, std), in parameter order: random init leaves attention close
+    to uniform, which would hide differences between variants and backends."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0, std)
+    return model
+
+
 def tiny_model(variant, dtype=torch.float32, seed=0, **overrides):
     """A 97-token model whose weights are large enough that attention is far from uniform."""
     torch.manual_seed(seed)

@@ -7,7 +7,7 @@ from path_eval.lm import PathEvalLM
 from path_eval.lm.scoring import score_batch
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.models.tokenizer import load_tokenizer, mistral_v1_directory
-from tests.helpers import LargestTensor
+from tests.helpers import LargestTensor, spread_weights
 
 
 @pytest.fixture(scope="module")
@@ -16,10 +16,7 @@ def checkpoint(tmp_path_factory):
     torch.manual_seed(0)
     model = PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64,
                                                num_hidden_layers=2, num_heads=2, max_position_embeddings=512))
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0, 0.3)
+    spread_weights(model, 0.3)
     model.save_pretrained(path)
     return path
 

@@ -15,7 +15,7 @@ from path_eval.runner import RunOptions, run
 from path_eval.suites import load_suite
 from path_eval.tasks import build_task
 from tests.fla_fixtures import write_fla_checkpoint
-from tests.helpers import ROOT, fixture_data
+from tests.helpers import ROOT, fixture_data, spread_weights
 from tests.shared_data import DATASETS
 
 LIMIT = 12  # WikiText has 3 documents in the fixtures, the other sets 20 rows
@@ -36,10 +36,7 @@ def llama(tmp_path_factory):
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=32000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096))
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0, 0.1)
+    spread_weights(model, 0.1)
     model.save_pretrained(path)
     for f in mistral_v1_directory().iterdir():
         shutil.copy(f, path)

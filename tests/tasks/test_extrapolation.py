@@ -15,7 +15,7 @@ from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.evaluators.corpus import score_corpus
 from path_eval.suites import load_suite
 from path_eval.tasks.extrapolation import blocks, bucket_edges, strip_gutenberg
-from tests.helpers import fixture_data
+from tests.helpers import fixture_data, spread_weights
 from tests.shared_data import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,10 +52,7 @@ def lm(tmp_path_factory):
     torch.manual_seed(0)
     model = PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64,
                                                num_hidden_layers=2, num_heads=2))
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0, 0.2)
+    spread_weights(model, 0.2)
     model.save_pretrained(path)
     return PathEvalLM(str(path), max_length=4096)
 
