@@ -57,7 +57,7 @@ def _run(args) -> None:
     from path_eval.suites import load_suite
 
     check_device_and_backend(args.device, args.attention)
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite).with_longbench_rule(args.longbench_rule)
     plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks, "--tasks"), lengths=_csv(args.lengths, "--lengths"),
                         limit=args.limit, seed=args.seed, data_dir=_data_dir(args.data_dir),
                         max_length=args.max_length)
@@ -83,6 +83,8 @@ def default_out(args, suite: str) -> Path:
 
     key = [[str(Path(m).resolve()) for m in args.model], args.tasks, args.lengths, args.limit, args.seed,
            str(Path(args.data_dir).resolve()), args.device, args.dtype, args.attention, args.max_length]
+    if args.longbench_rule:  # a suite's own rule keeps the folder it always had
+        key.append(args.longbench_rule)
     return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
 
 
@@ -149,7 +151,8 @@ def _download(args) -> None:
     data_dir = _data_dir(args.data_dir)
     if args.essays_wheel is not None and needs_essays(chosen):
         check_wheel(Path(args.essays_wheel))
-    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, lengths)))
+    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, lengths if wanted else
+                                                                       t.lengths or lengths)))
     for split, target, rows in download(splits, data_dir):
         print(f"{split}: {rows} rows -> {target}")
     if needs_essays(chosen):
@@ -204,6 +207,25 @@ def _report(args) -> None:
     for name, suite in suites.items():
         header, rows, note = suite_table([r for r in records if r.suite == name], suite)
         _emit(render(header, rows, args.format, f"{suite.name}: {suite.description}", note), args.format)
+
+
+def _rescore(args) -> None:
+    import json
+
+    from rich.console import Console
+
+    from path_eval.reports import results_table
+    from path_eval.results import write_json_atomic, write_results
+    from path_eval.results.rescore import rescore
+
+    run = Path(args.run)
+    records, suite = rescore(run, args.longbench_rule)
+    out = Path(args.out) if args.out else run / f"rescored-{suite.longbench_rule or 'suite'}"
+    write_results(records, out / "results.json")
+    write_json_atomic(json.loads(suite.model_dump_json()), out / "suite.json")  # what reports read beside it
+    console = Console()
+    console.print(results_table(records, suite))
+    console.print(f"rescored results: {out / 'results.json'}")
 
 
 def _compare(args) -> None:
@@ -321,11 +343,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
     p.add_argument("--data-dir", default=str(default_data_dir()), help="offline data folder (default %(default)s)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64")
+    p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64 | autocast-bf16 (float32 "
+                                                 "weights under bf16 autocast, as the FoX LongBench scripts)")
     p.add_argument("--attention", default=None, help="attention backend for path-eval models")
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--max-length", type=_positive, help="context length (default: the suite's, else the checkpoint's)")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--longbench-rule", help="LongBench scoring rule of the suite (longbench_e: fox, the "
+                                            "paper's scripts, the default; thudm, the original's)")
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
@@ -359,6 +384,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
                                     "LongBench-E by length; table7: LongBench-E per dataset and length bucket)")
     p.set_defaults(func=_report)
+
+    p = sub.add_parser("rescore", help="score a run again from its per-sample logs (no model), e.g. under "
+                                       "another LongBench rule; writes a new results file")
+    p.add_argument("run", help="the run folder (its plan.json, results.json and samples/)")
+    p.add_argument("--longbench-rule", help="LongBench scoring rule (fox | thudm; default: the run's own)")
+    p.add_argument("--out", help="folder for the new results.json and suite.json (default RUN/rescored-RULE; "
+                                 "RUN itself replaces the run's own)")
+    p.set_defaults(func=_rescore)
 
     p = sub.add_parser("compare", help="runs side by side with deltas against the first")
     p.add_argument("results", nargs="+", help="results.json files or run folders")

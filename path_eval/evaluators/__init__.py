@@ -56,6 +56,7 @@ class TaskResult:
     seeds: list[int] = field(default_factory=list)  # generated tasks: the seeds their samples were made from
     num_fewshot: int = 0
     truncate_middle: int | None = None
+    longbench_rule: str | None = None  # the suite's LongBench scoring rule the task was scored by
     samples: list[dict] = field(default_factory=list)  # lm-eval's per-sample dicts (length buckets read them)
     position_buckets: list[PositionBucket] = field(default_factory=list)
 

@@ -59,5 +59,5 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
             n=sum(int(output["n-samples"][t.name]["effective"]) for t in group),
             data_files=files, data_fingerprint=fingerprint(files),
             seeds=[t.seed for t in group if t.seed is not None], num_fewshot=spec.num_fewshot,
-            truncate_middle=group[0].truncate_middle, samples=[s for t in group for s in output["samples"][t.name]]))
+            truncate_middle=group[0].truncate_middle, longbench_rule=group[0].longbench_rule, samples=[s for t in group for s in output["samples"][t.name]]))
     return results

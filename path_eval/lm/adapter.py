@@ -27,6 +27,7 @@ from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
 from path_eval.models import PathEvalForCausalLM
 from path_eval.models.generation import generate
+from path_eval.models.loading import AUTOCAST, autocast_dtype
 
 log = logging.getLogger("path_eval")
 
@@ -70,6 +71,7 @@ class PathEvalLM(TemplateLM):
             model, tokenizer = load_model(pretrained, device=device, dtype=dtype, attention=attention)
         self.model, self.tokenizer = model, tokenizer
         self._device = torch.device(device)
+        self.autocast = autocast_dtype(dtype, device, next(model.parameters()).dtype)
         self.pretrained = pretrained
         if str(batch_size).startswith("auto"):
             raise PathEvalError("batch_size=auto is not supported (it probes at the full max_length): give a number")
@@ -158,10 +160,19 @@ class PathEvalLM(TemplateLM):
         return self._answer("loglikelihood", requests, lambda rest: super(PathEvalLM, self).loglikelihood(
             rest, disable_tqdm=quiet))
 
+    @property
+    def precision(self) -> str:
+        """The weights' dtype, or the autocast precision they run under ("autocast-bf16")."""
+        if self.autocast is not None:
+            return next(name for name, target in AUTOCAST.items() if target == self.autocast)
+        return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+
     def timed(self, fn, *args, tokens: int):
-        """Run fn(*args), counting its seconds and `tokens` toward the throughput in the provenance."""
+        """Run fn(*args), counting its seconds and `tokens` toward the throughput in the provenance;
+        under an autocast precision inside torch.autocast (every model call goes through here)."""
         start = time.perf_counter()
-        out = fn(*args)
+        with torch.autocast(self._device.type, dtype=self.autocast, enabled=self.autocast is not None):
+            out = fn(*args)
         self.seconds += time.perf_counter() - start
         self.tokens_processed += tokens
         return out

@@ -1,7 +1,8 @@
 """LongBench's per-sample metrics with the semantics of THUDM/LongBench v1 `metrics.py` / `eval.py`
 (written from their definitions): each metric compares the prediction with one answer, a sample
-scores the best over its answers, and trec, triviaqa and samsum score only the prediction's first
-line (after leading newlines). Values are in 0..1; LongBench prints them x100.
+scores the best over its answers, and the suite's LongBench rule says whose predictions score only
+their first line after leading newlines (THUDM: trec, triviaqa and samsum; the FoX repository's copy:
+every dataset) and whether dataset cells are rounded. Values are in 0..1; LongBench prints them x100.
 
 Where lm-eval's port differs (it strips every prediction, and its code_sim skips blank lines where
 the original takes the first line as it is), the original's rule is used here.
@@ -101,6 +102,12 @@ def retrieval_score(prediction: str, answer: str, all_classes=None) -> float:
 
 def first_line(prediction: str) -> str:
     return prediction.lstrip("\n").split("\n")[0]
+
+
+def rounded_cell(value: float, decimals: int | None) -> float:
+    """A dataset cell (a fraction) as the FoX repository's eval.py rounds it: x100, rounded to
+    `decimals` places (Python's round, half to even on the binary value), kept a fraction; None: as is."""
+    return value if decimals is None else round(100 * value, decimals) / 100
 
 
 def longbench_score(metric: str, prediction: str, answers: list[str], all_classes: list[str] | None,

@@ -23,16 +23,38 @@ FLA_MODEL_TYPES = {"path_attn": "PaTH / PaTH-FoX", "forgetting_transformer": "Fo
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float64": torch.float64, "fp64": torch.float64,
           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
+# Precisions that are not a weight dtype: float32 weights, each forward pass under torch.autocast in the
+# named dtype (what the FoX repository's LongBench pred.py runs); recorded in the provenance by this name.
+AUTOCAST = {"autocast-bf16": torch.bfloat16}
+
 
 def resolve_dtype(dtype, device) -> torch.dtype:
-    """None: float32 on the CPU, bfloat16 on a GPU."""
+    """The weights' dtype. None: float32 on the CPU, bfloat16 on a GPU; an autocast precision: float32."""
     if dtype is None:
         return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
     if isinstance(dtype, torch.dtype):
         return dtype
+    if dtype in AUTOCAST:
+        return torch.float32
     if dtype not in DTYPES:
-        raise PathEvalError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+        raise PathEvalError(f"unknown dtype {dtype!r}: choose one of {', '.join([*DTYPES, *AUTOCAST])}")
     return DTYPES[dtype]
+
+
+def autocast_dtype(dtype, device, weights: torch.dtype) -> torch.dtype | None:
+    """The dtype forward passes autocast to under an autocast precision (None for a plain dtype), or
+    one error line where autocast cannot give what it names: weights other than float32 (autocast
+    would compute a float64 model's matmuls in bfloat16 and leave the rest float64), a GPU without
+    bfloat16."""
+    target = AUTOCAST.get(dtype) if isinstance(dtype, str) else None
+    if target is None:
+        return None
+    if weights != torch.float32:
+        raise PathEvalError(f"--dtype {dtype} runs float32 weights under autocast; this model's weights are "
+                            f"{str(weights).removeprefix('torch.')}: give --dtype bfloat16 or float32, or a float32 model")
+    if torch.device(device).type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise PathEvalError(f"--dtype {dtype}: this GPU has no bfloat16: give --dtype float32 or float16")
+    return target
 
 
 def check_device_and_backend(device: str, attention: str | None) -> None:

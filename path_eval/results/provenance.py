@@ -90,7 +90,7 @@ def model_identity(path: Path, lm, device: str) -> dict:
         "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
         "weights_sha256": weights_sha256(weight_files(path)),
         "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_sha256(lm.tokenizer),
-        "max_length": lm.max_length, "dtype": str(next(lm.model.parameters()).dtype).removeprefix("torch."),
+        "max_length": lm.max_length, "dtype": lm.precision,
         "device": device, "attention_backend": getattr(lm.model, "backend_name", None),
     }
 

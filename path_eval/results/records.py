@@ -1,5 +1,6 @@
 """TaskResults -> ResultRecords: one record per (task, length, metric), per length bucket of the
-suite (LongBench-E) and per position bucket (corpora); then the suite's aggregates."""
+suite (LongBench-E) and per position bucket (corpora); then the suite's aggregates. A task scored by
+a LongBench rule that rounds cells (`fox`) has its dataset cells rounded here, before any average."""
 from __future__ import annotations
 
 import hashlib
@@ -8,9 +9,13 @@ import numpy as np
 
 from path_eval.evaluators import TaskResult
 from path_eval.metrics import mean_and_stderr, plain_mean
+from path_eval.metrics.longbench import rounded_cell
 from path_eval.metrics.registry import metric_entry
 from path_eval.results.schema import Provenance, ResultRecord
 from path_eval.suites import SuiteSpec
+
+# The provenance fields a record takes from its TaskResult; the others are the model's and the run's.
+TASK_RESULT_FIELDS = {"data_fingerprint", "data_files", "num_fewshot", "truncate_middle", "longbench_rule"}
 
 
 def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_info: dict) -> list[ResultRecord]:
@@ -19,10 +24,12 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
     for result in results:
         provenance = Provenance(**model_info, data_fingerprint=result.data_fingerprint,
                                 data_files=[str(f) for f in result.data_files], num_fewshot=result.num_fewshot,
-                                truncate_middle=result.truncate_middle)
+                                truncate_middle=result.truncate_middle, longbench_rule=result.longbench_rule)
+        decimals = cell_decimals(suite, result)
         for metric, per_seed in result.metrics.items():
             values = [value for value, _ in per_seed]
             value, stderr = plain_mean(values, [stderr for _, stderr in per_seed])
+            value = rounded_cell(value, decimals)
             several = len(result.seeds) > 1
             records.append(ResultRecord(
                 suite=suite.name, model=model, task=result.task, length=result.length, metric=metric,
@@ -33,15 +40,22 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
                                      bucket=[b.first, b.last], metric=metric, value=b.value, stderr=b.stderr,
                                      n=result.n, higher_is_better=metric_entry(metric).higher_is_better,
                                      provenance=provenance) for b in result.position_buckets]
-        if suite.length_buckets:
+        if suite.length_buckets and suite.length_buckets.applies_to(result.task):
             records += bucket_records(suite, model, result, provenance)
     return records
+
+
+def cell_decimals(suite: SuiteSpec, result: TaskResult) -> int | None:
+    """The decimals the task's LongBench rule rounds its cells to (None: not rounded, or no rule)."""
+    rule = suite.longbench_rules.get(result.longbench_rule) if result.longbench_rule else None
+    return rule.cell_decimals if rule else None
 
 
 def bucket_records(suite: SuiteSpec, model: str, result: TaskResult, provenance: Provenance) -> list[ResultRecord]:
     """Per metric, the mean of the per-sample scores in each of the suite's length buckets (by the
     doc's field, e.g. LongBench-E's `length` in words); an empty bucket gives no record."""
     buckets = suite.length_buckets
+    decimals = cell_decimals(suite, result)
     records = []
     for metric in result.metrics:
         scores: dict[str, list[float]] = {label: [] for label in buckets.labels}
@@ -53,7 +67,7 @@ def bucket_records(suite: SuiteSpec, model: str, result: TaskResult, provenance:
             value, stderr = mean_and_stderr(values)
             records.append(ResultRecord(
                 suite=suite.name, model=model, task=result.task, length=result.length, length_bucket=label,
-                metric=metric, value=value, stderr=stderr, n=len(values),
+                metric=metric, value=rounded_cell(value, decimals), stderr=stderr, n=len(values),
                 higher_is_better=metric_entry(metric).higher_is_better, provenance=provenance))
     return records
 

@@ -40,6 +40,7 @@ class Provenance(BaseModel):
     requests_computed: int
     processes: int = 1  # data-parallel processes (accelerate launch)
     truncate_middle: int | None = None  # prompts cut to their first and last halves of this many tokens
+    longbench_rule: str | None = None  # the suite's LongBench scoring rule (fox, thudm) of a LongBench task
 
 
 class ResultRecord(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -117,12 +117,14 @@ class PromptEdit(BaseModel):
 
 class LengthBuckets(BaseModel):
     """Per-sample scores grouped by a numeric doc field: bucket i holds edges[i-1] <= value < edges[i]
-    (LongBench-E: `length` in words, edges 4000 and 8000, buckets 0-4k, 4-8k, 8k+)."""
+    (LongBench-E: `length` in words, edges 4000 and 8000, buckets 0-4k, 4-8k, 8k+). `tasks`: the
+    tasks whose docs carry the field (empty: every task of the suite)."""
 
     model_config = ConfigDict(extra="forbid")
     field: str
     edges: list[int] = Field(min_length=1)
     labels: list[str]
+    tasks: list[str] = []
 
     @model_validator(mode="after")
     def _one_label_per_bucket(self):
@@ -135,6 +137,22 @@ class LengthBuckets(BaseModel):
     def label(self, value: float) -> str:
         return self.labels[bisect.bisect_right(self.edges, value)]
 
+    def applies_to(self, task: str) -> bool:
+        return not self.tasks or task in self.tasks
+
+
+class LongBenchRule(BaseModel):
+    """How LongBench predictions are scored (DESIGN.md §4.4): which datasets' predictions are cut to
+    their first line after leading newlines (task names, or "all"), and to how many decimals each
+    dataset cell (all samples, and each length bucket) is rounded once shown x100 (None: not rounded)."""
+
+    model_config = ConfigDict(extra="forbid")
+    first_line: list[str] | Literal["all"] = []
+    cell_decimals: int | None = Field(default=None, ge=0)
+
+    def cuts_first_line(self, task: str) -> bool:
+        return self.first_line == "all" or task in self.first_line
+
 
 class TaskSpec(BaseModel):
     """One task of a suite: an lm-eval task (`lm_eval_task`, which defines data, prompt and
@@ -142,8 +160,8 @@ class TaskSpec(BaseModel):
     and freeze per length (`generator`: "ruler/<task>" or "phonebook"; `samples` per length and
     seed, `seeds` seeds from the run's seed on, `stop` sequences, `data` a generator reads).
     An lm-eval task may name an `adapter` (path_eval/tasks: "longbench", "babilong") that rewrites its
-    config to the original benchmark's rules, with `prompt_edits` to its template, `first_line`
-    scoring and `data` rows other than its config's dataset.
+    config to the original benchmark's rules, with `prompt_edits` to its template and `data` rows
+    other than its config's dataset (LongBench's first-line cut is the suite's `longbench_rule`).
     `optional`: a task whose input data is missing is skipped with a notice, not an error.
     `lengths`: the task's own context lengths, in place of the suite's. `models`: the models (their
     names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model."""
@@ -164,7 +182,6 @@ class TaskSpec(BaseModel):
     optional: bool = False
     adapter: str | None = None
     prompt_edits: list[PromptEdit] = []
-    first_line: bool = False
     lengths: Lengths = []
     models: list[str] = []
 
@@ -174,8 +191,8 @@ class TaskSpec(BaseModel):
             raise ValueError("a task needs exactly one of lm_eval_task, corpus, generator and flipflop")
         if self.flipflop and any(m.name != "flipflop_error" for m in self.metrics):
             raise ValueError("a flipflop task reports the flipflop_error metric only")
-        if (self.prompt_edits or self.first_line) and not self.adapter:
-            raise ValueError("prompt_edits and first_line need a task adapter (adapter: ...)")
+        if self.prompt_edits and not self.adapter:
+            raise ValueError("prompt_edits need a task adapter (adapter: ...)")
         if self.adapter and not (self.lm_eval_task and self.data):
             raise ValueError("an adapted task needs lm_eval_task and the data it reads (data: ...)")
         return self
@@ -216,6 +233,45 @@ class SuiteSpec(BaseModel):
     caption: str | None = None
     truncate_middle: int | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
     length_buckets: LengthBuckets | None = None
+    # LongBench scoring rules by name, and the one this suite scores with (`--longbench-rule` picks another)
+    longbench_rules: dict[str, LongBenchRule] = {}
+    longbench_rule: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_line_per_task(cls, value):
+        """`first_line: true` on tasks (the form older run folders' suite.json hold) reads as one rule,
+        `thudm`, cutting those tasks' predictions and rounding nothing."""
+        if not isinstance(value, dict) or not any(isinstance(t, dict) and "first_line" in t
+                                                  for t in value.get("tasks") or []):
+            return value
+        tasks = [dict(t) for t in value["tasks"]]
+        cut = [t["name"] for t in tasks if t.pop("first_line", False)]
+        return value | {"tasks": tasks, "longbench_rules": {"thudm": {"first_line": cut}}, "longbench_rule": "thudm"}
+
+    @model_validator(mode="after")
+    def _rule_defined(self):
+        if (self.longbench_rule is None) != (not self.longbench_rules):
+            raise ValueError("longbench_rules and longbench_rule go together: name the rule the suite scores with")
+        if self.longbench_rule is not None and self.longbench_rule not in self.longbench_rules:
+            raise ValueError(f"longbench_rule {self.longbench_rule!r} is not one of longbench_rules "
+                             f"({', '.join(self.longbench_rules)})")
+        return self
+
+    def scoring_rule(self) -> LongBenchRule:
+        """The LongBench rule the suite scores with; a suite without rules scores as THUDM's eval.py
+        does without its first-line cut (nothing cut, nothing rounded)."""
+        return self.longbench_rules[self.longbench_rule] if self.longbench_rule else LongBenchRule()
+
+    def with_longbench_rule(self, name: str | None) -> "SuiteSpec":
+        """This suite scoring with its LongBench rule `name` (None: its own), or one error line."""
+        if name is None:
+            return self
+        if name not in self.longbench_rules:
+            choices = ", ".join(self.longbench_rules)
+            raise PathEvalError(f"suite {self.name} has no LongBench rule {name!r}: " + (
+                f"choose one of {choices}" if choices else "it scores no LongBench task; drop --longbench-rule"))
+        return self.model_copy(update={"longbench_rule": name})
 
     def task(self, name: str) -> TaskSpec:
         for task in self.tasks:
@@ -229,8 +285,9 @@ def available_suites() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in builtin_suites().iterdir() if p.name.endswith(".yaml"))
 
 
-def load_suite(name_or_path: str) -> SuiteSpec:
-    """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors."""
+def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteSpec:
+    """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors. `seen`: the
+    suites including this one (an include cycle is an error)."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = builtin_suites() / f"{name_or_path}.yaml"
@@ -240,11 +297,15 @@ def load_suite(name_or_path: str) -> SuiteSpec:
     elif not path.is_file():
         raise PathEvalError(f"suite file {path} does not exist: give a suite name ({', '.join(available_suites())}) "
                             "or the path of a suite YAML file")
+    if path.resolve() in seen:
+        raise PathEvalError(f"suite {path} includes itself (through include:): break the cycle")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
                             "are examples)") from None
+    if isinstance(raw, dict) and "include" in raw:
+        raw = with_included(raw, path, seen | {path.resolve()})
     try:
         suite = SuiteSpec.model_validate(raw)
     except ValidationError as err:
@@ -253,8 +314,8 @@ def load_suite(name_or_path: str) -> SuiteSpec:
         raise PathEvalError(f"malformed suite {path}: {where}: {first['msg']}: fix the file (suites/*.yaml are "
                             "examples)") from None
     names = [t.name for t in suite.tasks]
-    if len(set(names)) != len(names):
-        raise PathEvalError(f"malformed suite {path}: task names repeat: give each task its own name")
+    if len(set(names)) != len(names) or len({a.name for a in suite.aggregates}) != len(suite.aggregates):
+        raise PathEvalError(f"malformed suite {path}: task or aggregate names repeat: give each its own name")
     known = {(t.name, m.name) for t in suite.tasks for m in t.metrics}
     for aggregate in suite.aggregates:
         for ref in aggregate.mean_of:
@@ -262,3 +323,45 @@ def load_suite(name_or_path: str) -> SuiteSpec:
                 raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} refers to {ref!r}, "
                                     "which no task of the suite reports (use task/metric)")
     return suite
+
+
+# Suite-level settings an including suite does not take over as they are: its tasks take the lengths and
+# sample counts of the suite they come from; name, description, tasks and aggregates are merged or its own.
+NOT_CARRIED = {"name", "description", "tasks", "aggregates", "lengths", "samples"}
+
+
+def with_included(raw: dict, path: Path, seen: frozenset[Path]) -> dict:
+    """A suite that includes others (`include: [ruler, ...]`, names or paths): their tasks, each with
+    the lengths and sample count of the suite it comes from made its own, and their aggregates, then its
+    own. Every other setting an included suite sets carries over unless the including suite sets it
+    itself (length buckets stay with the included suite's tasks); two included suites setting one
+    differently must be settled by the including suite."""
+    raw = dict(raw)
+    names = raw.pop("include") or []
+    if not isinstance(names, list):
+        raise PathEvalError(f"malformed suite {path}: include: give a list of suite names or paths")
+    parts = [load_suite(str(name), seen) for name in names]
+    tasks, aggregates = [], []
+    for part in parts:
+        for task in part.tasks:
+            own = {"lengths": task.lengths or part.lengths}
+            if task.generator or task.flipflop:
+                own["samples"] = task.samples or part.samples
+            tasks.append(task.model_dump(exclude_defaults=True) | own)
+        aggregates += [a.model_dump(exclude_defaults=True) for a in part.aggregates]
+    for setting in SuiteSpec.model_fields.keys() - NOT_CARRIED - raw.keys():
+        values = {}
+        for part in parts:
+            if setting in part.model_fields_set:
+                value = part.model_dump(include={setting})[setting]
+                if setting == "length_buckets" and not value["tasks"]:
+                    value["tasks"] = [t.name for t in part.tasks]
+                values[repr(value)] = (part.name, value)
+        if len(values) > 1:
+            raise PathEvalError(f"malformed suite {path}: the suites it includes set {setting} differently "
+                                f"({', '.join(f'{n}: {v}' for n, v in values.values())}): set {setting} in {path.name}")
+        if values:
+            raw[setting] = next(iter(values.values()))[1]
+    raw["tasks"] = tasks + list(raw.get("tasks") or [])
+    raw["aggregates"] = aggregates + list(raw.get("aggregates") or [])
+    return raw

@@ -59,6 +59,7 @@ class LmEvalTask:
     length: int | None = None  # one lm-eval task per length (generated tasks: per length and seed)
     seed: int | None = None
     lm_eval_name: str | None = None
+    longbench_rule: str | None = None  # the suite's LongBench scoring rule, for a task scored by it
 
     @property
     def name(self) -> str:
@@ -112,7 +113,7 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
                             f"{', '.join(ADAPTERS)}")
     config = lm_eval_config(spec.lm_eval_task, resolve_functions=spec.adapter is None)
     splits = task_splits(spec, config, length)
-    beyond_suite = length is not None and length not in suite.lengths
+    beyond_suite = length is not None and length not in (spec.lengths or suite.lengths)
     files = [require(s, data_dir, suite.name, f"--lengths {length} " if beyond_suite else "") for s in splits]
     local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
     if spec.data is not None:  # the suite's rows are the evaluated split
@@ -126,5 +127,5 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
                  num_fewshot=spec.num_fewshot)
     if spec.num_fewshot and len(splits) > 1:
         local["fewshot_split"] = splits[1].split
-    return LmEvalTask(spec, local, splits, files, length=length,
-                      lm_eval_name=None if length is None else name)
+    return LmEvalTask(spec, local, splits, files, length=length, lm_eval_name=None if length is None else name,
+                      longbench_rule=suite.longbench_rule if spec.adapter == "longbench" else None)

@@ -12,7 +12,9 @@ move with it:
   leading newlines when scoring), greedy;
 - truncation: prompts longer than the suite's `truncate_middle` tokens keep their first and last
   halves (the model adapter does it; lm-eval would cut the left);
-- metrics: `path_eval.metrics.longbench` (the original's), first-line cut where the task says so.
+- metrics: `path_eval.metrics.longbench` (the original's), the first-line cut where the suite's
+  LongBench rule says so (`fox`: every dataset, as the FoX repository's eval.py; `thudm`: trec,
+  triviaqa and samsum, as THUDM's).
 """
 from __future__ import annotations
 
@@ -44,11 +46,14 @@ def prompt_renderer(template: str):
     return render
 
 
-def sample_scorer(spec: TaskSpec):
-    """lm-eval's per-document hook: each metric of the task on the generation, best over answers."""
+def sample_scorer(spec: TaskSpec, suite: SuiteSpec):
+    """lm-eval's per-document hook: each metric of the task on the generation, best over answers, the
+    prediction cut to its first line where the suite's LongBench rule says so."""
+    first_line = suite.scoring_rule().cuts_first_line(spec.name)
+
     def score(doc: dict, results: list[str]) -> dict[str, float]:
         return {m.name: longbench_score(m.name, results[0], doc[metric_entry(m.name).reference_field],
-                                        doc.get("all_classes"), spec.first_line) for m in spec.metrics}
+                                        doc.get("all_classes"), first_line) for m in spec.metrics}
     return score
 
 
@@ -70,7 +75,7 @@ def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:
         generation["truncate_middle"] = suite.truncate_middle
     return config | {
         "doc_to_text": prompt_renderer(edited_template(config["doc_to_text"], spec)),
-        "process_results": sample_scorer(spec),
+        "process_results": sample_scorer(spec, suite),
         "generation_kwargs": generation,
         "metric_list": metrics,
     }

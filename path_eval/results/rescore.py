@@ -1,0 +1,120 @@
+"""Rescoring a finished run from its per-sample logs, without loading a model: each task whose
+per-sample scores we compute from a generation (LongBench-E through its adapter, RULER and PhoneBook)
+is scored again from the logged generations under the run's stored suite, optionally with another
+LongBench rule; the other records (lm-eval's own metrics, perplexities) are kept as they are; the
+suite's aggregates are recomputed. Values and standard errors are computed as lm-eval computes them
+for a mean, so the run's own rule reproduces its records exactly (in a one-process run; lm-eval sums
+the scores of a data-parallel run in another order, which can move the last digit)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from path_eval.errors import PathEvalError
+from path_eval.evaluators import TaskResult
+from path_eval.plan import PlannedItem, ResolvedPlan
+from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
+from path_eval.results.schema import ResultRecord
+from path_eval.results.store import load_results
+from path_eval.samples import slug
+from path_eval.suites import SuiteSpec, TaskSpec
+
+
+def stored_plan(run: Path) -> ResolvedPlan:
+    """The plan a run folder keeps (plan.json, with its resolved suite), or one error line."""
+    file = run / "plan.json"
+    if not file.is_file():
+        raise PathEvalError(f"{run} holds no plan.json: give the folder of a run `python eval.py run` wrote "
+                            "(rescore reads its plan and its samples/ logs)")
+    try:
+        return ResolvedPlan.model_validate_json(file.read_text())
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise PathEvalError(f"{file} is not a path-eval plan: {'.'.join(map(str, first['loc']))}: {first['msg']}") \
+            from None
+
+
+def sample_scorer(spec: TaskSpec, suite: SuiteSpec):
+    """doc, [generation] -> {metric: score} for a task we score per sample from its generation; None
+    for the others (lm-eval scores them, or they generate nothing)."""
+    from path_eval.tasks import generated, longbench
+
+    if spec.adapter == "longbench":
+        return longbench.sample_scorer(spec, suite)
+    if spec.generator:
+        return generated.process_results([m.name for m in spec.metrics])
+    return None
+
+
+def log_stems(item: PlannedItem) -> list[str]:
+    """The per-sample log names of an item, one per lm-eval task (seed): the lm-eval task name at a
+    length, the suite task's name for a task without lengths (as the lm-eval evaluator writes them)."""
+    return list(item.lm_eval_tasks) if item.length is not None else [item.task]
+
+
+def read_log(file: Path) -> list[dict]:
+    if not file.is_file():
+        raise PathEvalError(f"no per-sample log {file}: rescore needs the samples/ folder the run wrote beside its "
+                            "results.json")
+    return [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
+
+
+def lm_eval_mean(values: list[float], with_stderr: bool) -> tuple[float, float | None]:
+    """lm-eval's `mean` aggregation and its closed-form stderr (none for one sample, or where the run
+    computed none)."""
+    from lm_eval.api.metrics import mean, mean_stderr
+
+    return mean(values), mean_stderr(values) if with_stderr and len(values) > 1 else None
+
+
+def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, scorer,
+                    old: list[ResultRecord]) -> TaskResult:
+    spec = suite.task(item.task)
+    kept_stderr = any(r.stderr is not None for r in old if r.length_bucket is None)
+    metrics: dict[str, list[tuple[float, float | None]]] = {m.name: [] for m in spec.metrics}
+    samples = []
+    for stem in log_stems(item):
+        rows = read_log(run / "samples" / slug(model) / f"{stem}.jsonl")
+        scored = [{"doc": row["doc"], **scorer(row["doc"], row["response"])} for row in rows]
+        for name in metrics:
+            metrics[name].append(lm_eval_mean([s[name] for s in scored], kept_stderr))
+        samples += scored
+    provenance = old[0].provenance
+    return TaskResult(task=item.task, length=item.length, metrics=metrics, n=len(samples),
+                      data_files=[Path(f) for f in provenance.data_files],
+                      data_fingerprint=provenance.data_fingerprint, seeds=list(item.seeds) if spec.generator else [],
+                      num_fewshot=provenance.num_fewshot, truncate_middle=provenance.truncate_middle,
+                      longbench_rule=suite.longbench_rule if spec.adapter == "longbench" else None, samples=samples)
+
+
+def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRecord], SuiteSpec]:
+    """The run's records scored again from its logs (with `longbench_rule`, else the run's own), and
+    the suite they were scored under."""
+    run = Path(run)
+    if not run.is_dir():
+        raise PathEvalError(f"no run folder {run}: give the --out folder of a finished `python eval.py run`")
+    records = load_results(run)
+    plan = stored_plan(run)
+    suite = plan.suite.with_longbench_rule(longbench_rule)
+    aggregates = {a.name for a in suite.aggregates}
+    groups: dict[tuple[str, str, int | None], list[ResultRecord]] = {}
+    for record in records:
+        if record.task not in aggregates:
+            groups.setdefault((record.model, record.task, record.length), []).append(record)
+    items = {(model, item.task, item.length): item for item in plan.items for model in item.models}
+    out, rescored = [], 0
+    for (model, task, length), old in groups.items():
+        item = items.get((model, task, length))
+        scorer = sample_scorer(suite.task(task), suite) if item is not None else None
+        if scorer is None:
+            out += old
+            continue
+        info = old[0].provenance.model_dump(exclude=TASK_RESULT_FIELDS)
+        out += task_records(suite, model, [rescored_result(run, model, item, suite, scorer, old)], info)
+        rescored += 1
+    if not rescored:
+        raise PathEvalError(f"the run in {run} holds no task scored from its generations (LongBench-E, RULER, "
+                            "PhoneBook): there is nothing to rescore")
+    return out + aggregate(suite, out), suite
