@@ -158,7 +158,11 @@ class DecoderAttention(nn.Module):
             if self.variant == "path_fox":
                 g, gate_scale = F.logsigmoid(self.g_proj(x).to(f)), scale  # PaTH-FoX scales the gate too
         inputs = AttentionInputs(q, k, v, scale, w, beta, g, gate_scale, valid)
-        out, kv = get_backend(backend)(inputs, state.kv if state else None, use_cache)
+        # Under torch.autocast (--dtype autocast-bf16) the projections run in bfloat16 and the attention
+        # core in its own compute dtype, float32, as the kernels accumulate; autocast would also turn the
+        # core's matmuls to bfloat16, where its float32 masking constants overflow.
+        with torch.autocast(x.device.type, enabled=False):
+            out, kv = get_backend(backend)(inputs, state.kv if state else None, use_cache)
         out = out.reshape(B, T, -1)
         if self.use_output_gate:
             out = out * torch.sigmoid(self.g_proj(x))

@@ -117,7 +117,8 @@ def model_names(paths: list[Path]) -> list[str]:
 def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] | None, limit: int | None,
                  max_length: int | None) -> list[tuple[TaskSpec, int | None]]:
     """(task, length) pairs the arguments select, checked against the suite: --lengths for every
-    task, else each task's own lengths, else the suite's."""
+    task that runs at context lengths, else each task's own lengths, else the suite's. An lm-eval
+    task without lengths of its own or the suite's (LongBench-E's, in the table3 suite) runs once."""
     chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
     given = None
     if lengths:
@@ -129,7 +130,8 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
     pairs = []
     for task in chosen:
         check_generated_task(task)
-        wanted = given or list(task.lengths or suite.lengths) or [None]
+        at_lengths = bool(task.lengths or suite.lengths) or not task.lm_eval_task
+        wanted = (given if at_lengths else None) or list(task.lengths or suite.lengths) or [None]
         if max_length is not None:
             too_long = [n for n in wanted if n is not None and n > max_length]
             if too_long:

@@ -23,7 +23,7 @@ from path_eval.results.schema import RunResults
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
-                   "truncate_middle")
+                   "truncate_middle", "longbench_rule")
 
 
 @dataclass

@@ -76,25 +76,34 @@ def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], lis
 
 def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
     """Table 3's shape: variants as rows, a column group per suite and its lengths (or buckets);
-    measured models first, then the published rows. A column whose suite has no results here shows
-    "-"; the note says which columns are measured and where the protocol differs."""
+    measured models first, then the published rows. A column group takes its records from any of its
+    `suites` (its own suite, or the table3 suite holding them all); one without results here shows
+    "-"; the note says which groups are measured and where the protocol differs, the paper's and
+    each group's own (LongBench-E's scoring rule)."""
     columns = [(c, n) for c in paper["columns"] for n in c["lengths"]]
     header = ["model"] + [f"{c['group']} {n}" for c, n in columns]
+    of_group = {c["group"]: [r for r in records if r.suite in c["suites"] and r.task == c["task"]
+                             and r.metric == c["metric"]] for c in paper["columns"]}
     rows = []
     for model in dict.fromkeys(r.model for r in records):
-        cells = {(r.suite, r.task, r.metric, str(column_of(r))): r for r in records if r.model == model}
-        rows.append([model] + [_cell(cells.get((c["suite"], c["task"], c["metric"], n))) for c, n in columns])
+        cells = {(c["group"], str(column_of(r))): r for c in paper["columns"] for r in of_group[c["group"]]
+                 if r.model == model}
+        rows.append([model] + [_cell(cells.get((c["group"], n))) for c, n in columns])
     for row in paper["rows"]:
         rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])
-    measured = [c["group"] for c in paper["columns"] if any(r.suite == c["suite"] for r in records)]
-    return header, rows, _paper_note(paper, f"measured here: {', '.join(measured) or 'none'}", records)
+    measured = [c["group"] for c in paper["columns"] if of_group[c["group"]]]
+    note = _paper_note(paper, f"measured here: {', '.join(measured) or 'none'}", records)
+    for c in paper["columns"]:
+        note += "".join(f"; CAUTION ({c['group']}): {caution}"
+                        for caution in protocol_cautions(c.get("protocol", {}), of_group[c["group"]]))
+    return header, rows, note
 
 
 def datasets_by_bucket(paper: dict, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
     """Table 7's shape: a row per dataset, then the Average (the suite's aggregate), then measured
     datasets the paper leaves out; a column group per length bucket holding the paper's variants, then
     the measured models."""
-    records = [r for r in records if r.suite == paper["suite"] and r.length_bucket is not None]
+    records = [r for r in records if r.suite in paper["suites"] and r.length_bucket is not None]
     models = list(dict.fromkeys(r.model for r in records))
     published = [f"{paper['variant_labels'][v]} (paper)" for v in paper["variants"]]
     header = ["dataset"] + [f"{bucket} {name}" for bucket in paper["buckets"] for name in published + models]
@@ -116,11 +125,17 @@ def _paper_note(paper: dict, measured: str, records: list[ResultRecord]) -> str:
     """Source, what was measured, the paper's own caveat, and a caution per protocol setting that
     differs from the paper's."""
     note = "; ".join(filter(None, [paper["source"], measured, paper.get("note")]))
-    for field, wanted in paper.get("protocol", {}).items():
+    return note + "".join(f"; CAUTION: {caution}" for caution in protocol_cautions(paper.get("protocol", {}), records))
+
+
+def protocol_cautions(protocol: dict, records: list[ResultRecord]) -> list[str]:
+    """A line per protocol setting of the paper's that the records' provenance differs from."""
+    cautions = []
+    for field, wanted in protocol.items():
         found = {getattr(r.provenance, field) for r in records}
         if found and found != {wanted}:
-            note += f"; CAUTION: the runs used {field}={sorted(map(str, found))}, the paper {wanted}"
-    return note
+            cautions.append(f"the runs used {field}={sorted(map(str, found))}, the paper {wanted}")
+    return cautions
 
 
 def _number(value) -> str:

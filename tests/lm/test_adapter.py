@@ -110,3 +110,24 @@ def test_middle_truncation_keeps_both_ends_only_when_asked(checkpoint, monkeypat
     lm.generate_until(requests("generate_until", [(text, {"until": [], "max_gen_toks": 4, "truncate_middle": 64}),
                                                   (text, {"until": [], "max_gen_toks": 4})]))
     assert sorted(given, key=len) == [cut, whole] and lm.truncated_requests == 0
+
+
+def test_autocast_bf16_runs_float32_weights_under_bf16_autocast(checkpoint):
+    """The FoX LongBench scripts' precision: float32 weights, each forward pass under bf16 autocast.
+    Its log-likelihoods differ from float32's by bf16 rounding (not by nothing), its weights stay
+    float32, the provenance names it; a model whose weights are not float32 is one error line."""
+    from path_eval.errors import PathEvalError
+    from path_eval.results.provenance import model_identity
+
+    tokens = list(range(3, 200))
+    exact = PathEvalLM(str(checkpoint), dtype="float32")
+    lm = PathEvalLM(model=exact.model, tokenizer=exact.tokenizer, dtype="autocast-bf16", max_length=512)
+    autocast = lm.next_token_nll(tokens)
+    difference = (autocast - exact.next_token_nll(tokens)).abs().max()
+    assert next(lm.model.parameters()).dtype == torch.float32 and autocast.dtype == torch.float32
+    assert 0 < difference < 0.05 * autocast.abs().max()
+    assert model_identity(checkpoint, lm, "cpu")["dtype"] == "autocast-bf16" and exact.precision == "float32"
+    for dtype in (torch.float64, torch.bfloat16):
+        with pytest.raises(PathEvalError, match=f"runs float32 weights under autocast; this model's weights are "
+                                                f"{str(dtype).removeprefix('torch.')}"):
+            PathEvalLM(model=lm.model.to(dtype), tokenizer=lm.tokenizer, dtype="autocast-bf16", max_length=64)

@@ -122,3 +122,44 @@ def test_agrees_with_lm_eval_where_lm_eval_equals_the_original(lm_eval_longbench
             prediction.strip(), label, all_classes=classes)
         assert count_score(prediction, "7") == theirs.count_score(prediction.strip(), "7")
         assert retrieval_score(prediction, paragraph) == theirs.retrieval_score(prediction.strip(), paragraph)
+
+
+# ---------------------------------------------------------------- the two scoring rules
+# fox: the FoX repository's eval/longbench/eval.py cuts every prediction to its first line (after
+# leading newlines); thudm: THUDM's eval.py cuts only trec, triviaqa and samsum.
+
+def rule_score(rule: str, dataset: str, metric: str, prediction: str, answers: list[str]) -> float:
+    from path_eval.suites import load_suite
+
+    suite = load_suite("longbench_e").with_longbench_rule(rule)
+    return longbench_score(metric, prediction, answers, None, suite.scoring_rule().cuts_first_line(dataset))
+
+
+def test_a_multi_line_gov_report_summary_under_both_rules():
+    prediction, answer = "\ncosts rose sharply\nsee the appendix", "costs rose sharply"
+    # fox: the first line equals the answer; thudm: six words against three, LCS 3: P 1/2, R 1, F 2/3
+    assert rule_score("fox", "gov_report", "rouge_score", prediction, [answer]) == pytest.approx(1.0, abs=1e-6)
+    assert rule_score("thudm", "gov_report", "rouge_score", prediction, [answer]) == pytest.approx(2 / 3, abs=1e-6)
+
+
+def test_an_lcc_prediction_whose_first_line_holds_a_comment_mark():
+    prediction, answer = "x = 1  # set x\nreturn x", "return x"
+    # thudm: code_sim skips the line holding '#' and compares "return x" (ratio 100);
+    # fox: only "x = 1  # set x" is left, which holds '#': no line to compare, ratio 0
+    assert rule_score("thudm", "lcc", "code_sim_score", prediction, [answer]) == 1.0
+    assert rule_score("fox", "lcc", "code_sim_score", prediction, [answer]) == 0.0
+
+
+def test_trec_is_cut_under_both_rules():
+    prediction = "\n\nHuman\nLocation"
+    for rule in ("fox", "thudm"):
+        assert longbench_score("classification_score", prediction, ["Human"], ["Human", "Location"],
+                               load_suite_rule(rule).cuts_first_line("trec")) == 1.0
+    # uncut, both classes are named: 1/2
+    assert classification_score(prediction, "Human", ["Human", "Location"]) == 0.5
+
+
+def load_suite_rule(rule: str):
+    from path_eval.suites import load_suite
+
+    return load_suite("longbench_e").with_longbench_rule(rule).scoring_rule()

@@ -3,11 +3,15 @@ fixtures (three datasets whose answers are short, to keep generation cheap on a 
 dataset and length bucket, sample logs, the Table 7 report; and a missing dataset as one error line."""
 import json
 
+import pytest
+
 from path_eval.bench.random_checkpoint import random_model
+from path_eval.metrics.longbench import rounded_cell
 from path_eval.results import load_results
 from tests.helpers import LONGBENCH_LENGTHS, ROOT, assert_missing_data_line, run_cli, write_longbench_e
 
 TASKS = ("2wikimqa", "triviaqa", "passage_count")
+BUCKETS = (None, "0-4k", "4-8k", "8k+")
 
 
 def test_longbench_e_suite_offline(tmp_path):
@@ -22,8 +26,10 @@ def test_longbench_e_suite_offline(tmp_path):
         mine = {r.length_bucket: r for r in records if r.task == task}
         assert sorted(mine, key=str) == sorted([None, "0-4k", "4-8k", "8k+"], key=str), task
         assert [mine[b].n for b in (None, "0-4k", "4-8k", "8k+")] == [3, 1, 1, 1]
-        assert mine[None].value == sum(mine[b].value for b in ("0-4k", "4-8k", "8k+")) / 3
+        # the fox rule (the suite's): each cell rounded to 2 decimals x100
+        assert mine[None].value == rounded_cell(sum(mine[b].value for b in ("0-4k", "4-8k", "8k+")) / 3, 2)
         assert all(0 <= r.value <= 1 and r.provenance.truncate_middle == 15500 for r in mine.values())
+        assert {r.provenance.longbench_rule for r in mine.values()} == {"fox"}
         assert mine[None].provenance.max_length == 16384
     assert not any(r.task == "longbench_e" for r in records)  # the average needs all 11 datasets
     logged = [json.loads(line) for line in (out / "samples" / "model" / "triviaqa.jsonl").open()]
@@ -38,28 +44,35 @@ def test_longbench_e_suite_offline(tmp_path):
     measured = {r.length_bucket: r for r in records if r.task == "triviaqa"}
     assert triviaqa[1:5] == ["33.2", "28.9", "36.0", "21.8"]
     assert triviaqa[5] == f"{100 * measured['0-4k'].value:.1f}" and triviaqa[15] == f"{100 * measured['8k+'].value:.1f}"
+    check_rescore(out, records, logged)
 
 
-def test_a_missing_dataset_is_one_line_naming_the_download(tmp_path):
-    data = write_longbench_e(tmp_path / "data", datasets={"2wikimqa"})
-    assert_missing_data_line("longbench_e", data, "THUDM/LongBench/hotpotqa_e/test.jsonl", tmp_path / "run")
+def check_rescore(out, records, logged):
+    """Rescoring with the run's own rule gives its records exactly. Then, with the logged generations
+    replaced by two-line answers, thudm's rule changes only what the rule changes: 2wikimqa and
+    passage_count are cut to their first line only under fox, triviaqa under both, and fox rounds."""
+    from path_eval.cli import main
 
-
-def test_a_suite_without_max_length_is_checked_against_the_checkpoints_context(tmp_path):
-    """Without max_length in the suite or on the command line the context is the checkpoint's, known
-    only once it loads: truncate_middle plus the new tokens must still fit it (one line, no results)."""
-    import yaml
-
-    suite = yaml.safe_load((ROOT / "suites" / "longbench_e.yaml").read_text())
-    del suite["max_length"]
-    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
-    model = random_model("rope", "tiny")
-    model.config.max_position_embeddings = 8192  # a context the checkpoint states, too short for 15500
-    model.save_pretrained(tmp_path / "model")
-    data = write_longbench_e(tmp_path / "data", datasets={"trec"})
-    result = run_cli("run", "--suite", str(tmp_path / "suite.yaml"), "--tasks", "trec", "--model",
-                     str(tmp_path / "model"), "--data-dir", str(data), "--out", str(tmp_path / "run"))
-    assert result.returncode == 2, result.stderr[-2000:]
-    [line] = result.stderr.strip().splitlines()
-    assert "truncate_middle 15500 + 64 new tokens exceed max_length" in line
-    assert not (tmp_path / "run" / "results.json").exists()
+    assert main(["rescore", str(out)]) == 0
+    assert load_results(out / "rescored-fox") == records
+    for task, second_line in (("2wikimqa", "more words"), ("triviaqa", "more words"), ("passage_count", "4 5")):
+        log = out / "samples" / "model" / f"{task}.jsonl"
+        rows = [json.loads(line) for line in log.open()]
+        log.write_text("".join(json.dumps(row | {"response": [f"\n\n{row['doc']['answers'][0]}\n{second_line}"]}) + "\n"
+                               for row in rows))
+    assert main(["rescore", str(out), "--out", str(out / "fox")]) == 0
+    assert main(["rescore", str(out), "--longbench-rule", "thudm", "--out", str(out / "thudm")]) == 0
+    assert load_results(out) == records  # the run's own file is untouched
+    fox = {(r.task, r.length_bucket): r for r in load_results(out / "fox")}
+    thudm = {(r.task, r.length_bucket): r for r in load_results(out / "thudm")}
+    # fox: every first line is the answer; thudm: 2wikimqa's answers "Jane Roe", "Oslo", "Film B" with two more
+    # words (F1 2/3, 1/2, 2/3), passage_count's number among three numbers (1/3), triviaqa cut as under fox
+    assert {k: round(r.value, 4) for k, r in fox.items()} == {(t, b): 1.0 for t in TASKS for b in BUCKETS}
+    assert [thudm["2wikimqa", b].value for b in BUCKETS] == pytest.approx([(2 / 3 + 1 / 2 + 2 / 3) / 3, 2 / 3, 1 / 2, 2 / 3])
+    assert [thudm["passage_count", b].value for b in BUCKETS] == pytest.approx([1 / 3] * 4)
+    assert [thudm["triviaqa", b].value for b in BUCKETS] == [1.0] * 4
+    assert {r.provenance.longbench_rule for r in thudm.values()} == {"thudm"}
+    for key, record in fox.items():  # the rest of each record as it was
+        assert thudm[key].model_copy(update={"value": record.value, "stderr": record.stderr,
+                                             "provenance": record.provenance}) == record
+        assert thudm[key].provenance.model_copy(update={"longbench_rule": "fox"}) == record.provenance
