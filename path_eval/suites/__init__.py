@@ -314,8 +314,10 @@ def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteS
         raise PathEvalError(f"malformed suite {path}: {where}: {first['msg']}: fix the file (suites/*.yaml are "
                             "examples)") from None
     names = [t.name for t in suite.tasks]
-    if len(set(names)) != len(names) or len({a.name for a in suite.aggregates}) != len(suite.aggregates):
-        raise PathEvalError(f"malformed suite {path}: task or aggregate names repeat: give each its own name")
+    if len(set(names)) != len(names):
+        raise PathEvalError(f"malformed suite {path}: task names repeat: give each task its own name")
+    if len({a.name for a in suite.aggregates}) != len(suite.aggregates):
+        raise PathEvalError(f"malformed suite {path}: aggregate names repeat: give each aggregate its own name")
     known = {(t.name, m.name) for t in suite.tasks for m in t.metrics}
     for aggregate in suite.aggregates:
         for ref in aggregate.mean_of:

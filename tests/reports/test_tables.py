@@ -95,7 +95,7 @@ def longbench_records(model="mine", **provenance):
     """Bucket records as a LongBench-E run stores them: per dataset and the longbench_e average."""
     from path_eval.results import Provenance, ResultRecord
 
-    p = Provenance(**(PROVENANCE | {"truncate_middle": 15500} | provenance))
+    p = Provenance(**(PROVENANCE | {"truncate_middle": 15500, "longbench_rule": "fox"} | provenance))
     rows = [("trec", "classification_score", "0-4k", 0.4), ("trec", "classification_score", "8k+", 0.1),
             ("trec", "classification_score", None, 0.25), ("passage_count", "count_score", "0-4k", 0.05),
             ("longbench_e", "score", "0-4k", 0.3), ("longbench_e", "score", "4-8k", 0.2),
