@@ -23,3 +23,19 @@ def test_cuda_scores_and_generates_like_cpu(tmp_path):
     for (a, _), (b, _) in zip(out["cpu"][0], out["cuda"][0]):
         assert a == pytest.approx(b, rel=1e-4)
     assert out["cpu"][1] == out["cuda"][1]
+
+
+@pytest.mark.parametrize("attention", ["torch", "triton"])
+def test_autocast_bf16_on_cuda_stays_near_float32(tmp_path, attention):
+    """--dtype autocast-bf16 on a GPU: float32 weights under bf16 autocast, through either backend;
+    the log-likelihoods move by bf16 rounding from float32's, not more and not by nothing."""
+    torch.manual_seed(0)
+    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=128, num_hidden_layers=2,
+                                       num_heads=2, max_position_embeddings=1024)).save_pretrained(tmp_path)
+    tokens = list(range(3, 600))
+    nll = {dtype: PathEvalLM(str(tmp_path), device="cuda", dtype=dtype, attention=attention).next_token_nll(tokens)
+           for dtype in ("float32", "autocast-bf16")}
+    lm = PathEvalLM(str(tmp_path), device="cuda", dtype="autocast-bf16", attention=attention)
+    assert lm.precision == "autocast-bf16" and next(lm.model.parameters()).dtype == torch.float32
+    difference = (nll["autocast-bf16"] - nll["float32"]).abs().max()
+    assert 0 < difference < 0.05 * nll["float32"].abs().max()
