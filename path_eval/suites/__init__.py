@@ -259,8 +259,7 @@ class SuiteSpec(BaseModel):
         return self
 
     def scoring_rule(self) -> LongBenchRule:
-        """The LongBench rule the suite scores with; a suite without rules scores as THUDM's eval.py
-        does without its first-line cut (nothing cut, nothing rounded)."""
+        """The LongBench rule the suite scores with; without rules nothing is cut or rounded."""
         return self.longbench_rules[self.longbench_rule] if self.longbench_rule else LongBenchRule()
 
     def with_longbench_rule(self, name: str | None) -> "SuiteSpec":
