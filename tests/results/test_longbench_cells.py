@@ -70,3 +70,20 @@ def test_table3_names_a_longbench_rule_that_is_not_the_papers():
     assert rows[0][header.index("LongBench-E 0-4k")] == "25.0"
     assert "CAUTION (LongBench-E): the runs used longbench_rule=['thudm'], the paper fox" in note
     assert "CAUTION" not in paper_layout("table3", bucket_records("fox", lambda d: 0.25))[2]
+
+
+def test_a_stored_suite_marking_first_line_per_task_reads_as_thudms_rule(tmp_path):
+    """The suite.json of a run folder written before rules existed marks `first_line: true` on trec,
+    triviaqa and samsum: it still loads (reports and rescore read it), as a rule cutting just those."""
+    import json
+
+    from path_eval.reports.stored import stored_suite
+
+    raw = json.loads(load_suite("longbench_e").model_dump_json(exclude={"longbench_rules", "longbench_rule"}))
+    for task in raw["tasks"]:
+        if task["name"] in ("trec", "triviaqa", "samsum"):
+            task["first_line"] = True
+    (tmp_path / "suite.json").write_text(json.dumps(raw))
+    suite = stored_suite(tmp_path, "longbench_e")
+    assert suite.longbench_rule == "thudm"
+    assert suite.scoring_rule() == load_suite("longbench_e").longbench_rules["thudm"]
