@@ -167,10 +167,12 @@ def _lm_eval(args) -> None:
 
 
 def _check(args) -> int:
-    from path_eval.reports.check import check, load_baseline
+    from path_eval.reports.check import check, load_baseline, load_tolerances
     from path_eval.results import load_results
 
     baseline, tolerances = load_baseline(Path(args.baseline))
+    if args.tolerances:
+        tolerances = load_tolerances(Path(args.tolerances), baseline)
     findings, problems = check(load_results(Path(args.results)), baseline, tolerances)
     if problems:
         for problem in problems:
@@ -350,6 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "regression, 2 when the two are not comparable")
     p.add_argument("results", help="results.json or the run folder holding it")
     p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
+    p.add_argument("--tolerances", help="a {tolerances} file replacing the baseline's (e.g. "
+                                        "results/ci/retrain_tolerances.json for a retrained zoo)")
     p.set_defaults(func=_check)
 
     formats = ["terminal", "markdown", "csv", "latex"]

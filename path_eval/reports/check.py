@@ -1,6 +1,7 @@
 """The CI regression check: results against a committed baseline, metric by metric.
 
-Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]}.
+Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]};
+`--tolerances FILE` replaces the baseline's tolerances with another set for the same records.
 Tolerances per metric name: {"abs": x} and/or {"rel": y}; a record may also be matched by
 "task/metric". Lookup order: task/metric, then metric, in the baseline file, then the caller's
 defaults. Only changes in the worse direction (the metric registry's; a record's own field for a
@@ -74,6 +75,25 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
                             "results.json of a finished run")
     check_tolerances(tolerances, baseline, path)
     return baseline, tolerances
+
+
+def load_tolerances(path: Path, baseline: list[ResultRecord]) -> dict:
+    """Tolerances that replace the baseline's own, from {"tolerances": {...}} (plus an optional
+    "derivation" saying where the numbers come from), or one error line. One baseline of records then
+    answers several questions: the same checkpoints elsewhere (the baseline's tolerances), or
+    checkpoints retrained by the same command (results/ci/retrain_tolerances.json)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PathEvalError(f"no tolerance file at {path}: give a JSON object {{\"tolerances\": {{metric: {{abs, rel}}}}}}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"tolerance file {path} is not JSON ({err}): give an object with 'tolerances'") from None
+    if not isinstance(raw, dict) or "tolerances" not in raw or set(raw) - {"tolerances", "derivation"}:
+        raise PathEvalError(f"tolerance file {path} is not an object with 'tolerances' (and 'derivation'): give "
+                            "{\"tolerances\": {metric: {abs, rel}}}")
+    check_tolerances(raw["tolerances"], baseline, path)
+    return raw["tolerances"]
 
 
 def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> None:

@@ -68,3 +68,25 @@ def test_either_direction_tolerance_flags_improvements_too(tmp_path, capsys):
     code, out = run_check(tmp_path, path, records(acc=0.70, ppl=17.0), capsys)
     assert code == 1 and "REGRESSED m wikitext word_perplexity: 17 vs baseline 18" in out
     assert "ok        m piqa acc" in out
+
+
+def test_a_tolerance_file_replaces_the_baselines(tmp_path, baseline, capsys):
+    """The same records judged under wider tolerances (a retrained model's): exit 1 becomes 0."""
+    assert run_check(tmp_path, baseline, records(acc=0.53, ppl=18.5), capsys)[0] == 1
+    wider = tmp_path / "wider.json"
+    wider.write_text(json.dumps({"tolerances": {"acc": {"abs": 0.03}, "word_perplexity": {"rel": 0.05}},
+                                 "derivation": "by hand"}))
+    code = main(["check", str(tmp_path / "run"), "--baseline", str(baseline), "--tolerances", str(wider)])
+    assert code == 0 and "0 of 2 metrics regressed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{", "is not JSON"), ('{"acc": {"abs": 1}}', "not an object with 'tolerances'"),
+    ('{"tolerances": {"bleu": {"abs": 1}}}', "tolerance 'bleu' matches no baseline metric")])
+def test_a_bad_tolerance_file_is_one_line(tmp_path, baseline, capsys, content, says):
+    write_results(records(), tmp_path / "run" / "results.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    code = main(["check", str(tmp_path / "run"), "--baseline", str(baseline), "--tolerances", str(bad)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and says in err[0]
