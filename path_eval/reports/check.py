@@ -20,6 +20,7 @@ from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import higher_is_better
 from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
+from path_eval.results.store import check_schema_version
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
@@ -63,6 +64,7 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
         records, tolerances = raw["records"], raw.get("tolerances", {})
     else:
         raise PathEvalError(f"{shape}: give a results.json or a {{tolerances, records}} file")
+    check_schema_version(records, path)
     try:
         baseline = RunResults.model_validate(records).root
     except ValidationError as err:
