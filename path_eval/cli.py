@@ -187,11 +187,14 @@ def _lm_eval(args) -> None:
 
 
 def _check(args) -> int:
-    from path_eval.reports.check import check, load_baseline
+    from path_eval.reports.check import allowed_differences, check, load_baseline
     from path_eval.results import load_results
 
+    allow = allowed_differences(args.allow_difference)
     baseline, tolerances = load_baseline(Path(args.baseline))
-    findings, problems = check(load_results(Path(args.results)), baseline, tolerances)
+    findings, problems, accepted = check(load_results(Path(args.results)), baseline, tolerances, allow=allow)
+    for line in accepted:
+        print(f"accepted: {line}")
     if problems:
         for problem in problems:
             print(f"incomparable: {problem}")
@@ -374,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "regression, 2 when the two are not comparable")
     p.add_argument("results", help="results.json or the run folder holding it")
     p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
+    p.add_argument("--allow-difference", help="comma-separated differences to accept (dtype, device, attention, "
+                                              "harness, lm-eval); the tolerances still apply")
     p.set_defaults(func=_check)
 
     formats = ["terminal", "markdown", "csv", "latex"]
