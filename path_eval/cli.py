@@ -230,13 +230,13 @@ def _report(args) -> None:
 
 
 def _compare(args) -> None:
-    from path_eval.reports.tables import comparison, protocol_differences, render
+    from path_eval.reports.paired import RunSamples
+    from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render
     from path_eval.results import load_results
 
     runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
-    header, rows = comparison(runs)
-    note = "; ".join(["delta against the first column; * beyond noise (1.96 combined standard errors)",
-                      *(f"CAUTION: {d}" for d in protocol_differences(runs))])
+    header, rows = comparison(runs, [RunSamples(Path(p) if Path(p).is_dir() else Path(p).parent) for p in args.results])
+    note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
     _emit(render(header, rows, args.format, "comparison", note), args.format)
 
 

@@ -49,8 +49,8 @@ def hub_snapshot(repo: str, revision: str | None, download: bool = False) -> Pat
         if download:
             raise PathEvalError(f"hub model {wanted} could not be fetched: check the network (HF_HUB_OFFLINE must "
                                 "be unset for download) and the repo id") from None
-        raise PathEvalError(f"hub model {wanted} is not in the Hugging Face cache (HF_HUB_CACHE): fetch it once with "
-                            f"`{download_command(repo, revision)}` (needs internet)") from None
+        raise PathEvalError(f"hub model {wanted} is not in the Hugging Face cache (HF_HUB_CACHE), nor is {repo} a "
+                            f"folder: fetch it once with `{download_command(repo, revision)}` (needs internet)") from None
     except HFValidationError as err:
         raise PathEvalError(f"{repo} is not a valid hub id ({str(err).splitlines()[0]}): give org/name[@revision]") \
             from None
@@ -75,8 +75,8 @@ def split_display_name(reference: str) -> tuple[str | None, str]:
         return None, reference
     name, target = reference.split("=", 1)
     if not DISPLAY_NAME.fullmatch(name) or not target:
-        raise PathEvalError(f"--model {reference}: a display name is NAME=REFERENCE, NAME without '/', '=' or "
-                            "spaces, REFERENCE a folder, zoo:NAME or org/name[@revision]")
+        raise PathEvalError(f"--model {reference}: a display name is NAME=REFERENCE: give a NAME without '/', '=' "
+                            "or spaces, and a folder, zoo:NAME or org/name[@revision] after the '='")
     return name, target
 
 
