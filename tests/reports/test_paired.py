@@ -34,8 +34,8 @@ def write_run(folder: Path, model: str, suite: str, task: str, metric: str, scor
     return folder
 
 
-def compared(tmp_path, first, second, task="piqa", metric="acc", suite="table2", **second_options):
-    runs = [write_run(tmp_path / "a", "a", suite, task, metric, first),
+def compared(tmp_path, first, second, task="piqa", metric="acc", suite="table2", first_stderr=0.05, **second_options):
+    runs = [write_run(tmp_path / "a", "a", suite, task, metric, first, stderr=first_stderr),
             write_run(tmp_path / "b", "b", suite, task, metric, second, **second_options)]
     from path_eval.results import load_results
 
@@ -59,16 +59,16 @@ def test_mcnemar_exact_equals_scipys_binomial_test(only_first, only_second):
 
 def test_a_paired_accuracy_delta_is_marked_where_the_unpaired_test_misses_it(tmp_path):
     """Same 60 questions: 3 answered only by the first run, 12 only by the second. McNemar p = 0.035;
-    the unpaired z test on the two binomial standard errors gives p = 0.15."""
+    the unpaired z test on the two binomial standard errors gives p = 0.098."""
     first, second = accuracies(25, 3, 12, 20)
     stderr = [float(np.std(s, ddof=1) / np.sqrt(len(s))) for s in (first, second)]
-    header, rows = compared(tmp_path, first, second, stderr=stderr[1])
+    header, rows = compared(tmp_path, first, second, first_stderr=stderr[0], stderr=stderr[1])
     [row] = rows
     expected = stats.binomtest(3, 15, 0.5).pvalue
     assert header[-2:] == ["delta b:b", "test b:b"]
-    assert row[-2:] == ["+15.00 *", f"McNemar exact p={expected:.2g}"]
-    unpaired = 2 * stats.norm.sf(0.15 / np.hypot(0.05, stderr[1]))
-    assert unpaired > 0.05  # what the old mark used: not beyond noise
+    assert row[-2:] == ["+15.00 *", f"McNemar exact p={expected:.2g}"] and expected < 0.05
+    unpaired = 2 * stats.norm.sf(0.15 / np.hypot(*stderr))
+    assert unpaired == pytest.approx(0.098, abs=5e-4)  # not beyond noise for the unpaired test
 
 
 def test_the_paired_bootstrap_agrees_with_the_normal_theory_of_the_paired_difference(tmp_path):
