@@ -13,7 +13,7 @@ from path_eval.errors import PathEvalError
 from path_eval.plan.models import resolve_model, resolve_models
 from path_eval.results import load_results
 from path_eval.zoo import zoo_models
-from tests.helpers import fixture_data, save_tiny_model
+from tests.helpers import save_tiny_model
 
 MAIN = "a" * 40
 TAGGED = "b" * 40
@@ -93,15 +93,18 @@ def test_display_names_and_collisions(hub_cache):
 
 
 def test_a_hub_model_runs_under_its_display_name_with_source_and_revision(hub_cache, tmp_path):
-    data = fixture_data(tmp_path / "data", "piqa")
+    """The ci suite's held-out perplexity runs on models named rope (and fox, ...): the hub model runs
+    there under that display name."""
     out = tmp_path / "out"
-    assert main(["run", "--suite", "table2", "--tasks", "piqa", "--model", "tiny=org/tiny@v1", "--data-dir",
-                 str(data), "--limit", "2", "--out", str(out), "--quiet"]) == 0
-    [record] = load_results(out)
-    assert record.model == "tiny" and (out / "samples" / "tiny" / "piqa.jsonl").is_file()
-    assert (record.provenance.model_source, record.provenance.model_revision) == ("org/tiny@v1", TAGGED)
+    assert main(["run", "--suite", "ci", "--tasks", "heldout", "--lengths", "512", "--model", "rope=org/tiny@v1",
+                 "--out", str(out), "--quiet"]) == 0
+    records = [r for r in load_results(out) if r.bucket is None]
+    assert [r.model for r in records] == ["rope"] and (out / "samples" / "rope" / "heldout@512.jsonl").is_file()
+    provenance = records[0].provenance
+    assert (provenance.model_source, provenance.model_revision) == ("org/tiny@v1", TAGGED)
+    assert provenance.model_path == str(hub_cache / "models--org--tiny" / "snapshots" / TAGGED)
     [planned] = json.loads((out / "plan.json").read_text())["models"]
-    assert (planned["name"], planned["revision"]) == ("tiny", TAGGED)
+    assert (planned["name"], planned["revision"]) == ("rope", TAGGED)
 
 
 def test_download_fetches_into_the_hub_cache_and_reports_the_commit(hub_cache, capsys):
