@@ -93,7 +93,8 @@ def default_out(args, suite: str) -> Path:
     import hashlib
     import json
 
-    key = [[str(Path(m).resolve()) if Path(m).is_dir() else m for m in args.model], args.tasks, args.lengths, args.limit, args.seed,
+    models = [str(Path(m).resolve()) if Path(m).is_dir() else m for m in args.model]  # hub ids and NAME= as given
+    key = [models, args.tasks, args.lengths, args.limit, args.seed,
            str(Path(args.data_dir).resolve()), args.device, args.dtype, args.attention, args.max_length]
     return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
 
@@ -235,7 +236,8 @@ def _compare(args) -> None:
     from path_eval.results import load_results
 
     runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
-    header, rows = comparison(runs, [RunSamples(Path(p) if Path(p).is_dir() else Path(p).parent) for p in args.results])
+    folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in args.results]
+    header, rows = comparison(runs, [RunSamples(folder) for folder in folders])
     note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
     _emit(render(header, rows, args.format, "comparison", note), args.format)
 

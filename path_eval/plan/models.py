@@ -50,7 +50,8 @@ def hub_snapshot(repo: str, revision: str | None, download: bool = False) -> Pat
             raise PathEvalError(f"hub model {wanted} could not be fetched: check the network (HF_HUB_OFFLINE must "
                                 "be unset for download) and the repo id") from None
         raise PathEvalError(f"hub model {wanted} is not in the Hugging Face cache (HF_HUB_CACHE), nor is {repo} a "
-                            f"folder: fetch it once with `{download_command(repo, revision)}` (needs internet)") from None
+                            f"folder: fetch it once with `{download_command(repo, revision)}` (needs internet)") \
+            from None
     except HFValidationError as err:
         raise PathEvalError(f"{repo} is not a valid hub id ({str(err).splitlines()[0]}): give org/name[@revision]") \
             from None

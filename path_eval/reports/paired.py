@@ -160,12 +160,15 @@ def doc_key(row: dict, seen: dict) -> tuple:
     return key + (seen[key],)
 
 
+def is_perplexity(metric: str) -> bool:
+    entry = REGISTRY.get(metric)
+    return entry is not None and entry.aggregation == "perplexity"
+
+
 def pair_of(metric: str, score) -> tuple[float, float]:
     """A per-sample score as (numerator, denominator) under the metric's aggregation: lm-eval logs a
     perplexity's sample as its log-likelihood, or as [log-likelihood, words or bytes]."""
-    entry = REGISTRY.get(metric)
-    aggregation = entry.aggregation if entry is not None else "mean"
-    if aggregation == "perplexity":
+    if is_perplexity(metric):
         loglikelihood, weight = score if isinstance(score, list) else (score, 1)
         return -float(loglikelihood), float(weight)
     if isinstance(score, list):
@@ -179,8 +182,10 @@ class RunSamples:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._files: dict[Path, list[dict]] = {}
-        plan = self.folder / "plan.json"
-        self.items = json.loads(plan.read_text())["items"] if plan.is_file() else None
+        try:
+            self.items = json.loads((self.folder / "plan.json").read_text())["items"]
+        except (OSError, ValueError, KeyError, TypeError):  # no plan.json (a bare results.json), or a foreign one
+            self.items = None
 
     def scores(self, record: ResultRecord) -> SampleScores | str:
         """The record's value rebuilt from the logs, or a short reason why it cannot be."""
@@ -190,7 +195,8 @@ class RunSamples:
             return "no per-sample log"
         try:
             suite = stored_suite(self.folder, record.suite)
-            parts = next((a.mean_of for a in suite.aggregates if a.name == record.task), [f"{record.task}/{record.metric}"])
+            parts = next((aggregate.mean_of for aggregate in suite.aggregates if aggregate.name == record.task),
+                         [f"{record.task}/{record.metric}"])
             strata = []
             for part in parts:
                 task, metric = part.split("/", 1)
@@ -214,13 +220,14 @@ class RunSamples:
     def task_strata(self, suite, model: str, task: str, metric: str, length: int | None,
                     length_bucket: str | None) -> list[tuple[float, Stratum]]:
         [item] = [i for i in self.items if i["task"] == task and i["length"] == length and model in i["models"]]
-        if item["kind"] == "flipflop":
-            rows = self.rows(model, f"{task}@{length}")
-            seeds = list(dict.fromkeys(row["seed"] for row in rows))
-            return [(1 / len(seeds), Stratum([(row["seed"], row["doc_id"]) for row in rows if row["seed"] == seed],
-                                             np.array([row["wrong"] for row in rows if row["seed"] == seed], float),
-                                             np.array([row["reads"] for row in rows if row["seed"] == seed], float)))
-                    for seed in seeds]
+        if item["kind"] == "flipflop":  # a stratum per seed
+            by_seed: dict[int, list[dict]] = {}
+            for row in self.rows(model, f"{task}@{length}"):
+                by_seed.setdefault(row["seed"], []).append(row)
+            return [(1 / len(by_seed), Stratum([(seed, row["doc_id"]) for row in rows],
+                                               np.array([row["wrong"] for row in rows], float),
+                                               np.array([row["reads"] for row in rows], float)))
+                    for seed, rows in by_seed.items()]
         if item["kind"] == "corpus":
             rows = self.rows(model, f"{task}@{length}")
             return [(1.0, Stratum([row["tokens_sha256"] for row in rows],
@@ -236,6 +243,5 @@ class RunSamples:
             seen: dict = {}
             pairs = np.array([pair_of(metric, row["scores"][metric]) for row in rows], float).reshape(-1, 2)
             strata.append((1 / len(names), Stratum([doc_key(row, seen) for row in rows], pairs[:, 0], pairs[:, 1],
-                                                   exponential=REGISTRY.get(metric) is not None
-                                                   and REGISTRY[metric].aggregation == "perplexity")))
+                                                   exponential=is_perplexity(metric))))
         return strata

@@ -114,3 +114,44 @@ def test_compare_names_the_method_on_the_command_line(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b" / "results.json"), "--format", "csv"]) == 0
     out = capsys.readouterr().out
     assert f"piqa,acc,,46.7,61.7,+15.00 *,McNemar exact p={stats.binomtest(3, 15, 0.5).pvalue:.2g}" in out
+
+
+def write_rows_run(folder: Path, model: str, task: str, kind: str, metric: str, rows: list[dict], value: float):
+    """A flip-flop or corpus run folder: the task's log at 512 tokens is `<task>@512.jsonl`."""
+    (folder / "samples" / model).mkdir(parents=True)
+    (folder / "samples" / model / f"{task}@512.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "plan.json").write_text(json.dumps({"items": [
+        {"task": task, "kind": kind, "length": 512, "models": [model], "lm_eval_tasks": []}]}))
+    write_results([ResultRecord(suite="ci", model=model, task=task, length=512, metric=metric, value=value,
+                                stderr=0.01, n=len(rows), higher_is_better=False, provenance=PROVENANCE)],
+                  folder / "results.json")
+    return folder
+
+
+def test_pooled_flipflop_rates_over_seeds_and_corpus_perplexities_are_paired(tmp_path):
+    """Flip-flop: the mean over two seeds of wrong reads over reads, a stratum per seed; a corpus:
+    exp of the summed NLL over the tokens of its blocks. One fewer wrong read per sequence, and a
+    lower NLL on every block, are beyond noise."""
+    from path_eval.results import load_results
+
+    def flipflop(shift):
+        rows = [{"doc_id": i, "seed": seed, "reads": 20, "wrong": 3 + i % 4 - shift}
+                for seed in (1, 2) for i in range(30)]
+        rates = [sum(r["wrong"] for r in rows if r["seed"] == s) / sum(r["reads"] for r in rows if r["seed"] == s)
+                 for s in (1, 2)]
+        return rows, float(np.mean(rates))
+
+    def corpus(shift):
+        rows = [{"block": i, "tokens_sha256": f"block {i}", "nll_sum": [500.0 + 10 * i - shift, 480.0 - shift],
+                 "count": [256, 255]} for i in range(25)]
+        return rows, float(np.exp(sum(sum(r["nll_sum"]) for r in rows) / sum(sum(r["count"]) for r in rows)))
+
+    for task, kind, metric, make in (("flipflop_in", "flipflop", "flipflop_error", flipflop),
+                                     ("heldout", "corpus", "perplexity", corpus)):
+        runs = [write_rows_run(tmp_path / task / name, name, task, kind, metric, *make(shift))
+                for name, shift in (("a", 0), ("b", 1))]
+        logs = [RunSamples(p) for p in runs]
+        rebuilt = logs[0].scores(load_results(runs[0])[0])  # a string would say why the value was not rebuilt
+        assert not isinstance(rebuilt, str) and len(rebuilt.strata) == (2 if kind == "flipflop" else 1)
+        _, [row] = comparison([(p.name, load_results(p)) for p in runs], logs)
+        assert row[-1] == "paired bootstrap p<0.0001" and row[-2].endswith(" *"), row
