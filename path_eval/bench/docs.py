@@ -379,7 +379,7 @@ def retrain_tables(results: Path) -> str:
         current = load_results(root / retrain["records"])
         verdicts = []
         for tol in (tolerances, widened):
-            findings, problems = check(current, baseline, tol)
+            findings, problems, _ = check(current, baseline, tol)
             if problems:
                 raise PathEvalError(f"{retrain['records']} is not comparable with the baseline: {problems[0]}")
             verdicts.append(findings)

@@ -104,7 +104,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         counters = processes.gathered_counters(lm)
         writes = processes.writes_results(lm)
         if writes:
-            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env)
+            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
+                "model_source": model.source, "model_revision": model.revision}
             records += task_records(plan.suite, model.name, results, info)
         del lm
     processes.finish_processes()
