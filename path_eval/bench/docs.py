@@ -350,7 +350,7 @@ def training_runs_tables(results: Path) -> str:
                        spread(row["scores"]["heldout_loss"], "{:.4f}".format)])
     return "\n\n".join([
         TRAINING_BEGIN, f"From {source(path, results)}, made by:", command_block(data["command"]),
-        f"{machine_line(machine=data['machine'])} The training script's own evaluation: flip-flop error on "
+        f"Machine: {data['machine']}. The training script's own evaluation: flip-flop error on "
         "4,096 / 16,384 / 1,024 fixed sequences (in / sparse / dense) under bf16 autocast on the GPU; held-out "
         "loss (nats per token) on 100 windows of 512 tokens of the held-out text. Runs: zoo = the shipped "
         "checkpoints, retrain1 and retrain2 = the same command run again, seeds = other seeds (sN), in one call "

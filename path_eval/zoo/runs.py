@@ -34,16 +34,22 @@ def read_log(path: Path) -> tuple[dict, list[dict]]:
     if not lines or "command" not in lines[-1]:
         raise PathEvalError(f"{path} does not end with a model card: give the log of a finished "
                             "`path_eval.zoo.train` run")
-    curve = [{"step": line["step"], "loss": line["loss"],
-              **({s: line["error"][s] for s in SPLITS} if isinstance(line.get("error"), dict) else {})}
-             for line in lines[:-1] if "lr" in line]
-    return lines[-1], curve
+    return lines[-1], curve_of(lines[:-1])
+
+
+def curve_of(points: list[dict]) -> list[dict]:
+    """Step, loss and (flip-flop) the error on the fixed sets, of the logged training steps."""
+    return [{"step": point["step"], "loss": point["loss"],
+             **({s: point["error"][s] for s in SPLITS} if isinstance(point.get("error"), dict) else {})}
+            for point in points if "lr" in point]
 
 
 def collect(label: str, folder: Path) -> list[dict]:
     """Every training run in a folder of logs or of checkpoints."""
     found = [(read_log(p), p.stem) for p in sorted(folder.glob("*.log")) if not p.stem.startswith("parity")]
-    found += [((json.loads(p.read_text()), []), p.parent.name) for p in sorted(folder.glob("*/model_card.json"))]
+    for card_path in sorted(folder.glob("*/model_card.json")):
+        card = json.loads(card_path.read_text())
+        found.append(((card, curve_of(card.get("curve", []))), card_path.parent.name))
     if not found:
         raise PathEvalError(f"no training runs in {folder}: give a folder of training logs or of checkpoints "
                             "with model_card.json")
