@@ -154,7 +154,9 @@ def png_bytes(figure) -> bytes:
 def write_figure(figure, target: Path) -> list[Path]:
     """`target`.png and `target`.svg, each through a temporary file and a rename."""
     written = []
-    for suffix, data in ((".png", png_bytes(figure)), (".svg", svg_text(figure, target.name).encode("utf-8"))):
+    # SVG first: a constrained layout can shift on a figure's second drawing, and the HTML page
+    # draws the SVG of a new figure, which must be these bytes
+    for suffix, data in ((".svg", svg_text(figure, target.name).encode("utf-8")), (".png", png_bytes(figure))):
         file = target.with_name(target.name + suffix)
         write_bytes_atomic(data, file)
         written.append(file)

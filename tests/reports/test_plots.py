@@ -104,8 +104,8 @@ def test_files_are_written_with_the_same_bytes_every_time(tmp_path):
     suites = {name: SUITES[name] for name in ("ruler", "extrapolation")}
     first = write_plots(study_records(), suites, tmp_path / "a")
     again = write_plots(study_records(), suites, tmp_path / "b")
-    assert [p.name for p in first] == ["ruler.png", "ruler.svg", "extrapolation_by_position.png",
-                                       "extrapolation_by_position.svg"]
+    assert [p.name for p in first] == ["ruler.svg", "ruler.png", "extrapolation_by_position.svg",
+                                       "extrapolation_by_position.png"]
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
     svg = (tmp_path / "a" / "ruler.svg").read_text()
     assert "<dc:date>" not in svg and 'id="ruler-' in svg and 'id="figure_1"' not in svg
