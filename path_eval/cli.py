@@ -177,8 +177,12 @@ def _report(args) -> None:
 
     study = load_results(*args.results)
     _emit(study.report(args.layout, args.format), args.format)
-    for plot in study.plot(args.plot) if args.plot else []:
-        print(f"plot: {plot}", file=sys.stderr)  # stderr: stdout is the table (a CSV may be piped)
+    if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
+        plots = study.plot(args.plot)
+        for plot in plots:
+            print(f"plot: {plot}", file=sys.stderr)
+        if not plots:
+            print("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
     if args.html:
         print(f"html: {study.html(args.html, args.layout)}", file=sys.stderr)
 

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 from path_eval.reports.plots import png_bytes
-from path_eval.results import ResultRecord, write_bytes_atomic
+from path_eval.results import ResultRecord, write_atomic
 from path_eval.suites import SuiteSpec
 
 
@@ -91,5 +91,5 @@ def write_reports(records: list[ResultRecord], suite: SuiteSpec, out: Path) -> l
         out / "perplexity_by_position.png"
     write_csv(records, csv_file)
     md_file.write_text(markdown(records, suite))
-    write_bytes_atomic(png_bytes(by_position_figure(records, suite)), png_file)
+    write_atomic(png_bytes(by_position_figure(records, suite)), png_file)
     return [csv_file, md_file, png_file]

@@ -11,7 +11,7 @@ from path_eval import __version__
 from path_eval.reports.plots import suite_figures, svg_text
 from path_eval.reports.stored import StoredRun
 from path_eval.reports.tables import paper_layout, suite_table
-from path_eval.results import write_bytes_atomic
+from path_eval.results import write_atomic
 from path_eval.suites import SuiteSpec
 
 # Provenance fields that differ per task, not per model: left out of the per-model table.
@@ -55,7 +55,8 @@ def anchor(kind: str, name: str) -> str:
 def suite_section(name: str, suite: SuiteSpec, runs: list[StoredRun], figures: dict[str, object]) -> str:
     records = [r for run in runs for r in run.records if r.suite == name]
     header, rows, note = suite_table(records, suite)
-    parts = [f'<section id="{anchor("suite", name)}">', f"<h2>{html.escape(name)}: {html.escape(suite.description)}</h2>",
+    parts = [f'<section id="{anchor("suite", name)}">',
+             f"<h2>{html.escape(name)}: {html.escape(suite.description)}</h2>",
              table(header, rows, note=note, text_columns=2 if header[1:2] == ["task"] else 1)]
     for stem in (name, f"{name}_by_position"):
         if stem in figures:
@@ -128,5 +129,5 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], layout: str 
 
 
 def write_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], target: Path, layout: str | None = None) -> Path:
-    write_bytes_atomic(study_page(runs, suites, layout).encode("utf-8"), Path(target))
+    write_atomic(study_page(runs, suites, layout), Path(target))
     return Path(target)

@@ -19,7 +19,7 @@ from pathlib import Path
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.reports.tables import display
 from path_eval.reports.terminal import column_of, suite_labels
-from path_eval.results import ResultRecord, write_bytes_atomic
+from path_eval.results import ResultRecord, write_atomic
 from path_eval.suites import SuiteSpec
 
 PANEL_COLUMNS = 4
@@ -156,13 +156,14 @@ def write_figure(figure, target: Path) -> list[Path]:
     written = []
     # SVG first: a constrained layout can shift on a figure's second drawing, and the HTML page
     # draws the SVG of a new figure, which must be these bytes
-    for suffix, data in ((".svg", svg_text(figure, target.name).encode("utf-8")), (".png", png_bytes(figure))):
+    for suffix, data in ((".svg", svg_text(figure, target.name)), (".png", png_bytes(figure))):
         file = target.with_name(target.name + suffix)
-        write_bytes_atomic(data, file)
+        write_atomic(data, file)
         written.append(file)
     return written
 
 
 def write_plots(records: list[ResultRecord], suites: dict[str, SuiteSpec], folder: Path) -> list[Path]:
     """Every figure of the study as FOLDER/NAME.png and FOLDER/NAME.svg."""
-    return [file for name, figure in suite_figures(records, suites) for file in write_figure(figure, Path(folder) / name)]
+    return [file for name, figure in suite_figures(records, suites)
+            for file in write_figure(figure, Path(folder) / name)]

@@ -18,17 +18,22 @@ if TYPE_CHECKING:
     from path_eval.plan import ResolvedPlan
 
 
+def read_stored(model, file: Path, what: str, fix: str = ""):
+    """The pydantic `model` stored as JSON in `file`, or one line naming the first problem."""
+    try:
+        return model.model_validate_json(file.read_text())
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
+                            f"{first['msg']}{fix}") from None
+
+
 def stored_suite(results: Path, name: str) -> SuiteSpec:
     """The suite `name` of the results at `results` (a run folder or its results.json)."""
     results = Path(results)
     stored = (results if results.is_dir() else results.parent) / "suite.json"
     if stored.is_file():
-        try:
-            suite = SuiteSpec.model_validate_json(stored.read_text())
-        except ValidationError as err:
-            first = err.errors()[0]
-            raise PathEvalError(f"{stored} is not a path-eval suite: {'.'.join(map(str, first['loc']))}: "
-                                f"{first['msg']}") from None
+        suite = read_stored(SuiteSpec, stored, "suite")
         if suite.name == name:
             return suite
     if name in available_suites():
@@ -57,13 +62,7 @@ def read_run(path: Path) -> StoredRun:
     records = load_results(path)
     folder = path if path.is_dir() else path.parent
     plan_file = folder / "plan.json"
-    plan = None
-    if plan_file.is_file():
-        try:
-            plan = ResolvedPlan.model_validate_json(plan_file.read_text())
-        except ValidationError as err:
-            first = err.errors()[0]
-            raise PathEvalError(f"{plan_file} is not a path-eval plan: {'.'.join(map(str, first['loc']))}: "
-                                f"{first['msg']}: remove it to report the run without its plan") from None
+    plan = read_stored(ResolvedPlan, plan_file, "plan", ": remove it to report the run without its plan") \
+        if plan_file.is_file() else None
     suites = {name: stored_suite(path, name) for name in dict.fromkeys(r.suite for r in records)}
     return StoredRun(folder, records, suites, plan)

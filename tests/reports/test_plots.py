@@ -26,7 +26,8 @@ def study_records():
         for n in (4096, 8192):
             out += [record("ruler", model, "niah_single_1", "string_match_all", 0.9 - i / 10, n),
                     record("ruler", model, "vt", "string_match_all", 0.5, n),
-                    record("ruler", model, "ruler_13", "score", 0.6, n), record("ruler", model, "ruler_11", "score", 0.6, n)]
+                    record("ruler", model, "ruler_13", "score", 0.6, n),
+                    record("ruler", model, "ruler_11", "score", 0.6, n)]
         out += [record("babilong", model, task, metric, 0.4, n) for n in (0, 4096, 8192)
                 for task, metric in (("qa1", "babilong_accuracy"), ("qa1", "target_substring"), ("babilong", "score"))]
         out += [record("phonebook", model, "phonebook", "phonebook_exact_match", 0.3, n, seeds=3, seed_std=0.1)
@@ -34,8 +35,8 @@ def study_records():
         out += [record("longbench_e", model, "trec", "classification_score", 0.2, length_bucket=b)
                 for b in ("8k+", "0-4k", "4-8k")] + [record("longbench_e", model, "trec", "classification_score", 0.2)]
         out += [record("extrapolation", model, "code_standin", "perplexity", 9.0, 4096)]
-        out += [record("extrapolation", model, "code_standin", "perplexity", 8.0 + b, 4096, bucket=[b * 2048, b * 2048 + 2047])
-                for b in (0, 1)]
+        out += [record("extrapolation", model, "code_standin", "perplexity", 8.0 + b, 4096,
+                       bucket=[b * 2048, b * 2048 + 2047]) for b in (0, 1)]
         out += [record("table2", model, "piqa", "acc", 0.6)]
     return out
 
@@ -110,3 +111,14 @@ def test_files_are_written_with_the_same_bytes_every_time(tmp_path):
     svg = (tmp_path / "a" / "ruler.svg").read_text()
     assert "<dc:date>" not in svg and 'id="ruler-' in svg and 'id="figure_1"' not in svg
     assert (tmp_path / "a" / "ruler.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_runs_without_lengths_say_there_is_nothing_to_plot(tmp_path, capsys):
+    from path_eval.cli import main
+    from path_eval.results import write_results
+
+    write_results([r for r in study_records() if r.suite == "table2"], tmp_path / "run" / "results.json")
+    assert main(["report", str(tmp_path / "run"), "--format", "csv", "--plot", str(tmp_path / "plots")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("model,PIQA acc") and "plot: none" in captured.err
+    assert not (tmp_path / "plots").exists()
