@@ -45,11 +45,13 @@ def test_the_doc_study_runs_and_reports(study):
     assert set(frame["provenance.dtype"]) == {"float32"}
     phonebook = frame[frame["suite"] == "phonebook"]
     assert set(phonebook["seeds"]) == {3}  # PhoneBook's three seeds, their spread in seed_std
+    page = (folder / "study.html").read_text()
+    assert page.count("<h3>Run ") == 2 and page.count("what ran") == 2  # each run's protocol, from its plan
     for name in ("ruler", "phonebook"):
         assert (folder / "runs" / name / "results.json").is_file()
         assert (folder / "plots" / f"{name}.png").is_file()
         svg = (folder / "plots" / f"{name}.svg").read_text()
-        assert svg[svg.index("<svg"):] in (folder / "study.html").read_text()
+        assert svg[svg.index("<svg"):] in page
 
 
 def test_the_command_line_reports_the_same_study(study, capsys, monkeypatch):
