@@ -21,7 +21,7 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }
-th:first-child, td:first-child, td.text { text-align: left; }
+th.text, td.text { text-align: left; }
 thead th { background: #f2f2f2; }
 caption { caption-side: bottom; text-align: left; font-size: 0.85em; color: #555; padding-top: 0.3em; }
 figure { margin: 1em 0; overflow-x: auto; }
@@ -41,7 +41,8 @@ def table(header: list[str], rows: list[list[str]], title: str | None = None, no
                      f"<caption>{html.escape(title)}: {html.escape(note)}</caption>")
     elif note:
         parts.append(f"<caption>{html.escape(note)}</caption>")
-    parts.append("<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>")
+    parts.append("<thead><tr>" + "".join(f'<th class="text">{html.escape(h)}</th>' if i < text_columns else
+                                         f"<th>{html.escape(h)}</th>" for i, h in enumerate(header)) + "</tr></thead>")
     parts.append("<tbody>" + "".join("<tr>" + "".join(cell(i, v) for i, v in enumerate(row)) + "</tr>"
                                      for row in rows) + "</tbody>")
     parts.append("</table>")
