@@ -61,42 +61,33 @@ def _one_model(reference: str) -> Path:
 def _run(args) -> None:
     from rich.console import Console
 
-    from path_eval.models.loading import check_device_and_backend
-    from path_eval.plan import resolve_plan
+    from path_eval.api import evaluate
     from path_eval.reports import results_table
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.runner import RunOptions, check_out_folder, run
     from path_eval.suites import load_suite
 
-    check_device_and_backend(args.device, args.attention)
     suite = load_suite(args.suite)
-    plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks, "--tasks"), lengths=_csv(args.lengths, "--lengths"),
-                        limit=args.limit, seed=args.seed, data_dir=_data_dir(args.data_dir),
-                        max_length=args.max_length)
     out = Path(args.out) if args.out else default_out(args, suite.name)
     args.out = str(out)  # where an interrupt says the finished requests are
-    check_out_folder(out)
-    records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
-                                   batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters))
-    if not records:  # a data-parallel process other than the first: it wrote nothing
+    study = evaluate(suite, args.model, lengths=_csv(args.lengths, "--lengths"), limit=args.limit, device=args.device,
+                     dtype=args.dtype, out=out, tasks=_csv(args.tasks, "--tasks"), attention=args.attention,
+                     batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
+                     data_dir=_data_dir(args.data_dir), bootstrap_iters=args.bootstrap_iters)
+    if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
-    console.print(results_table(records, suite))
+    console.print(results_table(study.records, suite))
     console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
-    for report in write_reports(records, suite, out):
+    for report in study.files:
         console.print(f"report: {report}")
 
 
 def default_out(args, suite: str) -> Path:
-    """runs/SUITE-KEY, KEY a hash of every argument that changes the results: the same command
-    finds its own folder again and resumes there."""
-    import hashlib
-    import json
+    """The run folder `path_eval.api.default_out` gives these arguments."""
+    from path_eval import api
 
-    models = [str(Path(m).resolve()) if Path(m).is_dir() else m for m in args.model]  # hub ids and NAME= as given
-    key = [models, args.tasks, args.lengths, args.limit, args.seed,
-           str(Path(args.data_dir).resolve()), args.device, args.dtype, args.attention, args.max_length]
-    return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
+    return api.default_out(suite, args.model, _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths"),
+                           args.limit, args.seed, Path(args.data_dir), args.device, args.dtype, args.attention,
+                           args.max_length)
 
 
 DEMO_VARIANTS = ("rope", "fox", "path", "path_fox")
@@ -110,9 +101,7 @@ def _demo(args) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from path_eval.plan import resolve_plan
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.runner import RunOptions, run
+    from path_eval.api import evaluate
     from path_eval.suites import load_suite
 
     console = Console()
@@ -120,13 +109,12 @@ def _demo(args) -> None:
     suite = ci.model_copy(update={"tasks": [t.model_copy(update={"lengths": list(DEMO_LENGTHS)})
                                             if t.name == "heldout" else t for t in ci.tasks]})
     models = [f"zoo:{v}" for v in DEMO_VARIANTS] + [f"zoo:flipflop_{v}" for v in DEMO_VARIANTS]
-    plan = resolve_plan(suite, models, tasks=["heldout", "flipflop_in"], data_dir=default_data_dir())
     out = Path(args.out)
     console.print("demo: the trained zoo (path_eval/zoo/models, trained at 512 tokens) on the CPU: perplexity on "
                   f"held-out text (never trained on) by position in {suite.max_blocks} blocks of 512 and of 2048 "
                   "tokens, and flip-flop error (share of reads wrong, FFL(0.8), 128 sequences)")
-    records = run(plan, RunOptions(out=out))
-    cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in records}
+    study = evaluate(suite, models, out=out, tasks=["heldout", "flipflop_in"], data_dir=default_data_dir())
+    cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in study.records}
     buckets = [(512, (0, 510))] + [(2048, (a, min(a + 511, 2046))) for a in range(0, 2048, 512)]
     table = Table(title="the trained zoo: held-out perplexity by block length and position; flip-flop error (in)")
     table.add_column("variant")
@@ -145,7 +133,7 @@ def _demo(args) -> None:
                      "positions are also harder text, which every variant's ratio includes.")
     console.print(table)
     console.print(f"results: {out / 'results.json'}")
-    for report in write_reports(records, suite, out):
+    for report in study.files:
         console.print(f"report: {report}")
 
 
@@ -210,26 +198,18 @@ def _check(args) -> int:
 
 
 def _report(args) -> None:
-    from path_eval.errors import PathEvalError
-    from path_eval.reports.stored import stored_suite
-    from path_eval.reports.tables import paper_layout, render, suite_table
-    from path_eval.results import load_results
+    from path_eval.api import load_results
 
-    runs = [(Path(path), load_results(Path(path))) for path in args.results]
-    records = [r for _, found in runs for r in found]
-    if not records:
-        raise PathEvalError("the results hold no records: give the results.json of a finished run")
-    if args.layout:
-        header, rows, note = paper_layout(args.layout, records)
-        _emit(render(header, rows, args.format, f"PaTH paper {args.layout} layout", note), args.format)
-        return
-    suites = {}
-    for path, found in runs:
-        for name in dict.fromkeys(r.suite for r in found):
-            suites.setdefault(name, stored_suite(path, name))
-    for name, suite in suites.items():
-        header, rows, note = suite_table([r for r in records if r.suite == name], suite)
-        _emit(render(header, rows, args.format, f"{suite.name}: {suite.description}", note), args.format)
+    study = load_results(*args.results)
+    _emit(study.report(args.layout, args.format), args.format)
+    if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
+        plots = study.plot(args.plot)
+        for plot in plots:
+            print(f"plot: {plot}", file=sys.stderr)
+        if not plots:
+            print("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
+    if args.html:
+        print(f"html: {study.html(args.html, args.layout)}", file=sys.stderr)
 
 
 def _compare(args) -> None:
@@ -387,12 +367,18 @@ def build_parser() -> argparse.ArgumentParser:
                                               "harness, lm-eval); the tolerances still apply")
     p.set_defaults(func=_check)
 
-    formats = ["terminal", "markdown", "csv", "latex"]
+    from path_eval.api import REPORT_FORMATS
+
+    formats = list(REPORT_FORMATS)
     p = sub.add_parser("report", help="tables from stored results in the suite's layout, with the paper's rows")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
                                     "LongBench-E by length; table7: LongBench-E per dataset and length bucket)")
+    p.add_argument("--plot", metavar="DIR", help="also draw each long-context suite's metrics against length "
+                                                 "(one line per model, error bars) as DIR/SUITE.png and .svg")
+    p.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page of the study: tables, "
+                                                  "plots, protocol and provenance per run")
     p.set_defaults(func=_report)
 
     p = sub.add_parser("compare", help="runs side by side with deltas against the first")
@@ -432,16 +418,11 @@ def _interrupt(signum, frame):
 
 
 def stay_offline(command: str) -> None:
-    """Every command but `download` runs without a network: the hub and datasets in offline mode
-    (set before either is imported, as both read it then) and datasets' cache inside path-eval's
-    own, never ~/.cache/huggingface/datasets."""
-    from path_eval.locations import cache_dir
+    """Every command but `download` runs without a network (`path_eval.locations.stay_offline`)."""
+    from path_eval.locations import stay_offline as offline
 
-    if command == "download":
-        return
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_DATASETS_CACHE", str(cache_dir() / "hf-datasets"))
+    if command != "download":
+        offline()
 
 
 def interrupted_line(args, signum: int) -> str:

@@ -11,16 +11,24 @@ from path_eval.errors import PathEvalError
 from path_eval.results.schema import SCHEMA_VERSION, ResultRecord, RunResults
 
 
-def write_json_atomic(data, target: Path) -> None:
+def write_atomic(data: str | bytes, target: Path) -> None:
+    """`target` holds `data` (text as UTF-8) whole or not at all."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial")
     try:
-        staging.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        if isinstance(data, str):
+            staging.write_text(data, encoding="utf-8")
+        else:
+            staging.write_bytes(data)
         os.replace(staging, target)
     except BaseException:  # a full disk or an interrupt: no half-written file stays behind
         staging.unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(data, target: Path) -> None:
+    write_atomic(json.dumps(data, indent=1, ensure_ascii=False) + "\n", target)
 
 
 def write_results(records: list[ResultRecord], target: Path) -> None:
