@@ -206,3 +206,33 @@ def test_a_length_beyond_the_suite_downloads_with_lengths(suite, tmp_path, monke
                  "--data-dir", str(tmp_path)]) == 0
     assert calls == [("RMT-team/babilong-1k-samples", "32k", "qa1"), ("RMT-team/babilong", "64k", "qa1")]
     assert build_task(suite.task("qa1"), tmp_path, suite, 65536).files == [tmp_path / "RMT-team/babilong/64k/qa1.jsonl"]
+
+
+def test_regenerated_rows_are_labelled_and_never_share_a_cell(evaluated, suite, tmp_path, monkeypatch):
+    """babilong_regenerated reads rows it makes from the committed bAbI and book excerpts: its records
+    say `regenerated` (record and provenance), aggregate apart from the hub's, and the suite's table
+    gives them their own row, "m (regenerated)", beside the hub's "m"."""
+    from path_eval.reports.tables import suite_table
+    from tests.helpers import FIXTURE_DATA
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    regenerated = load_suite("babilong_regenerated")
+    tasks = [build_task(t, FIXTURE_DATA, regenerated, n, limit=1) for t in regenerated.tasks for n in LENGTHS]
+    assert tasks[1].files[0].is_relative_to(tmp_path / "cache" / "frozen" / "babilong" / "qa1")
+    assert any(f.name.startswith("qa1_") and f.suffix == ".txt" for f in tasks[1].files)
+    output = lm_eval.simple_evaluate(model=AnswerLM(knows=lambda doc: True), tasks=[t.config for t in tasks],
+                                     task_manager=task_manager(), log_samples=True, bootstrap_iters=0)
+    info = {k: v for k, v in PROVENANCE.items() if k not in ("data_fingerprint", "data_files", "num_fewshot")}
+    made = task_records(regenerated, "m", results_from_output(tasks, output, tmp_path / "samples"), info)
+    assert {(r.data_source, r.provenance.data_source, r.provenance.sample_set, r.n) for r in made} == \
+        {("regenerated", "regenerated", "1k", 1)}
+    hub_tasks, _, hub_output = evaluated
+    hub = task_records(suite, "m", results_from_output(hub_tasks, hub_output, tmp_path / "hub"), info)
+    both = made + hub
+    means = [r for r in aggregate(suite, both) if r.task == "babilong"]
+    assert {(r.data_source, r.length, r.n) for r in means} == \
+        {("regenerated", 0, 5), ("regenerated", 4096, 5), (None, 0, 10), (None, 4096, 10)}
+    _, rows, _ = suite_table(both + means, suite)
+    assert {row[0] for row in rows} == {"m", "m (regenerated)"}
+    accuracy = {row[0]: row[2:] for row in rows if row[1] == "BABILong (qa1-qa5) score"}
+    assert accuracy["m (regenerated)"] == ["100.0", "100.0"] and accuracy["m"] == ["50.0", "0.0"]
