@@ -132,7 +132,11 @@ class NoiseSentences:
     """Book sentences in the order the original's shuffled SentenceSampler hands them out."""
 
     def __init__(self, books: list[str], rng: np.random.Generator):
-        from nltk.tokenize.punkt import PunktSentenceTokenizer
+        try:
+            from nltk.tokenize.punkt import PunktSentenceTokenizer
+        except ImportError:
+            raise PathEvalError("regenerated BABILong splits book sentences with NLTK's Punkt, and nltk is not "
+                                "installed: pip install nltk") from None
 
         self.books, self.rng = books, rng
         self.splitter = PunktSentenceTokenizer()
