@@ -140,7 +140,7 @@ class NoiseSentences:
 
         self.books, self.rng = books, rng
         self.splitter = PunktSentenceTokenizer()
-        self.queue: deque[str] = deque()
+        self.queue: deque[list[int]] = deque()  # the sentences to come, as GPT-2 tokens with a leading space
 
     def refill(self, wanted: int) -> None:
         sentences: list[str] = []
@@ -150,7 +150,8 @@ class NoiseSentences:
                 continue
             text = book[int(self.rng.integers(len(book))):][:wanted * CHARACTERS_PER_TOKEN]
             sentences = self.splitter.tokenize(text)[1:-1]  # the cut ends are partial sentences
-        self.queue.extend(sentences)
+        encoded = gpt2_tokenizer().encode_batch([" " + sentence for sentence in sentences], add_special_tokens=False)
+        self.queue.extend(e.ids for e in encoded)
 
     def take(self, wanted: int) -> list[list[int]]:
         """Sentences (as GPT-2 tokens with a leading space) of `wanted` tokens in all, the last one cut."""
@@ -158,7 +159,7 @@ class NoiseSentences:
         while total < wanted:
             if not self.queue:
                 self.refill(wanted)
-            tokens = encode(" " + self.queue.popleft())
+            tokens = self.queue.popleft()
             if len(tokens) < MIN_SENTENCE_TOKENS:
                 continue
             taken.append(tokens)
