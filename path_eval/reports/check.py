@@ -32,7 +32,7 @@ from path_eval.results.store import check_schema_version
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
-                   "truncate_middle")
+                   "truncate_middle", "data_source", "sample_set", "prompt_parts")
 # Settings that move the numbers without changing the protocol: a difference is named, and accepted
 # only by that name. The device class: cuda:1 and cuda are one.
 NAMED_DIFFERENCES: dict[str, Callable] = {

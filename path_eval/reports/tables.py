@@ -13,7 +13,7 @@ from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
 from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test
-from path_eval.reports.terminal import column_of, column_title, rows_by_length, suite_labels
+from path_eval.reports.terminal import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
@@ -49,8 +49,8 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
     header = ["model"] + [f"{labels.get(t, t)} {m}" + (f" @{n}" if n else "") for t, m, n in columns]
     rows = []
-    for model in dict.fromkeys(r.model for r in records):
-        cells = {(r.task, r.metric, r.length): r for r in records if r.model == model}
+    for model in dict.fromkeys(row_model(r) for r in records):
+        cells = {(r.task, r.metric, r.length): r for r in records if row_model(r) == model}
         rows.append([model] + [_cell(cells.get(c)) for c in columns])
     published, note = paper_rows(suite, records)
     for row in published:
@@ -81,8 +81,8 @@ def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], 
     columns = [(c, n) for c in paper["columns"] for n in c["lengths"]]
     header = ["model"] + [f"{c['group']} {n}" for c, n in columns]
     rows = []
-    for model in dict.fromkeys(r.model for r in records):
-        cells = {(r.suite, r.task, r.metric, str(column_of(r))): r for r in records if r.model == model}
+    for model in dict.fromkeys(row_model(r) for r in records):
+        cells = {(r.suite, r.task, r.metric, str(column_of(r))): r for r in records if row_model(r) == model}
         rows.append([model] + [_cell(cells.get((c["suite"], c["task"], c["metric"], n))) for c, n in columns])
     for row in paper["rows"]:
         rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])

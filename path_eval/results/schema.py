@@ -49,6 +49,10 @@ class Provenance(BaseModel):
     truncate_middle: int | None = None  # prompts cut to their first and last halves of this many tokens
     model_source: str | None = None  # as given: a folder, zoo:NAME, or a hub id org/name[@revision]
     model_revision: str | None = None  # a hub model: the commit its snapshot holds
+    # BABILong: where the rows come from (hub | regenerated), the sample set (1k | 100), the prompt parts on
+    data_source: str | None = None
+    sample_set: str | None = None
+    prompt_parts: list[str] | None = None
 
 
 class ResultRecord(BaseModel):
@@ -69,6 +73,9 @@ class ResultRecord(BaseModel):
     provenance: Provenance
     seeds: int | None = None  # a task run under several seeds: value is their mean,
     seed_std: float | None = None  # seed_std the standard deviation of the per-seed values
+    # Rows made here rather than read from the benchmark's published set: "regenerated" (part of the
+    # record's key: reports never put it in the cell of a record of the published rows).
+    data_source: str | None = None
 
 
 class RunResults(RootModel[list[ResultRecord]]):

@@ -140,3 +140,11 @@ def test_the_gpu_run_of_the_ci_suite_needs_device_and_attention_accepted(tmp_pat
     capsys.readouterr()
     assert main(["check", str(tmp_path / "gpu"), "--baseline", baseline, "--allow-difference", "device,attention"]) == 0
     assert "0 of 108 metrics regressed beyond tolerance" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change", [{"data_source": "regenerated"}, {"sample_set": "100"},
+                                    {"prompt_parts": ["instruction"]}])
+def test_babilong_protocol_differences_are_incomparable(tmp_path, baseline, capsys, change):
+    """A prompt switch or another sample set keeps the data fingerprint of the rows they read."""
+    code, out = run_check(tmp_path, baseline, records(**change), capsys)
+    assert code == 2 and f"{next(iter(change))} differs" in out
