@@ -56,7 +56,12 @@ def _run(args) -> None:
     from path_eval.runner import RunOptions, check_out_folder, run
     from path_eval.suites import load_suite
 
+    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
+
     check_device_and_backend(args.device, args.attention)
+    if args.wandb_args is not None:
+        check_wandb_args(args.wandb_args)
+    check_hub_log_args(args.hf_hub_log_args or {})
     suite = load_suite(args.suite)
     plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks, "--tasks"), lengths=_csv(args.lengths, "--lengths"),
                         limit=args.limit, seed=args.seed, data_dir=_data_dir(args.data_dir),
@@ -65,12 +70,14 @@ def _run(args) -> None:
     args.out = str(out)  # where an interrupt says the finished requests are
     check_out_folder(out)
     records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
-                                   batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters))
+                                   batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters,
+                                   wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args))
     if not records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
     console.print(results_table(records, suite))
-    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
+    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}  lm-eval's layout: "
+                  f"{out / 'lm_eval'}")
     for report in write_reports(records, suite, out):
         console.print(f"report: {report}")
 
@@ -296,6 +303,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lm_eval._cli.utils import MergeDictAction  # lm-eval's own parsing of --wandb_args and --hf_hub_log_args
+
     parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
 
@@ -329,6 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
+    p.add_argument("--wandb-args", nargs="+", action=MergeDictAction, default=None, metavar="KEY=VALUE",
+                   help="log each model to Weights & Biases through lm-eval's WandbLogger: wandb.init's arguments "
+                        "as lm-eval's --wandb_args takes them (project=NAME,dir=FOLDER; offline unless mode=online); "
+                        "needs path-eval[trackers]")
+    p.add_argument("--hf-hub-log-args", nargs="+", action=MergeDictAction, default=None, metavar="KEY=VALUE",
+                   help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
+                        "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
+                        "OUT/lm_eval and never pushes")
     p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_run)
 
