@@ -59,8 +59,8 @@ def check_hub_log_args(args: dict) -> None:
     for key in PUSH_KEYS:
         if args.get(key):
             raise PathEvalError(f"--hf-hub-log-args {key}: `eval.py run` stays offline and never pushes: leave it "
-                                "out and upload the run's lm_eval folder afterwards (huggingface-cli upload ORG/REPO "
-                                "OUT/lm_eval --repo-type dataset)")
+                                "out and upload the run's lm_eval folder afterwards (hf upload ORG/REPO OUT/lm_eval "
+                                "--repo-type dataset)")
 
 
 def check_wandb_args(args: dict) -> None:
@@ -116,19 +116,21 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
     config.log_experiment_args(model_source="path", model_args={"pretrained": model_name}, system_instruction=None,
                                chat_template=None, fewshot_as_multiturn=False)
     config.start_time = time.perf_counter() - info["wall_time_s"]  # the model's evaluation time, not the writer's
-    tracker.save_results_aggregated(results=copy.deepcopy(output), samples=samples)
-    for name in output["configs"]:
-        tracker.save_results_samples(task_name=name, samples=copy.deepcopy(samples[name]))
-    written = staging / config.model_name_sanitized
-    expected = 1 + len(output["configs"])
-    if len(list(written.glob("results_*.json")) + list(written.glob("samples_*.jsonl"))) != expected:
-        # the tracker logs its write errors as warnings and goes on: a missing file stops the run here
-        raise PathEvalError(f"lm-eval's EvaluationTracker did not write all {expected} files of {model_name} in "
-                            f"{written}: check the disk (free space, permissions) and run the same command again")
-    target = root / config.model_name_sanitized
-    if target.exists():
-        target.rename(replaced)
-    written.rename(target)
-    shutil.rmtree(replaced, ignore_errors=True)
-    shutil.rmtree(staging, ignore_errors=True)
+    written, target = staging / config.model_name_sanitized, root / config.model_name_sanitized
+    try:
+        tracker.save_results_aggregated(results=copy.deepcopy(output), samples=samples)
+        for name in output["configs"]:
+            tracker.save_results_samples(task_name=name, samples=copy.deepcopy(samples[name]))
+        expected = 1 + len(output["configs"])
+        if len(list(written.glob("results_*.json")) + list(written.glob("samples_*.jsonl"))) != expected:
+            # the tracker logs its write errors as warnings and goes on: a missing file stops the run here
+            raise PathEvalError(f"lm-eval's EvaluationTracker did not write all {expected} files of {model_name} "
+                                f"in {written}: check the disk (free space, permissions) and run the same command "
+                                "again")
+        if target.exists():
+            target.rename(replaced)
+        written.rename(target)
+    finally:  # an interrupt or a full disk leaves no half-written layout behind; the same command writes it anew
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
     return target

@@ -111,18 +111,6 @@ def test_lm_eval_readers_read_the_layout_and_its_numbers_are_the_records(finishe
         flip["results"]["ff_64_s1234"]["flipflop_error,none"] == records["flipflop_rope", "ff", 64, "flipflop_error"].value
 
 
-def test_a_repeated_run_replaces_the_layout(finished, tmp_path):
-    out = tmp_path / "out"
-    shutil.copytree(finished / "out", out)  # its resume cache answers every request
-    before = sorted(p.name for p in (out / "lm_eval" / "model").iterdir())
-    run(finished, out)
-    after = sorted(p.name for p in (out / "lm_eval" / "model").iterdir())
-    assert len(after) == len(before) == 4 and after != before  # one results file, one samples file per task
-    assert not list((out / "lm_eval").glob(".*"))  # no staging folder left
-    results, samples = layout(out, "model")
-    assert [s["doc_id"] for s in sorted(samples["hellaswag"], key=lambda s: s["doc_id"])] == list(range(LIMIT))
-
-
 def wandb_records(run_dir: Path) -> list:
     """The records of an offline W&B run, read from its transaction log (LevelDB log blocks of
     protobuf `Record`s after a 7-byte header)."""
@@ -171,7 +159,8 @@ def test_wandb_args_log_through_lm_evals_logger_offline(finished, tmp_path, monk
     assert logged["ff_64_s1234/flipflop_error"] == records["ff", "flipflop_error"]
 
 
-def test_hub_log_args_reach_lm_evals_tracker(finished, tmp_path, monkeypatch):
+def test_a_repeated_run_replaces_the_layout_and_hands_hub_log_args_to_lm_evals_tracker(finished, tmp_path,
+                                                                                       monkeypatch):
     from lm_eval.loggers import EvaluationTracker
 
     trackers = []
@@ -184,10 +173,16 @@ def test_hub_log_args_reach_lm_evals_tracker(finished, tmp_path, monkeypatch):
 
     monkeypatch.setattr(EvaluationTracker, "__init__", spy)
     out = tmp_path / "out"
-    shutil.copytree(finished / "out", out)
+    shutil.copytree(finished / "out", out)  # its resume cache answers every request
+    before = sorted(p.name for p in (out / "lm_eval" / "model").iterdir())
     run(finished, out, "--hf-hub-log-args", "hub_results_org=lab,details_repo_name=details,public_repo=True")
-    assert [t.details_repo for t in trackers] == ["lab/details"] * 2 and not trackers[0].push_results_to_hub
-    # what an upload of the details repository takes: <model>/samples_<task>_<date>.jsonl, one folder per model
+    after = sorted(p.name for p in (out / "lm_eval" / "model").iterdir())
+    assert len(after) == len(before) == 4 and after != before  # one results file, one samples file per task
+    assert not list((out / "lm_eval").glob(".*"))  # no staging folder left
+    _, samples = layout(out, "model")
+    assert [s["doc_id"] for s in sorted(samples["hellaswag"], key=lambda s: s["doc_id"])] == list(range(LIMIT))
+    assert [t.details_repo for t in trackers] == ["lab/details"] * 2 and not trackers[0].push_samples_to_hub
+    # what an upload of the details repository takes: one folder per model, as the tracker names it
     assert sorted(p.name for p in (out / "lm_eval").iterdir()) == ["flipflop_rope", "model"]
 
 
@@ -202,3 +197,46 @@ def test_bad_hub_log_args_are_one_line_before_any_model_loads(tmp_path, capsys, 
     [error] = capsys.readouterr().err.strip().splitlines()
     assert error.startswith(line)
     assert not (tmp_path / "out").exists()
+
+
+def native_results(value: float) -> list:
+    from path_eval.evaluators import TaskResult, native_output
+
+    rows = [{"block": 0, "nll_sum": [10.0], "count": [4]}]
+    return [TaskResult(task="c", length=8, metrics={"perplexity": [(value, None)]}, n=1, data_files=[],
+                       data_fingerprint=None, lm_eval=native_output("c_8", "perplexity", value, None, rows,
+                                                                   [[-10.0, 4]], "next_token_nll"))]
+
+
+INFO = dict(model_path="/m", dtype="float32", batch_size=1, device="cpu", limit=None, seed=1, lm_eval_version="0.4.13",
+            transformers_version="5", max_length=8, wall_time_s=1.0)
+
+
+def test_an_interrupted_write_keeps_the_earlier_layout_and_a_failed_one_is_one_line(tmp_path, monkeypatch):
+    from lm_eval.loggers import EvaluationTracker
+
+    from path_eval.errors import PathEvalError
+    from path_eval.results.lm_eval_layout import write_lm_eval_layout
+
+    first = write_lm_eval_layout(tmp_path, "m", native_results(12.0), INFO)
+    files = sorted(p.name for p in first.iterdir())
+
+    def interrupted(self, task_name, samples):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EvaluationTracker, "save_results_samples", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_lm_eval_layout(tmp_path, "m", native_results(13.0), INFO)
+    assert sorted(p.name for p in first.iterdir()) == files
+    assert sorted(p.name for p in (tmp_path / "lm_eval").iterdir()) == ["m"]  # no staging folder left
+    monkeypatch.undo()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)  # the tracker logs the error and goes on
+    with pytest.raises(PathEvalError, match="did not write all 2 files of m"):
+        write_lm_eval_layout(tmp_path, "m", native_results(13.0), INFO)
+    monkeypatch.undo()
+    [results_file] = first.glob("results_*.json")
+    assert json.loads(results_file.read_text())["results"]["c_8"]["perplexity,none"] == 12.0
