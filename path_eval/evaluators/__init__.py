@@ -103,7 +103,8 @@ def native_output(name: str, metric: str, value: float, stderr: float | None, do
 
     higher = metric_entry(metric).higher_is_better
     samples = [{"doc_id": index, "doc": doc, "target": "", "arguments": [], "resps": [], "filtered_resps": [],
-                "filter": "none", "metrics": [metric], "doc_hash": hash_string(json.dumps(doc, indent=2)),
+                "filter": "none", "metrics": [metric],
+                "doc_hash": hash_string(json.dumps(doc, indent=2, ensure_ascii=False)),  # lm-eval's recipe
                 "prompt_hash": hash_string(""), "target_hash": hash_string(""), metric: score}
                for index, (doc, score) in enumerate(zip(docs, scores))]
     return LmEvalOutput(tasks={name: {

@@ -107,8 +107,9 @@ def test_lm_eval_readers_read_the_layout_and_its_numbers_are_the_records(finishe
     flip, flip_samples = layout(out, "flipflop_rope")
     rows = flip_samples["ff_64_s1234"]
     assert len(rows) == LIMIT and [r["doc"]["doc_id"] for r in rows] == list(range(LIMIT))
-    assert sum(r["flipflop_error"][0] for r in rows) / sum(r["flipflop_error"][1] for r in rows) == \
-        flip["results"]["ff_64_s1234"]["flipflop_error,none"] == records["flipflop_rope", "ff", 64, "flipflop_error"].value
+    error = records["flipflop_rope", "ff", 64, "flipflop_error"].value
+    assert sum(r["flipflop_error"][0] for r in rows) / sum(r["flipflop_error"][1] for r in rows) == error
+    assert flip["results"]["ff_64_s1234"]["flipflop_error,none"] == error
 
 
 def wandb_records(run_dir: Path) -> list:
