@@ -303,7 +303,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lm_eval._cli.utils import MergeDictAction  # lm-eval's own parsing of --wandb_args and --hf_hub_log_args
+    from lm_eval._cli.utils import MergeDictAction
+
+    class LmEvalDictAction(MergeDictAction):
+        """lm-eval's own parsing of its --wandb_args and --hf_hub_log_args (key=value pairs or a JSON
+        object), a malformed one as one error line."""
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            try:
+                super().__call__(parser, namespace, values, option_string)
+            except ValueError as err:
+                parser.error(f"argument {option_string}: {err}")
 
     parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -338,11 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
-    p.add_argument("--wandb-args", nargs="+", action=MergeDictAction, default=None, metavar="KEY=VALUE",
+    p.add_argument("--wandb-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",
                    help="log each model to Weights & Biases through lm-eval's WandbLogger: wandb.init's arguments "
                         "as lm-eval's --wandb_args takes them (project=NAME,dir=FOLDER; offline unless mode=online); "
                         "needs path-eval[trackers]")
-    p.add_argument("--hf-hub-log-args", nargs="+", action=MergeDictAction, default=None, metavar="KEY=VALUE",
+    p.add_argument("--hf-hub-log-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",
                    help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
                         "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
                         "OUT/lm_eval and never pushes")
