@@ -53,10 +53,9 @@ def _run(args) -> None:
     from path_eval.plan import resolve_plan
     from path_eval.reports import results_table
     from path_eval.reports.extrapolation import write_reports
+    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
     from path_eval.runner import RunOptions, check_out_folder, run
     from path_eval.suites import load_suite
-
-    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
 
     check_device_and_backend(args.device, args.attention)
     if args.wandb_args is not None:

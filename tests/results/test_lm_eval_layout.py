@@ -9,6 +9,7 @@ import json
 import math
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,8 +194,7 @@ def test_a_repeated_run_replaces_the_layout_and_hands_hub_log_args_to_lm_evals_t
     ("{lab", "error: argument --hf-hub-log-args: Invalid JSON: {lab")])
 def test_bad_hub_log_args_are_one_line_before_any_model_loads(tmp_path, capsys, args, line):
     try:
-        code = main(["run", "--suite", "ci", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "out"),
-                     "--hf-hub-log-args", args])
+        code = main([*run_command(tmp_path), "--hf-hub-log-args", args])
     except SystemExit as stop:  # argparse's own errors exit
         code = stop.code
     assert code == 2
@@ -244,3 +244,23 @@ def test_an_interrupted_write_keeps_the_earlier_layout_and_a_failed_one_is_one_l
     monkeypatch.undo()
     [results_file] = first.glob("results_*.json")
     assert json.loads(results_file.read_text())["results"]["c_8"]["perplexity,none"] == 12.0
+
+
+def run_command(tmp_path) -> list[str]:
+    return ["run", "--suite", "ci", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]
+
+
+def test_wandb_args_without_wandb_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb fails as where it is not installed
+    assert main([*run_command(tmp_path), "--wandb-args", "project=p"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: --wandb-args needs the wandb package: pip install 'path-eval[trackers]'"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_wandb_key_is_one_line(tmp_path, capsys):
+    pytest.importorskip("wandb", reason="W&B is the optional extra path-eval[trackers]")
+    assert main([*run_command(tmp_path), "--wandb-args", "projekt=p"]) == 2
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith("error: --wandb-args projekt: not an argument of wandb.init")
+    assert not (tmp_path / "out").exists()
