@@ -128,10 +128,13 @@ def _names(value, what: str) -> list[str] | None:
 def evaluate(suite, models, lengths=None, limit: int | None = None, device: str = "cpu", dtype: str | None = None,
              out=None, *, tasks=None, attention: str | None = None, batch_size: int = 1,
              max_length: int | None = None, seed: int = 1234, data_dir=None,
-             bootstrap_iters: int = 100000) -> Results:
+             bootstrap_iters: int = 100000, wandb_args: dict | None = None,
+             hf_hub_log_args: dict | None = None) -> Results:
     """Run `suite` (a built-in name, a suite YAML path, or a SuiteSpec) on `models` (what `--model`
     takes: checkpoint folders, zoo:NAME, zoo) as `eval.py run` does, into the run folder `out`
-    (default runs/SUITE-KEY, as the command line's); a killed call resumes when repeated."""
+    (default runs/SUITE-KEY, as the command line's); a killed call resumes when repeated.
+    `wandb_args` / `hf_hub_log_args`: lm-eval's WandbLogger and EvaluationTracker arguments, as
+    `--wandb-args` / `--hf-hub-log-args` give them parsed."""
     from path_eval.data import default_data_dir
     from path_eval.locations import stay_offline
 
@@ -143,7 +146,12 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     from path_eval.runner import RunOptions, check_out_folder, run
     from path_eval.suites import SuiteSpec, load_suite
 
+    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
+
     check_device_and_backend(device, attention)
+    if wandb_args is not None:
+        check_wandb_args(wandb_args)
+    check_hub_log_args(hf_hub_log_args or {})
     spec = suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))
     models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -153,6 +161,7 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
                                                         device, dtype, attention, max_length)
     check_out_folder(out)
     records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
-                                   bootstrap_iters=bootstrap_iters))
+                                   bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,
+                                   hf_hub_log_args=hf_hub_log_args))
     files = write_reports(records, spec, out) if records else []
     return Results([StoredRun(out, records, {spec.name: spec}, plan)], files)

@@ -71,12 +71,14 @@ def _run(args) -> None:
     study = evaluate(suite, args.model, lengths=_csv(args.lengths, "--lengths"), limit=args.limit, device=args.device,
                      dtype=args.dtype, out=out, tasks=_csv(args.tasks, "--tasks"), attention=args.attention,
                      batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
-                     data_dir=_data_dir(args.data_dir), bootstrap_iters=args.bootstrap_iters)
+                     data_dir=_data_dir(args.data_dir), bootstrap_iters=args.bootstrap_iters,
+                     wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args)
     if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
     console.print(results_table(study.records, suite))
-    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
+    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}  lm-eval's layout: "
+                  f"{out / 'lm_eval'}")
     for report in study.files:
         console.print(f"report: {report}")
 
@@ -303,6 +305,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lm_eval._cli.utils import MergeDictAction
+
+    class LmEvalDictAction(MergeDictAction):
+        """lm-eval's own parsing of its --wandb_args and --hf_hub_log_args (key=value pairs or a JSON
+        object), a malformed one as one error line."""
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            try:
+                super().__call__(parser, namespace, values, option_string)
+            except ValueError as err:
+                parser.error(f"argument {option_string}: {err}")
+
     parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
 
@@ -338,6 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
+    p.add_argument("--wandb-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",
+                   help="log each model to Weights & Biases through lm-eval's WandbLogger: wandb.init's arguments "
+                        "as lm-eval's --wandb_args takes them (project=NAME,dir=FOLDER; offline unless mode=online); "
+                        "needs path-eval[trackers]")
+    p.add_argument("--hf-hub-log-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",
+                   help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
+                        "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
+                        "OUT/lm_eval and never pushes")
     p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_run)
 

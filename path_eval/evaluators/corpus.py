@@ -13,7 +13,7 @@ import numpy as np
 
 from path_eval.data import fingerprint, write_jsonl_atomic
 from path_eval.errors import PathEvalError
-from path_eval.evaluators import EvaluationContext, PositionBucket, TaskResult
+from path_eval.evaluators import EvaluationContext, PositionBucket, TaskResult, native_output
 from path_eval.lm.progress import RequestProgress
 from path_eval.metrics import perplexity_and_stderr
 from path_eval.plan import PlannedItem
@@ -35,7 +35,7 @@ def _save_npy_atomic(array: np.ndarray, target: Path) -> None:
 def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path, limit: int | None = None) -> dict:
     """`limit` (else the suite's max_blocks) caps the number of blocks.
     Returns {"buckets": [(first, last, nll_sum, count, per-block means)], "total": (...),
-    "blocks": n, "files": [...], "curve": mean NLL per position}."""
+    "blocks": n, "rows": the logged row of each block, "files": [...], "curve": mean NLL per position}."""
     texts, files = documents(task.corpus, data_dir, suite.name)
     edges = bucket_edges(length, suite.bucket_size)
     log_file = samples_dir / f"{task.name}@{length}.jsonl"
@@ -74,7 +74,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
         buckets.append((a, b, sum(r["nll_sum"][k] for r in per_block), sum(r["count"][k] for r in per_block), means))
     totals = [sum(r["nll_sum"]) / sum(r["count"]) for r in per_block]
     total = (0, length - 2, sum(sum(r["nll_sum"]) for r in per_block), sum(sum(r["count"]) for r in per_block), totals)
-    return {"buckets": buckets, "total": total, "blocks": len(rows), "files": files,
+    return {"buckets": buckets, "total": total, "blocks": len(rows), "rows": rows, "files": files,
             "fingerprint": fingerprint(files), "curve": curve_sum / len(rows)}
 
 
@@ -89,11 +89,15 @@ class CorpusEvaluator:
             curve.parent.mkdir(parents=True, exist_ok=True)
             np.save(curve, scored["curve"].astype(np.float32))
             _, _, nll_sum, count, means = scored["total"]
+            value, stderr = perplexity_and_stderr(nll_sum, count, means)
             buckets = [PositionBucket(first, last, *perplexity_and_stderr(bucket_sum, bucket_count, bucket_means))
                        for first, last, bucket_sum, bucket_count, bucket_means in scored["buckets"]]
             results.append(TaskResult(
                 task=item.task, length=item.length,
-                metrics={"perplexity": [perplexity_and_stderr(nll_sum, count, means)]},
+                metrics={"perplexity": [(value, stderr)]},
                 n=scored["blocks"], data_files=scored["files"][:50], data_fingerprint=scored["fingerprint"],
-                position_buckets=buckets))
+                position_buckets=buckets,
+                lm_eval=native_output(f"{item.task}_{item.length}", "perplexity", value, stderr, scored["rows"],
+                                      [[-sum(row["nll_sum"]), sum(row["count"])] for row in scored["rows"]],
+                                      "next_token_nll")))
         return results

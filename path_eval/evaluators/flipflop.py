@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from path_eval.data import fingerprint, write_jsonl_atomic
-from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.evaluators import EvaluationContext, LmEvalOutput, TaskResult, native_output
 from path_eval.metrics.flipflop import binomial_stderr, read_errors
 from path_eval.metrics.registry import metric_entry
 from path_eval.plan import PlannedItem
@@ -33,7 +33,7 @@ class FlipFlopEvaluator:
         results = []
         for item in items:
             spec = context.plan.spec(item)
-            per_seed, files, rows = [], [], []
+            per_seed, files, rows, output = [], [], [], LmEvalOutput(tasks={})
             for seed in item.seeds:
                 frozen, tokens = flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed,
                                                            item.samples)
@@ -41,11 +41,16 @@ class FlipFlopEvaluator:
                 error = error_of(tokens, predictions, flipflop.READ)
                 per_seed.append((error, binomial_stderr(error, read_errors(tokens, predictions, flipflop.READ)[1])))
                 files.append(frozen)
+                seed_rows = []
                 for index in range(len(tokens)):
                     wrong, reads = read_errors(tokens[index:index + 1], predictions[index:index + 1], flipflop.READ)
-                    rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
+                    seed_rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
+                rows += seed_rows
+                output.tasks |= native_output(f"{item.task}_{item.length}_s{seed}", "flipflop_error", *per_seed[-1],
+                                              seed_rows, [[row["wrong"], row["reads"]] for row in seed_rows],
+                                              "next_token_argmax").tasks
             write_jsonl_atomic(rows, context.samples_dir / f"{item.task}@{item.length}.jsonl")
             results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
                                       n=len(rows), data_files=files, data_fingerprint=fingerprint(files),
-                                      seeds=item.seeds))
+                                      seeds=item.seeds, lm_eval=output))
         return results

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
-from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.evaluators import EvaluationContext, TaskResult, lm_eval_output
 from path_eval.plan import PlannedItem
 from path_eval.samples import write_samples
 from path_eval.tasks import LmEvalTask, build_task
@@ -34,8 +34,9 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
 
 
 def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> list[TaskResult]:
-    """Per-sample logs and a TaskResult per (suite task, length) from lm-eval's output; the lm-eval
-    tasks of one suite task under several seeds make one result."""
+    """Per-sample logs and a TaskResult per (suite task, length) from lm-eval's output (whose own
+    entries for the result's tasks it keeps); the lm-eval tasks of one suite task under several
+    seeds make one result."""
     groups: dict[tuple[str, int | None], list[LmEvalTask]] = {}
     for task in tasks:
         write_samples(output["samples"][task.name], samples_dir / f"{task.lm_eval_name or task.spec.name}.jsonl")
@@ -61,5 +62,5 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
             data_files=files, data_fingerprint=fingerprint(files),
             seeds=[t.seed for t in group if t.seed is not None], num_fewshot=spec.num_fewshot,
             truncate_middle=group[0].truncate_middle, samples=[s for t in group for s in output["samples"][t.name]],
-            protocol=group[0].protocol))
+            protocol=group[0].protocol, lm_eval=lm_eval_output(output, [t.name for t in group])))
     return results

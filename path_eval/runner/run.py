@@ -1,5 +1,5 @@
-"""Execute a resolved plan: one model at a time, each evaluator on its items, records written once
-every model is done."""
+"""Execute a resolved plan: one model at a time, each evaluator on its items, lm-eval's own layout
+written as each model is done (OUT/lm_eval/<model>/), records once every model is done."""
 from __future__ import annotations
 
 import datetime
@@ -20,6 +20,7 @@ from path_eval.errors import PathEvalError
 from path_eval.lm import request_cache
 from path_eval.plan import ResolvedPlan
 from path_eval.results import ResultRecord, write_json_atomic, write_results
+from path_eval.results.lm_eval_layout import write_lm_eval_layout
 from path_eval.results.provenance import environment, model_identity, run_provenance
 from path_eval.results.records import aggregate, task_records
 from path_eval.runner import processes
@@ -40,6 +41,8 @@ class RunOptions:
     attention: str | None = None
     batch_size: int = 1
     bootstrap_iters: int = 100000
+    wandb_args: dict | None = None  # lm-eval's WandbLogger, one W&B run per model (path_eval.results.lm_eval_layout)
+    hf_hub_log_args: dict | None = None  # lm-eval's EvaluationTracker
 
 
 def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
@@ -107,6 +110,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
                 "model_source": model.source, "model_revision": model.revision}
             records += task_records(plan.suite, model.name, results, info)
+            write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args)
         del lm
     processes.finish_processes()
     if writes:

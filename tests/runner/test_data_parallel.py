@@ -1,6 +1,7 @@
 """Two data-parallel processes (torchrun on the CPU: gloo; `accelerate launch --multi_gpu` on GPUs
 takes the same path) give exactly the results of one process: every sample scored once, merged
 on the first process, which alone writes."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,10 @@ def test_two_processes_give_the_results_of_one(tmp_path, monkeypatch, suite, ext
     for name in logs:
         lines = lambda run: (tmp_path / run / "samples" / "model" / name).read_text().splitlines()  # noqa: E731
         assert len(lines("two")) == len(lines("one"))
+    # lm-eval's layout, written by the first process alone: the same tasks, every document once
+    lm_eval_docs = lambda run: {p.name.rsplit("_", 1)[0]: sorted(json.loads(x)["doc_id"] for x in p.read_text().splitlines())  # noqa: E731
+                                for p in (tmp_path / run / "lm_eval" / "model").glob("samples_*.jsonl")}
+    assert lm_eval_docs("two") == lm_eval_docs("one") != {}
 
 
 def test_corpus_tasks_refuse_several_processes(tmp_path):
