@@ -4,12 +4,13 @@ per-sample logs' inputs, the data read); the results stage turns them into recor
 
 - `LmEvalEvaluator` (lm_eval.py): tasks lm-eval defines, adapted where the suite says;
 - `GeneratedEvaluator` (generated.py): RULER and PhoneBook samples, frozen, then evaluated by lm-eval;
-- `CorpusEvaluator` (corpus.py): per-position perplexity of corpora."""
+- `CorpusEvaluator` (corpus.py): per-position perplexity of corpora;
+- `FlipFlopEvaluator` (flipflop.py): frozen flip-flop sequences, one forward each."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
 from path_eval.samples import slug
@@ -60,6 +61,19 @@ class TaskResult:
     position_buckets: list[PositionBucket] = field(default_factory=list)
 
 
+@dataclass
+class FrozenSet:
+    """One set of samples to generate and freeze before the model is needed (the model loads
+    meanwhile; under data parallelism each process freezes its share of the sets). `tokens`: its
+    size in tokens, the cost its share is balanced by."""
+
+    tokens: int
+    freeze: Callable[[], object]
+
+
 class Evaluator(Protocol):
+    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
+        """The sample sets `run` will read, to freeze with the tokenizer alone (none for data read as is)."""
+
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         """Results of `items` on `lm`; none on a data-parallel process other than the first."""

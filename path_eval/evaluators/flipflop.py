@@ -4,11 +4,13 @@ read positions of a seed's sequences (the paper's definition; lm-eval loglikelih
 read would give the same numbers at one forward per read)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 
 from path_eval.data import fingerprint, write_jsonl_atomic
-from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.evaluators import EvaluationContext, FrozenSet, TaskResult
 from path_eval.metrics.flipflop import binomial_stderr, read_errors
 from path_eval.metrics.registry import metric_entry
 from path_eval.plan import PlannedItem
@@ -27,6 +29,15 @@ def argmax_predictions(lm, tokens: np.ndarray) -> np.ndarray:
 
 
 class FlipFlopEvaluator:
+    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
+        """One set of sequences per (task, length, seed), as `run` reads them."""
+        return [FrozenSet(item.length * item.samples, partial(self._sequences, context.plan.spec(item), item, seed))
+                for item in items for seed in item.seeds]
+
+    @staticmethod
+    def _sequences(spec, item: PlannedItem, seed: int) -> tuple:
+        return flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed, item.samples)
+
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         flipflop.check_vocabulary(lm.tokenizer, context.model.name)
         error_of = metric_entry("flipflop_error").function
@@ -35,8 +46,7 @@ class FlipFlopEvaluator:
             spec = context.plan.spec(item)
             per_seed, files, rows = [], [], []
             for seed in item.seeds:
-                frozen, tokens = flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed,
-                                                           item.samples)
+                frozen, tokens = self._sequences(spec, item, seed)
                 predictions = argmax_predictions(lm, tokens)
                 error = error_of(tokens, predictions, flipflop.READ)
                 per_seed.append((error, binomial_stderr(error, read_errors(tokens, predictions, flipflop.READ)[1])))
