@@ -21,11 +21,18 @@ BATCH = 32  # sequences per forward
 
 @torch.inference_mode()
 def argmax_predictions(lm, tokens: np.ndarray) -> np.ndarray:
-    """predictions[n, t]: the model's most likely token after tokens[n, :t + 1]."""
-    def forward(batch: np.ndarray) -> np.ndarray:
-        return lm.model(torch.as_tensor(batch, device=lm.device)).logits.argmax(-1).cpu().numpy()
-    return np.concatenate([lm.timed(forward, tokens[i:i + BATCH], tokens=tokens[i:i + BATCH].size)
-                           for i in range(0, len(tokens), BATCH)])
+    """predictions[n, t]: the model's most likely token after tokens[n, :t + 1]. Under data
+    parallelism the batches are shared between the processes (the same batches as one process)."""
+    starts = range(0, len(tokens), BATCH)
+
+    def predict(indices: list[int]) -> list[np.ndarray]:
+        batches = [tokens[starts[i]:starts[i] + BATCH] for i in indices]
+        return [lm.timed(lambda b: lm.model(torch.as_tensor(b, device=lm.device)).logits.argmax(-1).cpu().numpy(),
+                         batch, tokens=batch.size) for batch in batches]
+
+    if lm.parallel is None:
+        return np.concatenate(predict(list(range(len(starts)))))
+    return np.concatenate(lm.parallel.shared_answers([tokens[s:s + BATCH].size for s in starts], predict))
 
 
 class FlipFlopEvaluator:
@@ -54,6 +61,8 @@ class FlipFlopEvaluator:
                 for index in range(len(tokens)):
                     wrong, reads = read_errors(tokens[index:index + 1], predictions[index:index + 1], flipflop.READ)
                     rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
+            if lm.process_index != 0:
+                continue  # every process holds every prediction: the first writes and reports
             write_jsonl_atomic(rows, context.samples_dir / f"{item.task}@{item.length}.jsonl")
             results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
                                       n=len(rows), data_files=files, data_fingerprint=fingerprint(files),

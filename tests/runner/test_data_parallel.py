@@ -2,7 +2,8 @@
 takes the same path) give exactly the records of one process: every request computed once, on the
 process its token-balanced share puts it on, the frozen samples split between the processes and
 byte for byte those of one process, the extrapolation blocks taken in turns and their sums gathered.
-One suite holds a Table 2 task, RULER, PhoneBook and a corpus, so the test launches each run once."""
+One suite holds a Table 2 task, RULER, PhoneBook, a corpus and flip-flop (on a zoo model), so the
+test launches each run once."""
 import json
 import os
 import subprocess
@@ -17,15 +18,18 @@ from tests.helpers import ROOT, fixture_data, save_tiny_model
 
 MIXED_SUITE = """
 name: mixed
-description: "Table 2, RULER, PhoneBook and a corpus at once"
+description: "Table 2, RULER, PhoneBook, a corpus and flip-flop at once"
 samples: 2
 max_blocks: 3
 bucket_size: 128
 tasks:
-  - {name: piqa, lm_eval_task: piqa, metrics: [acc]}
-  - {name: vt, generator: ruler/vt, lengths: [1k], metrics: [string_match_all]}
-  - {name: phonebook, generator: phonebook, lengths: [1k], seeds: 2, stop: ["\\n"], metrics: [phonebook_exact_match]}
-  - {name: code, corpus: {python_stdlib: true}, lengths: [512], metrics: [perplexity]}
+  - {name: piqa, lm_eval_task: piqa, metrics: [acc], models: [model]}
+  - {name: vt, generator: ruler/vt, lengths: [1k], metrics: [string_match_all], models: [model]}
+  - {name: phonebook, generator: phonebook, lengths: [1k], seeds: 2, stop: ["\\n"], metrics: [phonebook_exact_match],
+     models: [model]}
+  - {name: code, corpus: {python_stdlib: true}, lengths: [512], metrics: [perplexity], models: [model]}
+  - {name: flipflop, flipflop: {p_ignore: 0.8}, lengths: [512], samples: 40, metrics: [flipflop_error],
+     models: [flipflop_rope]}
 """
 
 
@@ -45,21 +49,21 @@ def test_two_processes_give_the_records_of_one(tmp_path):
     data = fixture_data(tmp_path / "data", "piqa")
     suite = tmp_path / "mixed.yaml"
     suite.write_text(MIXED_SUITE)
-    args = ["--suite", str(suite), "--model", str(model), "--data-dir", str(data)]
+    args = ["--suite", str(suite), "--model", str(model), "--model", "zoo:flipflop_rope", "--data-dir", str(data)]
     one = run([sys.executable], args, tmp_path / "one", tmp_path / "cache1")
     two = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"], args,
               tmp_path / "two", tmp_path / "cache2")
     fields = lambda r: (r.task, r.length, r.bucket, r.metric, r.n, r.value, r.stderr, r.seed_std)  # noqa: E731
-    assert {r.task for r in one} == {"piqa", "vt", "phonebook", "code"}
+    assert {r.task for r in one} == {"piqa", "vt", "phonebook", "code", "flipflop"}
     assert [fields(r) for r in two] == [fields(r) for r in one]
     assert {r.provenance.processes for r in two} == {2} and {r.provenance.processes for r in one} == {1}
     # no request padded in or computed twice
     assert {r.provenance.requests_computed for r in two} == {r.provenance.requests_computed for r in one}
     # sample logs, curves and block logs alike; the frozen sets split between the processes, same bytes
-    for pattern in ("samples/model/*.jsonl", "curves/model/*.npy"):
+    for pattern in ("samples/*/*.jsonl", "curves/model/*.npy"):
         assert files(tmp_path / "two", pattern) == files(tmp_path / "one", pattern), pattern
     assert files(tmp_path / "cache2", "frozen/**/*.jsonl") == files(tmp_path / "cache1", "frozen/**/*.jsonl")
-    assert len(files(tmp_path / "cache1", "frozen/**/*.jsonl")) == 3  # RULER's set and PhoneBook's two
+    assert len(files(tmp_path / "cache1", "frozen/**/*.jsonl")) == 4  # RULER's, PhoneBook's two, flip-flop's
     phases = json.loads((tmp_path / "two" / "timings.json").read_text())["processes"]
     assert len(phases) == 2 and all(p["requests"] > 0 and p["load"] > 0 for p in phases)
 
