@@ -8,11 +8,12 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
-import pytest
-
+from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import balanced_shares
+from path_eval.runner.processes import freeze_shares
 from path_eval.results import load_results
 from tests.helpers import ROOT, fixture_data, save_tiny_model
 
@@ -79,3 +80,20 @@ def test_shares_balance_tokens_not_counts():
     loads = [sum(costs[i] for i in share) for share in balanced_shares(costs, 3)]
     assert sum(loads) == 38 and max(loads) - min(loads) <= 1
     assert balanced_shares([5], 2) == [[0], []]
+
+
+def test_each_process_freezes_its_share_of_the_sets_then_waits_for_all():
+    done = []
+
+    class SecondOfTwo:
+        rank, world_size = 1, 2
+
+        def barrier(self):
+            done.append("barrier")
+
+    sets = [FrozenSet(tokens, partial(done.append, index)) for index, tokens in enumerate([10, 50, 20, 30])]
+    freeze_shares(sets, SecondOfTwo())
+    assert done == [2, 3, "barrier"]  # 50 tokens each: sets 1 and 0 are the first process's
+    done.clear()
+    freeze_shares(sets, None)
+    assert done == [0, 1, 2, 3]
