@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             continue  # every task of the run is for other models: never loaded
         evaluators = [(evaluator, plan.of_kind(kind, model.name)) for kind, evaluator in EVALUATORS.items()
                       if plan.of_kind(kind, model.name)]
+        began = time.perf_counter()
         tokenizer = load_tokenizer(model.path)
         context = EvaluationContext(plan, model, options.out, tokenizer_sha256(tokenizer), options.bootstrap_iters)
         loading = processes.load_in_background(model.path, times, device=device, dtype=options.dtype,
@@ -107,6 +109,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         lm = PathEvalLM(str(model.path), model=weights, tokenizer=tokenizer, device=device, dtype=options.dtype,
                         attention=options.attention, batch_size=options.batch_size, max_length=model.max_length,
                         parallel=parallel)
+        lm.started = began  # the provenance's wall time counts loading the model and freezing its samples
         identity = model_identity(model.path, lm, options.device)
         log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", model.name,
                  identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
