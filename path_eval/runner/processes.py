@@ -37,15 +37,19 @@ def model_device(parallel: DataParallel | None, device: str) -> str:
     return parallel.model_device(device) if parallel else device
 
 
-def load_in_background(path: Path, times: "PhaseTimes", **options) -> Future:
-    """`load_model(path, **options)` in a thread (weights are read and copied with the GIL released,
-    so the main thread freezes samples meanwhile); the future's result is the model, or the
-    loading error."""
+def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) -> Future:
+    """`load_model(path, device=device, **options)` in a thread (weights are read and copied with the
+    GIL released, so the main thread freezes samples meanwhile); the future's result is the model,
+    or the loading error."""
+    import torch
+
     from path_eval import load_model
 
     def load():
         with times.phase("load"):
-            return load_model(path, **options)[0]
+            if torch.device(device).type == "cuda" and torch.device(device).index is not None:
+                torch.cuda.set_device(device)  # this thread's GPU is the process's: no context on another
+            return load_model(path, device=device, **options)[0]
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="path-eval-load")
     loading = pool.submit(load)
