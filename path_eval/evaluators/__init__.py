@@ -5,7 +5,7 @@ per-sample logs' inputs, the data read); the results stage turns them into recor
 - `LmEvalEvaluator` (lm_eval.py): tasks lm-eval defines, adapted where the suite says;
 - `GeneratedEvaluator` (generated.py): RULER and PhoneBook samples, frozen, then evaluated by lm-eval;
 - `CorpusEvaluator` (corpus.py): per-position perplexity of corpora;
-- `FlipFlopEvaluator` (flipflop.py): flip-flop error of frozen sequences.
+- `FlipFlopEvaluator` (flipflop.py): frozen flip-flop sequences, one forward each.
 
 Each TaskResult also carries lm-eval's own output for it (`LmEvalOutput`), which the run writes in
 lm-eval's layout beside results.json: what `simple_evaluate` returned for lm-eval's and the generated
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
 from path_eval.samples import slug
@@ -118,6 +118,19 @@ def native_output(name: str, metric: str, value: float, stderr: float | None, do
         "n-samples": {"original": len(samples), "effective": len(samples)}, "samples": samples}})
 
 
+@dataclass
+class FrozenSet:
+    """One set of samples to generate and freeze before the model is needed (the model loads
+    meanwhile; under data parallelism each process freezes its share of the sets). `tokens`: its
+    size in tokens, the cost its share is balanced by."""
+
+    tokens: int
+    freeze: Callable[[], object]
+
+
 class Evaluator(Protocol):
+    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
+        """The sample sets `run` will read, to freeze with the tokenizer alone (none for data read as is)."""
+
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         """Results of `items` on `lm`; none on a data-parallel process other than the first."""

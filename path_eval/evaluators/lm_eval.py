@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
-from path_eval.evaluators import EvaluationContext, TaskResult, lm_eval_output
+from path_eval.evaluators import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
 from path_eval.plan import PlannedItem
 from path_eval.samples import write_samples
 from path_eval.tasks import LmEvalTask, build_task
 
 
 class LmEvalEvaluator:
+    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
+        return []  # lm-eval reads the data files as they are
+
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         plan = context.plan
         tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit)

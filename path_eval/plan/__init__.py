@@ -187,7 +187,6 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
     """Everything before a model loads. The context length: --max-length, else the suite's, else the
     longest corpus block, flip-flop sequence or generated sample (+1 for BOS), else each checkpoint's
     own."""
-    from path_eval.lm.distributed import launched_processes
     from path_eval.tasks import build_task
     from path_eval.tasks.extrapolation import documents
     from path_eval.tasks.generated import input_files, lm_eval_name, sample_seeds
@@ -233,10 +232,6 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                                  lm_eval_tasks=[lm_eval_name(task, length, s) for s in seeds]))
     for name, reason in skipped.items():
         log.warning("%s skipped: %s", name, reason)
-    corpus_items = [i for i in items if i.kind == "corpus"]
-    if corpus_items and launched_processes() > 1:
-        raise PathEvalError("per-position perplexity (corpus tasks) is not shared between processes yet: run the "
-                            "extrapolation suite without accelerate launch (one process per model instead)")
     # A generated sample fills its length without BOS (as the originals count); the model also reads BOS.
     run_length = max_length or suite.max_length or max(
         [i.length for i in items if i.kind in ("corpus", "flipflop")]
