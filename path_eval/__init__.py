@@ -63,4 +63,17 @@ def load_model(path, *, device="cpu", dtype=None, attention=None):
     return _load(path, device=device, dtype=dtype, attention=attention)
 
 
-__all__ = ["load_model", "__version__"]
+# The Python API (path_eval/api.py, docs/python-api.md), imported on first use so that
+# `import path_eval` stays cheap.
+API = ("evaluate", "load_results", "Results")
+
+
+def __getattr__(name):
+    if name in API:
+        from path_eval import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'path_eval' has no attribute {name!r}")
+
+
+__all__ = ["load_model", "__version__", *API]

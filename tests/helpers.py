@@ -197,8 +197,9 @@ def write_longbench_e(data_dir: Path, datasets=None) -> Path:
 
 
 # ---------------------------------------------------------------- BABILong files
-# Small BABILong files in RMT-team/babilong's row format (fields input, question, target), laid out as
-# `eval.py download` writes them: DATA/RMT-team/babilong/<N>k/qaM.jsonl. Per task and length two rows:
+# Small BABILong files in the hub's row format (fields input, question, target), laid out as `eval.py
+# download` writes them: DATA/<hub set>/<N>k/qaM.jsonl, the hub set RMT-team/babilong-1k-samples (the
+# suite's choice up to 32k) unless told. Per task and length two rows:
 # bAbI-style facts among filler sentences (a longer filler at longer lengths, far shorter than the
 # real configs, to keep generation cheap on a CPU).
 
@@ -222,11 +223,12 @@ BABILONG_ROWS = {
 }
 
 
-def write_babilong(data_dir: Path, lengths=("0k", "4k"), tasks=tuple(BABILONG_ROWS)) -> Path:
+def write_babilong(data_dir: Path, lengths=("0k", "4k"), tasks=tuple(BABILONG_ROWS),
+                   hub_set="RMT-team/babilong-1k-samples") -> Path:
     for length in lengths:
         filler = BABILONG_FILLER * (int(length[:-1]) // 4)
         for task in tasks:
-            file = Path(data_dir) / "RMT-team" / "babilong" / length / f"{task}.jsonl"
+            file = Path(data_dir) / hub_set / length / f"{task}.jsonl"
             file.parent.mkdir(parents=True, exist_ok=True)
             file.write_text("".join(json.dumps({"input": f"{filler}{facts} {filler}", "question": question,
                                                 "target": target}) + "\n" for facts, question, target in BABILONG_ROWS[task]))

@@ -4,7 +4,8 @@
 # long-context (RULER at 16K and PhoneBook at 8K with a 760M-shaped random PaTH model; carry `.gpudata`,
 # built here first with: python -c "from tests.shared_data import build_data_dir, copy_essays;
 # copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
-# data-parallel (the same RULER run on one and on two processes: needs the nvidia-h200-x2 kind),
+# data-parallel (path_eval.bench.data_parallel: RULER 16K on one and two processes, needs the nvidia-h200-x2 kind;
+#   DP_PROCESSES=1 alone, then DP_PROCESSES=2 DP_BASELINE=<the first JSON> when both do not fit one command),
 # kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes; KT_K= picks tests by -k),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
@@ -36,10 +37,9 @@ for step in "$@"; do
         --device cuda --batch-size 8 --out /tmp/runs/phonebook8k --quiet && cp /tmp/runs/phonebook8k/results.json "$OUT/phonebook8k.json" ;;
     data-parallel)
       [ -d /tmp/path-760m ] || python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
-      for n in 1 2; do
-        timeout ${DP_S:-270} torchrun --standalone --nproc_per_node $n eval.py run --suite ruler --lengths 8k --limit ${DP_LIMIT:-8} --model /tmp/path-760m \
-          --data-dir .gpudata --device cuda --batch-size 8 --out /tmp/runs/dp$n --quiet && cp /tmp/runs/dp$n/results.json "$OUT/dp$n.json"
-      done ;;
+      timeout ${DP_S:-570} python3 -m path_eval.bench.data_parallel --model /tmp/path-760m --data-dir .gpudata --suite ruler \
+        --lengths ${DP_LENGTHS:-16k} --limit ${DP_LIMIT:-25} --device cuda --batch-size 8 --processes ${DP_PROCESSES:-1,2} \
+        ${DP_BASELINE:+--baseline "$DP_BASELINE"} --work /tmp/dp --out "$OUT/data_parallel_h200.json" ;;
     *) echo "unknown step $step" ;;
   esac
   stamp "step $step done (exit $?)"

@@ -4,11 +4,13 @@ read positions of a seed's sequences (the paper's definition; lm-eval loglikelih
 read would give the same numbers at one forward per read)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 
 from path_eval.data import fingerprint, write_jsonl_atomic
-from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.evaluators import EvaluationContext, FrozenSet, LmEvalOutput, TaskResult, native_output
 from path_eval.metrics.flipflop import binomial_stderr, read_errors
 from path_eval.metrics.registry import metric_entry
 from path_eval.plan import PlannedItem
@@ -19,33 +21,55 @@ BATCH = 32  # sequences per forward
 
 @torch.inference_mode()
 def argmax_predictions(lm, tokens: np.ndarray) -> np.ndarray:
-    """predictions[n, t]: the model's most likely token after tokens[n, :t + 1]."""
-    def forward(batch: np.ndarray) -> np.ndarray:
-        return lm.model(torch.as_tensor(batch, device=lm.device)).logits.argmax(-1).cpu().numpy()
-    return np.concatenate([lm.timed(forward, tokens[i:i + BATCH], tokens=tokens[i:i + BATCH].size)
-                           for i in range(0, len(tokens), BATCH)])
+    """predictions[n, t]: the model's most likely token after tokens[n, :t + 1]. Under data
+    parallelism the batches are shared between the processes (the same batches as one process)."""
+    starts = range(0, len(tokens), BATCH)
+
+    def predict(indices: list[int]) -> list[np.ndarray]:
+        batches = [tokens[starts[i]:starts[i] + BATCH] for i in indices]
+        return [lm.timed(lambda b: lm.model(torch.as_tensor(b, device=lm.device)).logits.argmax(-1).cpu().numpy(),
+                         batch, tokens=batch.size) for batch in batches]
+
+    if lm.parallel is None:
+        return np.concatenate(predict(list(range(len(starts)))))
+    return np.concatenate(lm.parallel.shared_answers([tokens[s:s + BATCH].size for s in starts], predict))
 
 
 class FlipFlopEvaluator:
+    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
+        """One set of sequences per (task, length, seed), as `run` reads them."""
+        return [FrozenSet(item.length * item.samples, partial(self._sequences, context.plan.spec(item), item, seed))
+                for item in items for seed in item.seeds]
+
+    @staticmethod
+    def _sequences(spec, item: PlannedItem, seed: int) -> tuple:
+        return flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed, item.samples)
+
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         flipflop.check_vocabulary(lm.tokenizer, context.model.name)
         error_of = metric_entry("flipflop_error").function
         results = []
         for item in items:
             spec = context.plan.spec(item)
-            per_seed, files, rows = [], [], []
+            per_seed, files, rows, output = [], [], [], LmEvalOutput(tasks={})
             for seed in item.seeds:
-                frozen, tokens = flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed,
-                                                           item.samples)
+                frozen, tokens = self._sequences(spec, item, seed)
                 predictions = argmax_predictions(lm, tokens)
                 error = error_of(tokens, predictions, flipflop.READ)
                 per_seed.append((error, binomial_stderr(error, read_errors(tokens, predictions, flipflop.READ)[1])))
                 files.append(frozen)
+                seed_rows = []
                 for index in range(len(tokens)):
                     wrong, reads = read_errors(tokens[index:index + 1], predictions[index:index + 1], flipflop.READ)
-                    rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
+                    seed_rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
+                rows += seed_rows
+                output.tasks |= native_output(f"{item.task}_{item.length}_s{seed}", "flipflop_error", *per_seed[-1],
+                                              seed_rows, [[row["wrong"], row["reads"]] for row in seed_rows],
+                                              "next_token_argmax").tasks
+            if lm.process_index != 0:
+                continue  # every process holds every prediction: the first writes and reports
             write_jsonl_atomic(rows, context.samples_dir / f"{item.task}@{item.length}.jsonl")
             results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
                                       n=len(rows), data_files=files, data_fingerprint=fingerprint(files),
-                                      seeds=item.seeds))
+                                      seeds=item.seeds, lm_eval=output))
         return results

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
-from path_eval.evaluators import EvaluationContext, TaskResult
+from path_eval.evaluators import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
 from path_eval.plan import PlannedItem
 from path_eval.samples import write_samples
 from path_eval.tasks import LmEvalTask, build_task
 
 
 class LmEvalEvaluator:
+    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
+        return []  # lm-eval reads the data files as they are
+
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         plan = context.plan
-        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length) for item in items]
+        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit)
+                 for item in items]
         return evaluate_tasks(lm, tasks, context)
 
 
@@ -33,8 +37,9 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
 
 
 def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> list[TaskResult]:
-    """Per-sample logs and a TaskResult per (suite task, length) from lm-eval's output; the lm-eval
-    tasks of one suite task under several seeds make one result."""
+    """Per-sample logs and a TaskResult per (suite task, length) from lm-eval's output (whose own
+    entries for the result's tasks it keeps); the lm-eval tasks of one suite task under several
+    seeds make one result."""
     groups: dict[tuple[str, int | None], list[LmEvalTask]] = {}
     for task in tasks:
         write_samples(output["samples"][task.name], samples_dir / f"{task.lm_eval_name or task.spec.name}.jsonl")
@@ -59,5 +64,6 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
             n=sum(int(output["n-samples"][t.name]["effective"]) for t in group),
             data_files=files, data_fingerprint=fingerprint(files),
             seeds=[t.seed for t in group if t.seed is not None], num_fewshot=spec.num_fewshot,
-            truncate_middle=group[0].truncate_middle, longbench_rule=group[0].longbench_rule, samples=[s for t in group for s in output["samples"][t.name]]))
+            truncate_middle=group[0].truncate_middle, samples=[s for t in group for s in output["samples"][t.name]],
+            protocol=group[0].protocol, lm_eval=lm_eval_output(output, [t.name for t in group])))
     return results

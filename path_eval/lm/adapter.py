@@ -55,15 +55,17 @@ class PathEvalLM(TemplateLM):
     def __init__(self, pretrained: str | None = None, *, model=None, tokenizer=None, device: str = "cpu",
                  dtype: str | None = None, attention: str | None = None, batch_size: int | str = 1,
                  max_length: int | None = None, max_gen_toks: int = 256, prefill_chunk: int = 8192,
-                 max_batch_size: int | None = None, **unused):
+                 max_batch_size: int | None = None, parallel: DataParallel | None = None, **unused):
+        """parallel: the run's process group when the caller made it before loading the model (else
+        made here under a launcher)."""
         super().__init__()
         self.started = time.perf_counter()  # this segment's wall time counts from here, loading included
         if unused:
             raise PathEvalError(f"unknown option(s) for the path model: {', '.join(sorted(unused))}")
-        self.parallel = DataParallel(device) if launched_processes() > 1 else None
+        # lm-eval sees one process (rank 0 of 1): the processes share the requests here instead
+        self.parallel = parallel or (DataParallel(device) if launched_processes() > 1 else None)
         if self.parallel is not None:
-            self._rank, self._world_size = self.parallel.rank, self.parallel.world_size
-            device = str(self.parallel.device) if torch.device(device).type == "cuda" else device
+            device = self.parallel.model_device(device)
         if model is None:
             if pretrained is None:
                 raise PathEvalError("the path model needs pretrained=CHECKPOINT_DIR")
@@ -86,6 +88,7 @@ class PathEvalLM(TemplateLM):
         self.truncated_requests = 0
         self.requests_computed = 0
         self.request_cache: RequestCache | None = None
+        self.shared_encodings: dict[tuple, object] = {}  # one request call's tokens, tokenised by all processes
 
     def use_request_cache(self, path) -> None:
         """Read finished requests from, and record new ones in, the resume cache at `path` (JSON rows,
@@ -93,19 +96,51 @@ class PathEvalLM(TemplateLM):
         self.request_cache = RequestCache(path, progress=self.counters)
         self.set_cache_hook(self.request_cache)
 
-    def _answer(self, kind: str, requests, compute):
-        return compute(requests) if self.request_cache is None else self.request_cache.answer(kind, requests, compute)
+    def _answer(self, kind: str, requests, compute, costs: list[int] | None = None):
+        """The answers to `requests`: finished ones from the resume cache, the rest from `compute`.
+        Under data parallelism each process computes its share (balanced by `costs`, the requests'
+        tokens) and every process returns all answers."""
+        def answer(part):
+            if self.request_cache is None:
+                return compute(part)
+            return self.request_cache.answer(kind, part, compute)
 
-    # ----------------------------------------------------------------- data parallelism (lm-eval's hooks)
-    def all_gather(self, tensor):
-        return self.parallel.all_gather(tensor) if self.parallel else tensor
+        try:
+            if self.parallel is None:
+                return answer(requests)
+            return self.parallel.shared_answers(costs, lambda share: answer([requests[i] for i in share]))
+        finally:
+            self.shared_encodings = {}
 
-    def gather_object(self, obj, dst: int = 0):
+    # ----------------------------------------------------------------- data parallelism
+    @property
+    def process_index(self) -> int:
+        """This process among the launched ones (0 when run plainly): the first alone writes."""
+        return self.parallel.rank if self.parallel else 0
+
+    @property
+    def process_count(self) -> int:
+        return self.parallel.world_size if self.parallel else 1
+
+    def gather_object(self, obj) -> list:
+        """Every process's `obj` in rank order (a one-element list when run plainly)."""
         return self.parallel.gather_object(obj) if self.parallel else [obj]
 
-    def barrier(self) -> None:
-        if self.parallel:
-            self.parallel.barrier()
+    def token_costs(self, kind: str, requests, key, encode, cost) -> list[int] | None:
+        """Under data parallelism, each request's cost in tokens: cost(encode(*key(request)), request),
+        each distinct key tokenised by one process (every world_size-th) and shared; the tokens are
+        kept for the request call under way (`encoded`), so no process tokenises a request twice."""
+        if self.parallel is None:
+            return None
+        keys = list(dict.fromkeys(key(r) for r in requests))
+        encoded = self.parallel.map_strided(lambda k: encode(*k), keys)
+        self.shared_encodings = {(kind, k): tokens for k, tokens in zip(keys, encoded)}
+        return [cost(self.shared_encodings[(kind, key(r))], r) for r in requests]
+
+    def encoded(self, kind: str, key: tuple, encode):
+        """encode(*key), or what `token_costs` got for it."""
+        known = self.shared_encodings.get((kind, key))
+        return encode(*key) if known is None else known
 
     # ----------------------------------------------------------------- lm-eval properties
     @property
@@ -157,8 +192,19 @@ class PathEvalLM(TemplateLM):
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         """lm-eval's tokenisation of (context, continuation) pairs; its progress bar obeys TQDM_DISABLE."""
         quiet = disable_tqdm or os.environ.get("TQDM_DISABLE") == "1"
+        costs = self.token_costs("pair", requests, lambda r: r.args, self._pair_tokens,
+                                 lambda pair, _: min(sum(map(len, pair)), self.max_length + 1))
         return self._answer("loglikelihood", requests, lambda rest: super(PathEvalLM, self).loglikelihood(
-            rest, disable_tqdm=quiet))
+            rest, disable_tqdm=quiet), costs)
+
+    def _pair_tokens(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """The tokens lm-eval's tokenisation gives a pair (an empty context: the prefix token)."""
+        if context == "":
+            return [self.prefix_token_id], self.tok_encode(continuation, add_special_tokens=False)
+        return super()._encode_pair(context, continuation)
+
+    def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        return self.encoded("pair", (context, continuation), super()._encode_pair)
 
     @property
     def precision(self) -> str:
@@ -231,14 +277,15 @@ class PathEvalLM(TemplateLM):
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
         """Disjoint windows of max_length tokens, each predicted with one token of context (the
         previous window's last, or the prefix token first): lm-eval's definition."""
-        return self._answer("loglikelihood_rolling", requests, self._rolling)
+        costs = self.token_costs("text", requests, lambda r: r.args, self.tok_encode, lambda tokens, _: len(tokens))
+        return self._answer("loglikelihood_rolling", requests, self._rolling, costs)
 
     def _rolling(self, requests) -> list[float]:
         totals = []
         with RequestProgress(self, "loglikelihood_rolling (documents)", len(requests)) as bar:
             for (text,) in (r.args for r in requests):
                 windows = [(None,) + make_disjoint_window(w) for w in get_rolling_token_windows(
-                    token_list=self.tok_encode(text), prefix_token=self.prefix_token_id,
+                    token_list=self.encoded("text", (text,), self.tok_encode), prefix_token=self.prefix_token_id,
                     max_seq_len=self.max_length, context_len=1)]
                 scores = self._loglikelihood_tokens(windows, disable_tqdm=True, override_bs=self.batch_size)
                 total = sum(score for score, _ in scores)
@@ -260,10 +307,19 @@ class PathEvalLM(TemplateLM):
         return self.tok_encode(self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:]))
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        return self._answer("generate_until", requests, self._generate_requests)
+        costs = self.token_costs("prompt", requests, lambda r: _prompt_key(r.args), self.prompt_tokens,
+                                 lambda tokens, r: self._generation_cost(len(tokens), r.args[1]))
+        return self._answer("generate_until", requests, self._generate_requests, costs)
+
+    def _generation_cost(self, prompt_tokens: int, gen_kwargs: dict) -> int:
+        """Tokens a generate_until request puts through the model at most: its prompt as cut to fit,
+        and its new tokens."""
+        max_gen = normalize_gen_kwargs(dict(gen_kwargs), self.max_gen_toks)["max_gen_toks"]
+        return min(prompt_tokens, max(self.max_length - max_gen, 0)) + max_gen
 
     def _generate_requests(self, requests) -> list[str]:
-        encodings = {key: self.prompt_tokens(*key) for key in dict.fromkeys(_prompt_key(r.args) for r in requests)}
+        encodings = {key: self.encoded("prompt", key, self.prompt_tokens)
+                     for key in dict.fromkeys(_prompt_key(r.args) for r in requests)}
         collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(encodings[_prompt_key(a)]), a[0]),
                             group_by="gen_kwargs", group_fn=lambda a: a[1])
         eos_text = self.tok_decode([self.eot_token_id], skip_special_tokens=False)

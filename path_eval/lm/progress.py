@@ -14,7 +14,7 @@ class RequestProgress:
     def __init__(self, lm, description: str, total: int | None, enabled: bool = True):
         self.lm = lm
         self.enabled = (enabled and os.environ.get("TQDM_DISABLE") != "1" and total != 0
-                        and getattr(lm, "rank", 0) == 0)  # one bar per run, not one per process
+                        and getattr(lm, "process_index", 0) == 0)  # one bar per run, not one per process
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                  TextColumn("{task.fields[rate]}"), console=Console(stderr=True))

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from path_eval.errors import PathEvalError
+from path_eval.plan.models import ModelReference, resolve_models
 from path_eval.suites import SuiteSpec, TaskSpec, parse_length
 
 log = logging.getLogger("path_eval")
@@ -21,10 +22,10 @@ log = logging.getLogger("path_eval")
 Kind = Literal["lm_eval", "generated", "corpus", "flipflop"]
 
 
-class PlannedModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    path: Path
-    name: str  # the folder name, or the whole path where folder names collide
+class PlannedModel(ModelReference):
+    """A resolved model reference (display name, local folder, source, hub revision) with the context
+    length it runs at."""
+
     # The context length the model runs at; None only for a checkpoint whose config cannot be read,
     # which the model loader then reports.
     max_length: int | None
@@ -88,30 +89,6 @@ def check_task_length(task: TaskSpec, length: int | None) -> None:
     if task.flipflop and length is not None and (length < 4 or length % 2):
         raise PathEvalError(f"task {task.name}: a flip-flop sequence is an even number of at least 4 tokens, not "
                             f"{length}: give --lengths 512 (the paper's)")
-
-
-def model_paths(models: list[str]) -> list[Path]:
-    """Checkpoint folders; `zoo:NAME` names a model of the trained zoo, `zoo` all of them."""
-    from path_eval.zoo import ZOO_PREFIX, zoo_models
-
-    if not models:
-        raise PathEvalError("give at least one --model CHECKPOINT_DIR (or zoo:NAME, or zoo for the whole zoo)")
-    paths = []
-    for model in models:
-        if model == "zoo" or model.startswith(ZOO_PREFIX):
-            paths += zoo_models(model.removeprefix(ZOO_PREFIX) if model != "zoo" else None)
-            continue
-        path = Path(model)
-        if not path.is_dir():
-            raise PathEvalError(f"model path {model} is not a directory: give a checkpoint folder")
-        paths.append(path)
-    return paths
-
-
-def model_names(paths: list[Path]) -> list[str]:
-    """Folder names, or whole paths where folder names collide."""
-    names = [p.name for p in paths]
-    return [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths)]
 
 
 def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] | None, limit: int | None,
@@ -212,13 +189,12 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
     """Everything before a model loads. The context length: --max-length, else the suite's, else the
     longest corpus block, flip-flop sequence or generated sample (+1 for BOS), else each checkpoint's
     own."""
-    from path_eval.lm.distributed import launched_processes
     from path_eval.tasks import build_task
     from path_eval.tasks.extrapolation import documents
     from path_eval.tasks.generated import input_files, lm_eval_name, sample_seeds
 
-    paths = model_paths(models)
-    names = model_names(paths)
+    references = resolve_models(models)
+    names = [reference.name for reference in references]
     selected = chosen_items(suite, tasks, lengths, limit, max_length)
     runs_on = {task.name: task_models(task, names) for task, _ in selected}
     skipped = {name: f"it runs on {', '.join(suite.task(name).models)}, none of them in this run"
@@ -229,7 +205,8 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                             "(models: in the suite; `python eval.py list` shows them)")
     if data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
-    fixed = [(build_task(task, data_dir, suite, length), length) for task, length in selected if task.lm_eval_task]
+    fixed = [(build_task(task, data_dir, suite, length, seed, limit), length) for task, length in selected
+             if task.lm_eval_task]
     items = [PlannedItem(task=t.spec.name, kind="lm_eval", length=length, models=runs_on[t.spec.name],
                          data_files=[str(f) for f in t.files], lm_eval_tasks=[t.name]) for t, length in fixed]
     for task, length in selected:  # missing corpus data fails before any model loads
@@ -257,10 +234,6 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                                  lm_eval_tasks=[lm_eval_name(task, length, s) for s in seeds]))
     for name, reason in skipped.items():
         log.warning("%s skipped: %s", name, reason)
-    corpus_items = [i for i in items if i.kind == "corpus"]
-    if corpus_items and launched_processes() > 1:
-        raise PathEvalError("per-position perplexity (corpus tasks) is not shared between processes yet: run the "
-                            "extrapolation suite without accelerate launch (one process per model instead)")
     # A generated sample fills its length without BOS (as the originals count); the model also reads BOS.
     run_length = max_length or suite.max_length or max(
         [i.length for i in items if i.kind in ("corpus", "flipflop")]
@@ -268,11 +241,11 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
     fixed_tasks = [t for t, _ in fixed]
     check_room_for_generation(fixed_tasks, run_length)
     planned = []
-    for path, name in zip(paths, model_names(paths)):
-        length = run_length or stated_context_length(path)
+    for reference in references:
+        length = run_length or stated_context_length(reference.path)
         if run_length is None:
             check_room_for_generation(fixed_tasks, length)
-        planned.append(PlannedModel(path=path, name=name, max_length=length))
+        planned.append(PlannedModel(**reference.model_dump(), max_length=length))
     return ResolvedPlan(suite=suite, models=planned, items=items,
                         skipped=[SkippedTask(task=n, reason=r) for n, r in skipped.items()],
                         limit=limit, seed=seed, data_dir=data_dir)

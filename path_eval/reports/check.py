@@ -1,18 +1,26 @@
 """The CI regression check: results against a committed baseline, metric by metric.
 
-Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]}.
+Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]};
+`--tolerances FILE` replaces the baseline's tolerances with another set for the same records.
 Tolerances per metric name: {"abs": x} and/or {"rel": y}; a record may also be matched by
 "task/metric". Lookup order: task/metric, then metric, in the baseline file, then the caller's
 defaults. Only changes in the worse direction (the metric registry's; a record's own field for a
 metric the registry lacks) beyond tolerance are regressions, unless the tolerance says
 "either_direction": true (a suite over fixed checkpoints, such as `ci` over the zoo, where any change
 beyond the measured drift means the evaluation or the model changed).
+
+Records are matched by display name (`--model NAME=...`), task, length, bucket and metric. A
+different protocol (tokenizer, data, seed, limit, few-shot, max_length, prompt cut) makes them
+incomparable; so does a named difference (dtype, device class, attention backend, harness or
+lm-eval version), unless the caller accepts it by name (`--allow-difference device,attention`):
+then the tolerances decide.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pydantic import ValidationError
 
@@ -20,10 +28,17 @@ from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import higher_is_better
 from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
+from path_eval.results.store import check_schema_version
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
-                   "truncate_middle", "longbench_rule")
+                   "truncate_middle", "data_source", "sample_set", "prompt_parts", "longbench_rule")
+# Settings that move the numbers without changing the protocol: a difference is named, and accepted
+# only by that name. The device class: cuda:1 and cuda are one.
+NAMED_DIFFERENCES: dict[str, Callable] = {
+    "dtype": lambda p: p.dtype, "device": lambda p: p.device.split(":")[0],
+    "attention": lambda p: p.attention_backend, "harness": lambda p: p.harness_version,
+    "lm-eval": lambda p: p.lm_eval_version}
 
 
 @dataclass
@@ -63,6 +78,7 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
         records, tolerances = raw["records"], raw.get("tolerances", {})
     else:
         raise PathEvalError(f"{shape}: give a results.json or a {{tolerances, records}} file")
+    check_schema_version(records, path)
     try:
         baseline = RunResults.model_validate(records).root
     except ValidationError as err:
@@ -74,6 +90,25 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
                             "results.json of a finished run")
     check_tolerances(tolerances, baseline, path)
     return baseline, tolerances
+
+
+def load_tolerances(path: Path, baseline: list[ResultRecord]) -> dict:
+    """Tolerances that replace the baseline's own, from {"tolerances": {...}} (plus an optional
+    "derivation" saying where the numbers come from), or one error line. One baseline of records then
+    answers several questions: the same checkpoints elsewhere (the baseline's tolerances), or
+    checkpoints retrained by the same command (results/ci/retrain_tolerances.json)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PathEvalError(f"no tolerance file at {path}: give a JSON object {{\"tolerances\": {{metric: {{abs, rel}}}}}}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"tolerance file {path} is not JSON ({err}): give an object with 'tolerances'") from None
+    if not isinstance(raw, dict) or "tolerances" not in raw or set(raw) - {"tolerances", "derivation"}:
+        raise PathEvalError(f"tolerance file {path} is not an object with 'tolerances' (and 'derivation'): give "
+                            "{\"tolerances\": {metric: {abs, rel}}}")
+    check_tolerances(raw["tolerances"], baseline, path)
+    return raw["tolerances"]
 
 
 def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> None:
@@ -120,11 +155,29 @@ def incomparable(baseline: ResultRecord, current: ResultRecord) -> str | None:
     return None
 
 
+def allowed_differences(text: str | None) -> set[str]:
+    """The names `--allow-difference` accepts (comma-separated), or one error line."""
+    names = {name.strip() for name in (text or "").split(",") if name.strip()}
+    unknown = sorted(names - set(NAMED_DIFFERENCES))
+    if unknown:
+        raise PathEvalError(f"--allow-difference {unknown[0]!r} names no difference: choose from "
+                            f"{', '.join(NAMED_DIFFERENCES)}")
+    return names
+
+
+def named_differences(baseline: ResultRecord, current: ResultRecord) -> list[tuple[str, str, str]]:
+    """(name, baseline's value, current value) of every named difference between two records."""
+    return [(name, str(value(baseline.provenance)), str(value(current.provenance)))
+            for name, value in NAMED_DIFFERENCES.items() if value(baseline.provenance) != value(current.provenance)]
+
+
 def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances: dict,
-          defaults: dict | None = None) -> tuple[list[Finding], list[str]]:
-    """Findings for every baseline record, and the reasons the inputs are incomparable (if any)."""
+          defaults: dict | None = None, allow: set[str] = frozenset()) -> tuple[list[Finding], list[str], list[str]]:
+    """Findings for every baseline record, the reasons the inputs are incomparable (if any), and the
+    named differences accepted by `allow` (one line each)."""
     by_key = {key_of(r): r for r in current}
     findings, problems = [], []
+    differences: dict[tuple[str, str, str], list[tuple]] = {}
     for base in baseline:
         now = by_key.get(key_of(base))
         if now is None:
@@ -134,6 +187,11 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
         if reason:
             problems.append(reason)
             continue
+        named = named_differences(base, now)
+        for difference in named:
+            differences.setdefault(difference, []).append(key_of(base))
+        if any(name not in allow for name, _, _ in named):
+            continue
         tol = tolerances.get(f"{base.task}/{base.metric}") or tolerances.get(base.metric) or \
             (defaults or {}).get(base.metric) or DEFAULT_TOLERANCE
         allowed = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(base.value))
@@ -142,4 +200,9 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
         if tol.get("either_direction"):
             worse = abs(worse)
         findings.append(Finding(key_of(base), base.value, now.value, allowed, worse > allowed))
-    return findings, problems
+    lines = {difference: f"{difference[0]} differs ({difference[1]} in the baseline, {difference[2]} in the results) "
+                         f"in {len(keys)} records, e.g. {' '.join(map(str, filter(None, keys[0])))}"
+             for difference, keys in differences.items()}
+    problems += [f"{line}: accept it with --allow-difference {difference[0]}"
+                 for difference, line in lines.items() if difference[0] not in allow]
+    return findings, problems, [line for difference, line in lines.items() if difference[0] in allow]

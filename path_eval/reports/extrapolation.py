@@ -7,7 +7,8 @@ import csv
 import io
 from pathlib import Path
 
-from path_eval.results import ResultRecord
+from path_eval.reports.plots import png_bytes
+from path_eval.results import ResultRecord, write_atomic
 from path_eval.suites import SuiteSpec
 
 
@@ -45,16 +46,18 @@ def markdown(records: list[ResultRecord], suite: SuiteSpec) -> str:
     return "\n".join(parts)
 
 
-def plot(records: list[ResultRecord], suite: SuiteSpec, target: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def by_position_figure(records: list[ResultRecord], suite: SuiteSpec):
+    """Perplexity by token position, one panel per (corpus, block length); None without per-position
+    records. Drawn without pyplot (no global backend is switched)."""
     import matplotlib.ticker
+    from matplotlib.figure import Figure
 
     labels = {t.name: t.label or t.name for t in suite.tasks}
     panels = list(dict.fromkeys((r.task, r.length) for r in _rows(records)))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
+    if not panels:
+        return None
+    fig = Figure(figsize=(5.2 * len(panels), 4.4))
+    axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, (task, length) in zip(axes[0], panels):
         mine = [r for r in _rows(records) if r.task == task and r.length == length]
         for model in dict.fromkeys(r.model for r in mine):
@@ -77,10 +80,7 @@ def plot(records: list[ResultRecord], suite: SuiteSpec, target: Path) -> None:
     if suite.caption:
         fig.text(0.5, 0.01, suite.caption, ha="center", va="bottom", fontsize=8, wrap=True)
     fig.tight_layout(rect=(0, 0.08 if suite.caption else 0, 1, 1))
-    staging = target.with_name(f".{target.name}.partial.png")
-    fig.savefig(staging, dpi=130)
-    plt.close(fig)
-    staging.replace(target)
+    return fig
 
 
 def write_reports(records: list[ResultRecord], suite: SuiteSpec, out: Path) -> list[Path]:
@@ -91,5 +91,5 @@ def write_reports(records: list[ResultRecord], suite: SuiteSpec, out: Path) -> l
         out / "perplexity_by_position.png"
     write_csv(records, csv_file)
     md_file.write_text(markdown(records, suite))
-    plot(records, suite, png_file)
+    write_atomic(png_bytes(by_position_figure(records, suite)), png_file)
     return [csv_file, md_file, png_file]

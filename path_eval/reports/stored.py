@@ -1,14 +1,31 @@
 """The suite a stored run was made with: OUT/suite.json beside its results.json (written by the run),
 so that a run of a copied, renamed suite is reported with its own labels and layout; for a run folder
-without one, the built-in suite of that name."""
+without one, the built-in suite of that name. A stored run as a whole (records, suites, plan) is a
+StoredRun, the unit a study's reports are made of."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from path_eval.errors import PathEvalError
+from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec, available_suites, load_suite
+
+if TYPE_CHECKING:
+    from path_eval.plan import ResolvedPlan
+
+
+def read_stored(model, file: Path, what: str, fix: str = ""):
+    """The pydantic `model` stored as JSON in `file`, or one line naming the first problem."""
+    try:
+        return model.model_validate_json(file.read_text())
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
+                            f"{first['msg']}{fix}") from None
 
 
 def stored_suite(results: Path, name: str) -> SuiteSpec:
@@ -16,15 +33,36 @@ def stored_suite(results: Path, name: str) -> SuiteSpec:
     results = Path(results)
     stored = (results if results.is_dir() else results.parent) / "suite.json"
     if stored.is_file():
-        try:
-            suite = SuiteSpec.model_validate_json(stored.read_text())
-        except ValidationError as err:
-            first = err.errors()[0]
-            raise PathEvalError(f"{stored} is not a path-eval suite: {'.'.join(map(str, first['loc']))}: "
-                                f"{first['msg']}") from None
+        suite = read_stored(SuiteSpec, stored, "suite")
         if suite.name == name:
             return suite
     if name in available_suites():
         return load_suite(name)
     raise PathEvalError(f"the results in {results} come from suite {name!r}, which has no suite.json beside them "
                         f"and is not built in: put the suite's JSON there as suite.json (or report with --layout)")
+
+
+@dataclass
+class StoredRun:
+    """One run of a study: its folder (None for records given without one), its records, the suites
+    they come from, and the plan it ran (None for a run folder without plan.json)."""
+
+    folder: Path | None
+    records: list[ResultRecord]
+    suites: dict[str, SuiteSpec]
+    plan: ResolvedPlan | None = None
+
+
+def read_run(path: Path) -> StoredRun:
+    """The run at `path` (a run folder or its results.json), with its stored suites and plan."""
+    from path_eval.plan import ResolvedPlan
+    from path_eval.results import load_results
+
+    path = Path(path)
+    records = load_results(path)
+    folder = path if path.is_dir() else path.parent
+    plan_file = folder / "plan.json"
+    plan = read_stored(ResolvedPlan, plan_file, "plan", ": remove it to report the run without its plan") \
+        if plan_file.is_file() else None
+    suites = {name: stored_suite(path, name) for name in dict.fromkeys(r.suite for r in records)}
+    return StoredRun(folder, records, suites, plan)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 
 from rich.table import Table
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
-from path_eval.reports.terminal import column_of, column_title, rows_by_length, suite_labels
+from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test
+from path_eval.reports.terminal import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
@@ -49,8 +49,8 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
     header = ["model"] + [f"{labels.get(t, t)} {m}" + (f" @{n}" if n else "") for t, m, n in columns]
     rows = []
-    for model in dict.fromkeys(r.model for r in records):
-        cells = {(r.task, r.metric, r.length): r for r in records if r.model == model}
+    for model in dict.fromkeys(row_model(r) for r in records):
+        cells = {(r.task, r.metric, r.length): r for r in records if row_model(r) == model}
         rows.append([model] + [_cell(cells.get(c)) for c in columns])
     published, note = paper_rows(suite, records)
     for row in published:
@@ -85,9 +85,9 @@ def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], 
     of_group = {c["group"]: [r for r in records if r.suite in c["suites"] and r.task == c["task"]
                              and r.metric == c["metric"]] for c in paper["columns"]}
     rows = []
-    for model in dict.fromkeys(r.model for r in records):
+    for model in dict.fromkeys(row_model(r) for r in records):
         cells = {(c["group"], str(column_of(r))): r for c in paper["columns"] for r in of_group[c["group"]]
-                 if r.model == model}
+                 if row_model(r) == model}
         rows.append([model] + [_cell(cells.get((c["group"], n))) for c, n in columns])
     for row in paper["rows"]:
         rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])
@@ -149,41 +149,70 @@ def _cell(record: ResultRecord | None) -> str:
     return f"{value:.1f}" if shown_as_percent(record.metric) else f"{value:.2f}"
 
 
-def comparison(runs: list[tuple[str, list[ResultRecord]]]) -> tuple[list[str], list[list[str]]]:
-    """Every (task, metric, length or length bucket) of the runs; each run's value; deltas against the first run,
-    marked * where beyond noise (|delta| > 1.96 * sqrt(se_a^2 + se_b^2), both stderrs known)."""
-    entries = [(f"{label}:{model}" if len(runs) > 1 else model, [r for r in recs if r.model == model])
-               for label, recs in runs for model in dict.fromkeys(r.model for r in recs)]
+def comparison(runs: list[tuple[str, list[ResultRecord]]],
+               samples: list[RunSamples | None] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Every (task, metric, length or length bucket) of the runs; each run's value; deltas against the
+    first run, each beside its test (`paired.delta_test` on the runs' per-sample logs, `samples`, one
+    per run: McNemar exact or a paired bootstrap where both hold the same samples, else unpaired z),
+    marked * where p < 0.05."""
+    logs = samples or [None] * len(runs)
+    entries = [(f"{label}:{model}" if len(runs) > 1 else model, [r for r in recs if r.model == model], log)
+               for (label, recs), log in zip(runs, logs) for model in dict.fromkeys(r.model for r in recs)]
     keys = list(dict.fromkeys((r.task, r.metric, column_of(r))
-                              for _, recs in entries for r in recs if r.bucket is None))
-    header = ["task", "metric", "length"] + [e[0] for e in entries] + [f"delta {e[0]}" for e in entries[1:]]
+                              for _, recs, _ in entries for r in recs if r.bucket is None))
+    header = ["task", "metric", "length"] + [e[0] for e in entries]
+    for name, _, _ in entries[1:]:
+        header += [f"delta {name}", f"test {name}"]
     rows = []
     for task, metric, column in keys:
         found = [next((r for r in recs if (r.task, r.metric, column_of(r), r.bucket) == (task, metric, column, None)),
-                      None) for _, recs in entries]
+                      None) for _, recs, _ in entries]
         row = [task, metric, "" if column is None else str(column)] + [_cell(r) for r in found]  # 0: BABILong 0k
         base = found[0]
-        for other in found[1:]:
+        base_scores = logs_scores(entries[0][2], base)
+        for other, (_, _, log) in zip(found[1:], entries[1:]):
             if base is None or other is None:
-                row.append("-")
+                row += ["-", "-"]
                 continue
+            test = delta_test(base, base_scores, other, logs_scores(log, other))
             delta = display(metric, other.value) - display(metric, base.value)
-            noisy = base.stderr is None or other.stderr is None or \
-                abs(other.value - base.value) <= 1.96 * math.hypot(base.stderr, other.stderr)
-            row.append(f"{delta:+.2f}{'' if noisy else ' *'}")
+            row += [f"{delta:+.2f}{' *' if test.significant else ''}", test.cell()]
         rows.append(row)
     return header, rows
 
 
+def logs_scores(log: RunSamples | None, record: ResultRecord | None) -> SampleScores | str:
+    if record is None or log is None:
+        return "no per-sample log"
+    return log.scores(record)
+
+
+def comparison_note(rows: list[list[str]]) -> str:
+    """What the marks and tests of `comparison` mean, and a caution where samples differ."""
+    note = ("delta against the first column; * p < 0.05 by the test beside it: McNemar exact (0/1 scores of the "
+            f"same samples), paired bootstrap ({BOOTSTRAP_RESAMPLES:,} resamples of the same samples), or unpaired z "
+            "(the two standard errors) where the runs hold different samples or no per-sample logs")
+    differ = sum(cell.endswith("(samples differ)") for row in rows for cell in row)
+    if differ:
+        note += f"; CAUTION: {differ} deltas compare different samples: their tests are unpaired"
+    return note
+
+
 def protocol_differences(runs: list[tuple[str, list[ResultRecord]]]) -> list[str]:
-    """Settings that differ between the compared runs (their deltas mix protocols)."""
+    """Settings that differ between the records compared in one row (their deltas mix protocols);
+    different tasks of one run have different data, which is no difference."""
     from path_eval.reports.check import PROTOCOL_FIELDS
 
     notes = []
     for field in PROTOCOL_FIELDS:
-        values = {str(getattr(r.provenance, field)) for _, recs in runs for r in recs}
-        if len(values) > 1:
-            notes.append(f"{field} differs between runs ({', '.join(sorted(values))[:120]})")
+        by_row: dict[tuple, set[str]] = {}
+        for _, recs in runs:
+            for r in recs:
+                by_row.setdefault((r.task, r.metric, column_of(r), str(r.bucket)), set()).add(
+                    str(getattr(r.provenance, field)))
+        values = sorted({v for found in by_row.values() if len(found) > 1 for v in found})
+        if values:
+            notes.append(f"{field} differs between runs ({', '.join(values)[:120]})")
     return notes
 
 

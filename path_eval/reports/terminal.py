@@ -26,6 +26,12 @@ def suite_labels(suite: SuiteSpec | None) -> dict[str, str]:
     return {t.name: t.label or t.name for t in suite.tasks} | {a.name: a.label or a.name for a in suite.aggregates}
 
 
+def row_model(record: ResultRecord) -> str:
+    """The model's name as a row label, with the data source where the rows were made here
+    ("m (regenerated)"), so such a record never shares a cell with one of the published rows."""
+    return f"{record.model} ({record.data_source})" if record.data_source else record.model
+
+
 def column_of(record: ResultRecord) -> int | str | None:
     """A long-context record's column: its length bucket (LongBench-E's "4-8k"), else its length."""
     return record.length_bucket if record.length_bucket is not None else record.length
@@ -48,8 +54,8 @@ def rows_by_length(records: list[ResultRecord],
         columns = sorted({r.length for r in records if r.length is not None})
     rows: dict[tuple[str, str, str], dict] = {}
     for r in records:
-        rows.setdefault((r.model, r.task, r.metric), {})[column_of(r)] = r
-    models = list(dict.fromkeys(r.model for r in records))  # a model's rows together, aggregates included
+        rows.setdefault((row_model(r), r.task, r.metric), {})[column_of(r)] = r
+    models = list(dict.fromkeys(row_model(r) for r in records))  # a model's rows together, aggregates included
     ordered = sorted(rows.items(), key=lambda item: models.index(item[0][0]))
     return columns, [(model, task, metric, cells) for (model, task, metric), cells in ordered]
 
@@ -76,7 +82,7 @@ def results_table(records: list[ResultRecord], suite: SuiteSpec | None = None) -
     columns = list(dict.fromkeys((r.task, r.metric) for r in records))
     for task, metric in columns:
         table.add_column(f"{labels.get(task, task)} {metric}", justify="right")
-    for model in dict.fromkeys(r.model for r in records):
-        cells = {(r.task, r.metric): format_value(r) for r in records if r.model == model}
+    for model in dict.fromkeys(row_model(r) for r in records):
+        cells = {(r.task, r.metric): format_value(r) for r in records if row_model(r) == model}
         table.add_row(model, *(cells.get(c, "-") for c in columns))
     return table

@@ -15,7 +15,8 @@ from path_eval.results.schema import Provenance, ResultRecord
 from path_eval.suites import SuiteSpec
 
 # The provenance fields a record takes from its TaskResult; the others are the model's and the run's.
-TASK_RESULT_FIELDS = {"data_fingerprint", "data_files", "num_fewshot", "truncate_middle", "longbench_rule"}
+# (and those of its `protocol`, which the adapter names: BABILong's options, LongBench's rule)
+TASK_RESULT_FIELDS = {"data_fingerprint", "data_files", "num_fewshot", "truncate_middle"}
 
 
 def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_info: dict) -> list[ResultRecord]:
@@ -24,7 +25,8 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
     for result in results:
         provenance = Provenance(**model_info, data_fingerprint=result.data_fingerprint,
                                 data_files=[str(f) for f in result.data_files], num_fewshot=result.num_fewshot,
-                                truncate_middle=result.truncate_middle, longbench_rule=result.longbench_rule)
+                                truncate_middle=result.truncate_middle, **result.protocol)
+        source = record_source(result)
         decimals = cell_decimals(suite, result)
         for metric, per_seed in result.metrics.items():
             values = [value for value, _ in per_seed]
@@ -35,7 +37,7 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
                 suite=suite.name, model=model, task=result.task, length=result.length, metric=metric,
                 value=value, stderr=stderr, n=result.n, higher_is_better=metric_entry(metric).higher_is_better,
                 provenance=provenance, seeds=len(result.seeds) if several else None,
-                seed_std=float(np.std(values, ddof=1)) if several else None))
+                seed_std=float(np.std(values, ddof=1)) if several else None, data_source=source))
             records += [ResultRecord(suite=suite.name, model=model, task=result.task, length=result.length,
                                      bucket=[b.first, b.last], metric=metric, value=b.value, stderr=b.stderr,
                                      n=result.n, higher_is_better=metric_entry(metric).higher_is_better,
@@ -45,9 +47,14 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
     return records
 
 
+def record_source(result: TaskResult) -> str | None:
+    """The record's data-source label: "regenerated" for rows made here, none for published rows."""
+    return "regenerated" if result.protocol.get("data_source") == "regenerated" else None
+
+
 def cell_decimals(suite: SuiteSpec, result: TaskResult) -> int | None:
     """The decimals the task's LongBench rule rounds its cells to (None: not rounded, or no rule)."""
-    rule = suite.longbench_rules.get(result.longbench_rule) if result.longbench_rule else None
+    rule = suite.longbench_rules.get(result.protocol.get("longbench_rule"))
     return rule.cell_decimals if rule else None
 
 
@@ -73,17 +80,18 @@ def bucket_records(suite: SuiteSpec, model: str, result: TaskResult, provenance:
 
 
 def aggregate(suite: SuiteSpec, records: list[ResultRecord]) -> list[ResultRecord]:
-    """The suite's aggregates (plain means), per model, length and length bucket, where every part
+    """The suite's aggregates (plain means), per model, length, length bucket and data source, where every part
     is present (an aggregate missing a part is left out, never computed from fewer parts)."""
     out = []
     for spec in suite.aggregates:
-        for model, length, length_bucket in dict.fromkeys((r.model, r.length, r.length_bucket)
-                                                          for r in records if r.bucket is None):
+        for model, length, length_bucket, source in dict.fromkeys((r.model, r.length, r.length_bucket, r.data_source)
+                                                                  for r in records if r.bucket is None):
             parts = []
             for ref in spec.mean_of:
                 task, metric = ref.split("/", 1)
                 parts += [r for r in records if r.model == model and r.length == length and r.task == task
-                          and r.metric == metric and r.bucket is None and r.length_bucket == length_bucket]
+                          and r.metric == metric and r.bucket is None and r.length_bucket == length_bucket
+                          and r.data_source == source]
             if len(parts) != len(spec.mean_of):
                 continue
             value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts])
@@ -94,5 +102,6 @@ def aggregate(suite: SuiteSpec, records: list[ResultRecord]) -> list[ResultRecor
             out.append(ResultRecord(suite=suite.name, model=model, task=spec.name, length=length,
                                     length_bucket=length_bucket, metric=spec.metric, value=value, stderr=stderr,
                                     n=sum(p.n for p in parts),
-                                    higher_is_better=metric_entry(spec.metric).higher_is_better, provenance=provenance))
+                                    higher_is_better=metric_entry(spec.metric).higher_is_better, provenance=provenance,
+                                    data_source=source))
     return out

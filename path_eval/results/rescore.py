@@ -20,6 +20,7 @@ from path_eval.results.schema import ResultRecord
 from path_eval.results.store import load_results
 from path_eval.samples import slug
 from path_eval.suites import SuiteSpec, TaskSpec
+from path_eval.tasks.lm_eval_tasks import adapter_protocol
 
 
 def stored_plan(run: Path) -> ResolvedPlan:
@@ -86,7 +87,7 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
                       data_files=[Path(f) for f in provenance.data_files],
                       data_fingerprint=provenance.data_fingerprint, seeds=list(item.seeds) if spec.generator else [],
                       num_fewshot=provenance.num_fewshot, truncate_middle=provenance.truncate_middle,
-                      longbench_rule=suite.longbench_rule if spec.adapter == "longbench" else None, samples=samples)
+                      samples=samples, protocol=adapter_protocol(spec, suite, item.length) if spec.adapter else {})
 
 
 def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRecord], SuiteSpec]:
@@ -111,8 +112,9 @@ def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRe
         if scorer is None:
             out += old
             continue
-        info = old[0].provenance.model_dump(exclude=TASK_RESULT_FIELDS)
-        out += task_records(suite, model, [rescored_result(run, model, item, suite, scorer, old)], info)
+        result = rescored_result(run, model, item, suite, scorer, old)
+        info = old[0].provenance.model_dump(exclude=TASK_RESULT_FIELDS | result.protocol.keys())
+        out += task_records(suite, model, [result], info)
         rescored += 1
     if not rescored:
         raise PathEvalError(f"the run in {run} holds no task scored from its generations (LongBench-E, RULER, "

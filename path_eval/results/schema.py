@@ -1,7 +1,14 @@
-"""The results.json format: a JSON list of `ResultRecord`s."""
+"""The results.json format: a JSON list of `ResultRecord`s, each carrying the `schema_version` of
+its format. The version lives in every record, not around the list, because records travel alone:
+a baseline gathers records from several runs, a result file embeds them beside its own fields, and
+every reader of the plain list keeps working."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+# 1: records written before the field existed (read as they are: every later field has a default);
+# 2: `schema_version`, and the model's source and hub revision in the provenance.
+SCHEMA_VERSION = 2
 
 
 class Provenance(BaseModel):
@@ -40,11 +47,19 @@ class Provenance(BaseModel):
     requests_computed: int
     processes: int = 1  # data-parallel processes (accelerate launch)
     truncate_middle: int | None = None  # prompts cut to their first and last halves of this many tokens
+    model_source: str | None = None  # as given: a folder, zoo:NAME, or a hub id org/name[@revision]
+    model_revision: str | None = None  # a hub model: the commit its snapshot holds
+    # BABILong: where the rows come from (hub | regenerated), the sample set (1k | 100), the prompt parts on
+    data_source: str | None = None
+    sample_set: str | None = None
+    prompt_parts: list[str] | None = None
     longbench_rule: str | None = None  # the suite's LongBench scoring rule (fox, thudm) of a LongBench task
 
 
 class ResultRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, description="the results format this record follows; "
+                                "absent in records of version 1")
     suite: str
     model: str
     task: str
@@ -59,6 +74,9 @@ class ResultRecord(BaseModel):
     provenance: Provenance
     seeds: int | None = None  # a task run under several seeds: value is their mean,
     seed_std: float | None = None  # seed_std the standard deviation of the per-seed values
+    # Rows made here rather than read from the benchmark's published set: "regenerated" (part of the
+    # record's key: reports never put it in the cell of a record of the published rows).
+    data_source: str | None = None
 
 
 class RunResults(RootModel[list[ResultRecord]]):

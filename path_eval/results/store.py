@@ -8,19 +8,27 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from path_eval.errors import PathEvalError
-from path_eval.results.schema import ResultRecord, RunResults
+from path_eval.results.schema import SCHEMA_VERSION, ResultRecord, RunResults
 
 
-def write_json_atomic(data, target: Path) -> None:
+def write_atomic(data: str | bytes, target: Path) -> None:
+    """`target` holds `data` (text as UTF-8) whole or not at all."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial")
     try:
-        staging.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        if isinstance(data, str):
+            staging.write_text(data, encoding="utf-8")
+        else:
+            staging.write_bytes(data)
         os.replace(staging, target)
     except BaseException:  # a full disk or an interrupt: no half-written file stays behind
         staging.unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(data, target: Path) -> None:
+    write_atomic(json.dumps(data, indent=1, ensure_ascii=False) + "\n", target)
 
 
 def write_results(records: list[ResultRecord], target: Path) -> None:
@@ -35,9 +43,25 @@ def load_results(path: Path) -> list[ResultRecord]:
     if not path.is_file():
         raise PathEvalError(f"no results file at {path}: give a results.json or the run folder holding it")
     try:
-        return RunResults.model_validate_json(path.read_text()).root
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"{path} is not a path-eval results file: not JSON ({err}): give a results.json that "
+                            "`python eval.py run` wrote") from None
+    check_schema_version(raw, path)
+    try:
+        return RunResults.model_validate(raw).root
     except ValidationError as err:
         first = err.errors()[0]
         raise PathEvalError(f"{path} is not a path-eval results file: "
                             f"{'.'.join(map(str, first['loc'])) or 'file'}: {first['msg']}: give a results.json that "
                             "`python eval.py run` wrote") from None
+
+
+def check_schema_version(records, source: Path) -> None:
+    """Records of a newer format than this path-eval reads are refused in one line naming the fix
+    (validation would only name a field it does not know). Older records read as they are."""
+    versions = [r.get("schema_version") for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+    newer = [v for v in versions if isinstance(v, int) and v > SCHEMA_VERSION]
+    if newer:
+        raise PathEvalError(f"{source} holds records of schema_version {max(newer)}, newer than this path-eval reads "
+                            f"({SCHEMA_VERSION}): upgrade path-eval to read them")

@@ -1,12 +1,24 @@
-"""Data-parallel coordination of a run (`accelerate launch` or torchrun): every process loads the
-model and evaluates its share of the documents (lm-eval splits them); the first process alone
-writes plan, records and results; the processes' counters are gathered for the provenance. (Frozen
-samples are made by the first process while the others wait: `path_eval.evaluators.generated`.)"""
+"""Data-parallel coordination of a run (`accelerate launch` or torchrun, on one host), in one place:
+the process group is made before any model loads; each process loads the model in a thread while it
+freezes its share of the run's sample sets (`freeze_shares`); every process then answers its
+token-balanced share of each request list and gets everyone's answers (`path_eval.lm.distributed`);
+the first process alone writes plan, records, results and the phase times (OUT/timings.json); the
+processes' counters are gathered for the provenance."""
 from __future__ import annotations
 
 import os
+import time
+from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
 
+from path_eval.evaluators import FrozenSet
+from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
 from path_eval.lm.distributed import finish_processes  # noqa: F401  (the run's last step)
+from path_eval.results import write_json_atomic
+
+PHASES = ("load", "samples", "load_wait", "requests", "write")
 
 
 def first_before_loading() -> bool:
@@ -15,11 +27,81 @@ def first_before_loading() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def writes_results(lm) -> bool:
-    return lm.rank == 0
+def start(device: str) -> DataParallel | None:
+    """The process group under a launcher (None when run plainly), made before any model loads so
+    that the processes can share the sample generation while their models load."""
+    return DataParallel(device) if launched_processes() > 1 else None
+
+
+def model_device(parallel: DataParallel | None, device: str) -> str:
+    return parallel.model_device(device) if parallel else device
+
+
+def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) -> Future:
+    """`load_model(path, device=device, **options)` in a thread (weights are read and copied with the
+    GIL released, so the main thread freezes samples meanwhile); the future's result is the model,
+    or the loading error."""
+    import torch
+
+    from path_eval import load_model
+
+    def load():
+        with times.phase("load"):
+            if torch.device(device).type == "cuda" and torch.device(device).index is not None:
+                torch.cuda.set_device(device)  # this thread's GPU is the process's: no context on another
+            return load_model(path, device=device, **options)[0]
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="path-eval-load")
+    loading = pool.submit(load)
+    pool.shutdown(wait=False)
+    return loading
+
+
+def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
+    """Freeze (or find already frozen) every sample set, each process its share balanced by tokens;
+    then every process waits for all, so the sets exist before anyone reads them (each read checks
+    the set against its recorded hash)."""
+    shares = balanced_shares([s.tokens for s in sets], parallel.world_size if parallel else 1)
+    for index in shares[parallel.rank if parallel else 0]:
+        sets[index].freeze()
+    if parallel:
+        parallel.barrier()
+
+
+def writes_results(parallel: DataParallel | None) -> bool:
+    """Whether this process writes the run's files: the first, or the only one."""
+    return parallel is None or parallel.rank == 0
 
 
 def gathered_counters(lm) -> list[dict]:
     """Every process's counters over every segment of the run, in rank order (a one-element list
     when run plainly)."""
     return lm.gather_object(lm.total_counters())
+
+
+class PhaseTimes:
+    """Wall seconds this process spent in each phase of the run, summed over its models: `load` (the
+    model, in its thread), `samples` (freezing this process's share and waiting for the others'),
+    `load_wait` (the load still running once the samples are frozen), `requests` (the evaluators,
+    sample logs included), `write` (records and results.json)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - start
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: round(self.seconds[name], 3) for name in PHASES}
+
+
+def write_timings(times: PhaseTimes, parallel: DataParallel | None, out: Path, writes: bool) -> None:
+    """OUT/timings.json: every process's phase times, in rank order (before the group goes down)."""
+    gathered = parallel.gather_object(times.as_dict()) if parallel else [times.as_dict()]
+    if writes:
+        write_json_atomic({"processes": gathered}, out / "timings.json")

@@ -1,5 +1,5 @@
-"""Execute a resolved plan: one model at a time, each evaluator on its items, records written once
-every model is done."""
+"""Execute a resolved plan: one model at a time, each evaluator on its items, lm-eval's own layout
+written as each model is done (OUT/lm_eval/<model>/), records once every model is done."""
 from __future__ import annotations
 
 import datetime
@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from path_eval.errors import PathEvalError
 from path_eval.lm import request_cache
 from path_eval.plan import ResolvedPlan
 from path_eval.results import ResultRecord, write_json_atomic, write_results
-from path_eval.results.provenance import environment, model_identity, run_provenance
+from path_eval.results.lm_eval_layout import write_lm_eval_layout
+from path_eval.results.provenance import environment, model_identity, run_provenance, tokenizer_sha256
 from path_eval.results.records import aggregate, task_records
 from path_eval.runner import processes
 from path_eval.samples import slug
@@ -40,6 +42,8 @@ class RunOptions:
     attention: str | None = None
     batch_size: int = 1
     bootstrap_iters: int = 100000
+    wandb_args: dict | None = None  # lm-eval's WandbLogger, one W&B run per model (path_eval.results.lm_eval_layout)
+    hf_hub_log_args: dict | None = None  # lm-eval's EvaluationTracker
 
 
 def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
@@ -78,39 +82,59 @@ def write_plan(plan: ResolvedPlan, out: Path) -> None:
 def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     """The records of every model on every item (on a data-parallel process other than the first: none)."""
     from path_eval.lm import PathEvalLM
+    from path_eval.models.tokenizer import load_tokenizer
 
     if processes.first_before_loading():
         write_plan(plan, options.out)
+    parallel = processes.start(options.device)
+    device = processes.model_device(parallel, options.device)
+    times = processes.PhaseTimes()
     records: list[ResultRecord] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = environment()
-    writes = True
+    writes = processes.writes_results(parallel)
     caches = []
     for model in plan.models:
         if not any(model.name in item.models for item in plan.items):
             continue  # every task of the run is for other models: never loaded
-        lm = PathEvalLM(str(model.path), device=options.device, dtype=options.dtype, attention=options.attention,
-                        batch_size=options.batch_size, max_length=model.max_length)
+        evaluators = [(evaluator, plan.of_kind(kind, model.name)) for kind, evaluator in EVALUATORS.items()
+                      if plan.of_kind(kind, model.name)]
+        began = time.perf_counter()
+        tokenizer = load_tokenizer(model.path)
+        context = EvaluationContext(plan, model, options.out, tokenizer_sha256(tokenizer), options.bootstrap_iters)
+        loading = processes.load_in_background(model.path, times, device=device, dtype=options.dtype,
+                                               attention=options.attention)
+        with times.phase("samples"):
+            processes.freeze_shares([s for evaluator, items in evaluators
+                                     for s in evaluator.frozen_sets(tokenizer, items, context)], parallel)
+        with times.phase("load_wait"):
+            weights = loading.result()
+        lm = PathEvalLM(str(model.path), model=weights, tokenizer=tokenizer, device=device, dtype=options.dtype,
+                        attention=options.attention, batch_size=options.batch_size, max_length=model.max_length,
+                        parallel=parallel)
+        lm.started = began  # the provenance's wall time counts loading the model and freezing its samples
         identity = model_identity(model.path, lm, options.device)
         log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", model.name,
                  identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
                  identity["attention_backend"] or "transformers' own", identity["tokenizer"], lm.max_length,
                  plan.data_dir)
-        lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.rank))
+        lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.process_index))
         caches.append(lm.request_cache)
-        context = EvaluationContext(plan, model, options.out, identity["tokenizer_sha256"], options.bootstrap_iters)
-        results = [result for kind, evaluator in EVALUATORS.items() if plan.of_kind(kind, model.name)
-                   for result in evaluator.run(lm, plan.of_kind(kind, model.name), context)]
+        with times.phase("requests"):
+            results = [result for evaluator, items in evaluators for result in evaluator.run(lm, items, context)]
         counters = processes.gathered_counters(lm)
-        writes = processes.writes_results(lm)
         if writes:
-            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env)
+            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
+                "model_source": model.source, "model_revision": model.revision}
             records += task_records(plan.suite, model.name, results, info)
-        del lm
+            write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args)
+        del lm, weights
+    with times.phase("write"):
+        if writes:
+            records += aggregate(plan.suite, records)
+            write_results(records, options.out / "results.json")
+    processes.write_timings(times, parallel, options.out, writes)
     processes.finish_processes()
-    if writes:
-        records += aggregate(plan.suite, records)
-        write_results(records, options.out / "results.json")
     for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
         cache.finish_run()
     return records

@@ -98,10 +98,11 @@ class FlipFlopSpec(BaseModel):
 class DataSpec(BaseModel):
     """A Hugging Face split a task reads from the data dir: a generator's input (RULER's QA dev sets),
     or the rows an lm-eval task reads in place of its config's dataset (LongBench-E's original files
-    instead of lm-eval's mirror)."""
+    instead of lm-eval's mirror). BABILong's tasks give no hf_path: the suite's `babilong` options
+    choose the hub set (or the regenerated rows)."""
 
     model_config = ConfigDict(extra="forbid")
-    hf_path: str
+    hf_path: str | None = None
     hf_config: str | None = None
     split: str = "validation"
 
@@ -195,12 +196,34 @@ class TaskSpec(BaseModel):
             raise ValueError("prompt_edits need a task adapter (adapter: ...)")
         if self.adapter and not (self.lm_eval_task and self.data):
             raise ValueError("an adapted task needs lm_eval_task and the data it reads (data: ...)")
+        if self.data and self.data.hf_path is None and self.adapter != "babilong":
+            raise ValueError("data needs hf_path (only BABILong's tasks leave it to the suite's babilong options)")
         return self
 
     @field_validator("metrics", mode="before")
     @classmethod
     def _names_to_specs(cls, value):
         return [{"name": v} if isinstance(v, str) else v for v in value]
+
+
+class BabilongOptions(BaseModel):
+    """How the suite's BABILong tasks run (booydar/babilong's switches). `source`: `hub` reads the
+    published samples, `regenerated` makes them here from bAbI and public-domain books
+    (path_eval/tasks/babilong_regenerated.py). `sample_set`: `1k` (RMT-team/babilong-1k-samples)
+    or `100` (RMT-team/babilong); unset, the originals' choice per length: 1k up to 32k, 100 above.
+    The three prompt parts, each on or off as in the original's run_model_on_babilong.py."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["hub", "regenerated"] = "hub"
+    sample_set: Literal["1k", "100"] | None = None
+    instruction: bool = True
+    examples: bool = True
+    post_prompt: bool = True
+
+    @field_validator("sample_set", mode="before")
+    @classmethod
+    def _as_text(cls, value):
+        return None if value is None else str(value)  # YAML reads `100` as a number
 
 
 class AggregateSpec(BaseModel):
@@ -233,6 +256,7 @@ class SuiteSpec(BaseModel):
     caption: str | None = None
     truncate_middle: int | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
     length_buckets: LengthBuckets | None = None
+    babilong: BabilongOptions = Field(default_factory=BabilongOptions)
     # LongBench scoring rules by name, and the one this suite scores with (`--longbench-rule` picks another)
     longbench_rules: dict[str, LongBenchRule] = {}
     longbench_rule: str | None = None
@@ -284,6 +308,29 @@ def available_suites() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in builtin_suites().iterdir() if p.name.endswith(".yaml"))
 
 
+def suite_yaml(path: Path):
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
+                            "are examples)") from None
+
+
+def extended(raw: dict, path: Path) -> dict:
+    """`extends: NAME`: the built-in suite NAME with this file's top-level keys in place of its own (a
+    variant of a suite, e.g. another data source, without a second copy of its tasks)."""
+    base_name = raw["extends"]
+    base = builtin_suites() / f"{base_name}.yaml"
+    if not isinstance(base_name, str) or not base.is_file():
+        raise PathEvalError(f"malformed suite {path}: extends {base_name!r}, which is not a built-in suite: choose one "
+                            f"of {', '.join(available_suites())}")
+    parent = suite_yaml(base)
+    if "extends" in parent:
+        raise PathEvalError(f"malformed suite {path}: {base_name} extends another suite itself: extend a suite that "
+                            "does not")
+    return parent | {key: value for key, value in raw.items() if key != "extends"}
+
+
 def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteSpec:
     """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors. `seen`: the
     suites including this one (an include cycle is an error)."""
@@ -298,11 +345,9 @@ def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteS
                             "or the path of a suite YAML file")
     if path.resolve() in seen:
         raise PathEvalError(f"suite {path} includes itself (through include:): break the cycle")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
-                            "are examples)") from None
+    raw = suite_yaml(path)
+    if isinstance(raw, dict) and "extends" in raw:
+        raw = extended(raw, path)
     if isinstance(raw, dict) and "include" in raw:
         raw = with_included(raw, path, seen | {path.resolve()})
     try:

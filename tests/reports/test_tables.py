@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from path_eval.reports.tables import comparison, render, suite_table
+from path_eval.reports.tables import comparison, protocol_differences, render, suite_table
 from path_eval.suites import load_suite
 from tests.helpers import PROVENANCE, records
 
@@ -30,12 +30,23 @@ def test_formats(fmt, marker):
     assert marker in render(header, rows, fmt, "t", note)
 
 
-def test_deltas_are_marked_only_beyond_noise():
+def test_without_per_sample_logs_deltas_are_tested_unpaired():
+    """z = delta / hypot(0.01, 0.01): 1 point gives p = erfc(0.707 / sqrt 2) = 0.48, 10 points p < 1e-4."""
     runs = [("a", records(acc=0.50)), ("b", records(acc=0.51, model="m2")), ("c", records(acc=0.60, model="m3"))]
     header, rows = comparison(runs)
     piqa = next(r for r in rows if r[0] == "piqa")
-    assert piqa[-2] == "+1.00" and piqa[-1] == "+10.00 *"
-    assert header[-2:] == ["delta b:m2", "delta c:m3"]
+    assert piqa[-4:] == ["+1.00", "unpaired z p=0.48 (no per-sample log)", "+10.00 *",
+                         "unpaired z p<0.0001 (no per-sample log)"]
+    assert header[-4:] == ["delta b:m2", "test b:m2", "delta c:m3", "test c:m3"]
+
+
+def test_protocol_differences_compare_rows_not_tasks():
+    """Two tasks of one run read different data: no caution; the same task on other data: one."""
+    one_run = records()
+    assert protocol_differences([("a", one_run)]) == []
+    other = [r.model_copy(update={"provenance": r.provenance.model_copy(update={"data_fingerprint": "e"})})
+             for r in records(model="m2")]
+    assert protocol_differences([("a", one_run), ("b", other)]) == ["data_fingerprint differs between runs (d, e)"]
 
 
 def test_published_numbers_are_internally_consistent():

@@ -36,7 +36,7 @@ def bucket_records(rule: str, cell_of):
         scores = [2 * cell_of(dataset), 0.0]
         samples = [{"doc": {"length": 100}, metric: s} for s in scores]
         results.append(TaskResult(task=dataset, length=None, metrics={metric: [(sum(scores) / 2, None)]}, n=2,
-                                  data_files=[], data_fingerprint=None, truncate_middle=15500, longbench_rule=rule,
+                                  data_files=[], data_fingerprint=None, truncate_middle=15500, protocol={"longbench_rule": rule},
                                   samples=samples))
     records = task_records(suite, "m", results, info)
     return records + aggregate(suite, records)

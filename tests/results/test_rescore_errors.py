@@ -11,7 +11,7 @@ from tests.helpers import PROVENANCE
 def run_folder(tmp_path, suite="longbench_e", task="trec", metric="classification_score"):
     """A run folder as `eval.py run` leaves it, without its samples/ logs."""
     out = tmp_path / "run"
-    plan = ResolvedPlan(suite=load_suite(suite), models=[PlannedModel(path=tmp_path, name="m", max_length=16384)],
+    plan = ResolvedPlan(suite=load_suite(suite), models=[PlannedModel(path=tmp_path, name="m", source=str(tmp_path), max_length=16384)],
                         items=[PlannedItem(task=task, kind="lm_eval", length=None, models=["m"])],
                         data_dir=tmp_path)
     out.mkdir()

@@ -42,6 +42,9 @@ def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
         assert all(isinstance(json.loads(value), list) for (value,) in db.execute("SELECT value FROM requests"))
     lines = (out / "samples" / "model" / "hellaswag.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["doc_id"] for x in lines) == list(range(limit))  # none lost, none twice
+    [samples] = (out / "lm_eval" / "model").glob("samples_hellaswag_*.jsonl")  # lm-eval's layout: written once
+    assert sorted(json.loads(x)["doc_id"] for x in samples.read_text().splitlines()) == list(range(limit))
+    assert len(list((out / "lm_eval" / "model").glob("results_*.json"))) == 1
 
 
 def test_default_output_folder_is_the_same_for_the_same_command():

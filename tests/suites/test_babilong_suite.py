@@ -52,4 +52,4 @@ def test_babilong_suite_offline_fills_table3(tmp_path):
 
 def test_a_missing_length_is_one_line_naming_the_download(tmp_path):
     data = write_babilong(tmp_path / "data", lengths=("0k", "4k"))
-    assert_missing_data_line("babilong", data, "RMT-team/babilong/8k/qa1.jsonl", tmp_path / "run")
+    assert_missing_data_line("babilong", data, "RMT-team/babilong-1k-samples/8k/qa1.jsonl", tmp_path / "run")

@@ -50,6 +50,12 @@ MALFORMED = {
                                    "metrics: [flipflop_error]}]\n", "tasks.0.flipflop.p_ignore"),
     "a task length that is not one": ("name: s\ndescription: d\ntasks: [{name: f, flipflop: {p_ignore: 0.8}, "
                                       "lengths: [lots], metrics: [flipflop_error]}]\n", "'lots' is not a number"),
+    "extends no built-in suite": ("extends: nope\nname: s\n", "extends 'nope', which is not a built-in suite"),
+    "a BABILong sample set that is none": ("extends: babilong\nname: s\nbabilong: {sample_set: 10k}\n",
+                                           "babilong.sample_set"),
+    "data without hf_path outside BABILong": ("name: s\ndescription: d\ntasks: [{name: t, generator: ruler/qa_1, "
+                                              "data: {split: validation}, metrics: [string_match_all]}]\n",
+                                              "data needs hf_path"),
 }
 
 
@@ -67,3 +73,14 @@ def test_a_malformed_suite_is_one_line_naming_the_problem(tmp_path, case):
 def test_an_unknown_suite_names_the_known_ones():
     with pytest.raises(PathEvalError, match="unknown suite 'nope': choose one of .*ruler"):
         load_suite("nope")
+
+
+def test_a_suite_extends_a_built_in_one_key_by_key(tmp_path):
+    """Top-level keys of the file replace the base suite's; the rest (tasks, aggregates) are the base's."""
+    path = tmp_path / "variant.yaml"
+    path.write_text("extends: babilong\nname: variant\ndescription: d\nbabilong: {sample_set: 100, examples: false}\n")
+    variant, base = load_suite(str(path)), load_suite("babilong")
+    assert (variant.name, variant.description) == ("variant", "d")
+    assert (variant.babilong.sample_set, variant.babilong.examples, variant.babilong.instruction) == ("100", False, True)
+    assert variant.tasks == base.tasks and variant.aggregates == base.aggregates and variant.lengths == base.lengths
+    assert load_suite("babilong_regenerated").babilong.source == "regenerated"

@@ -1,0 +1,167 @@
+"""The Python API: `evaluate` runs a suite on models (what `eval.py run` does), `load_results`
+opens stored runs (what `eval.py report` reads), and both give a `Results`: the records, a pandas
+frame, the suite tables, the plots and the HTML page of a study. The command line's `run` and
+`report` are a thin layer over these functions. Heavy libraries (torch, lm-eval, matplotlib, pandas)
+are imported only when a function needs them."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from path_eval.errors import PathEvalError
+
+if TYPE_CHECKING:
+    from path_eval.reports.stored import StoredRun
+    from path_eval.results import ResultRecord
+    from path_eval.suites import SuiteSpec
+
+
+class Results:
+    """The records of one or more runs, with what reports them. `a + b` is the study of both."""
+
+    def __init__(self, runs: list[StoredRun], files: list[Path] | None = None):
+        self.runs = list(runs)
+        self.files = list(files or [])  # reports the run wrote into its folder (per-position perplexity)
+
+    @property
+    def records(self) -> list[ResultRecord]:
+        return [r for run in self.runs for r in run.records]
+
+    @property
+    def suites(self) -> dict[str, SuiteSpec]:
+        """Each suite of the study by name, as its first run stored it."""
+        suites: dict = {}
+        for run in self.runs:
+            for name, suite in run.suites.items():
+                suites.setdefault(name, suite)
+        return suites
+
+    def __add__(self, other: Results) -> Results:
+        return Results(self.runs + other.runs, self.files + other.files)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        models = ", ".join(dict.fromkeys(r.model for r in self.records))
+        return f"Results({len(self)} records; suites {', '.join(self.suites)}; models {models})"
+
+    def to_pandas(self):
+        """One row per record; the provenance as `provenance.<field>` columns."""
+        import pandas as pd
+
+        return pd.json_normalize([r.model_dump(mode="json") for r in self.records])
+
+    def report(self, layout: str | None = None, format: str = "markdown"):
+        """Each suite's table in its layout (or the paper table `layout`: table3, table7) as the text of
+        a Markdown, CSV or LaTeX table; `format="terminal"` gives the rich tables to print."""
+        from rich.console import Group
+
+        from path_eval.reports.tables import paper_layout, render, suite_table
+
+        if format not in REPORT_FORMATS:
+            raise PathEvalError(f"unknown report format {format!r}: choose one of {', '.join(REPORT_FORMATS)}")
+        if layout:
+            header, rows, note = paper_layout(layout, self.records)
+            rendered = [render(header, rows, format, f"PaTH paper {layout} layout", note)]
+        else:
+            rendered = []
+            for name, suite in self.suites.items():
+                header, rows, note = suite_table([r for r in self.records if r.suite == name], suite)
+                rendered.append(render(header, rows, format, f"{suite.name}: {suite.description}", note))
+        return Group(*rendered) if format == "terminal" else "".join(rendered)
+
+    def plot(self, folder) -> list[Path]:
+        """Every long-context suite's plots as FOLDER/SUITE.png and .svg (per-position perplexity:
+        SUITE_by_position); the files written."""
+        from path_eval.reports.plots import write_plots
+
+        return write_plots(self.records, self.suites, Path(folder))
+
+    def html(self, file, layout: str | None = None) -> Path:
+        """One self-contained page of the study: tables, the plots `plot` writes, protocol and
+        provenance per run."""
+        from path_eval.reports.html import write_page
+
+        return write_page(self.runs, self.suites, Path(file), layout)
+
+
+REPORT_FORMATS = ("terminal", "markdown", "csv", "latex")
+
+
+def load_results(*runs) -> Results:
+    """Stored runs (run folders or results.json files) as one study."""
+    from path_eval.reports.stored import read_run
+
+    if not runs:
+        raise PathEvalError("load_results() names no run: give run folders or results.json files")
+    study = Results([read_run(Path(run)) for run in runs])
+    if not study.records:
+        raise PathEvalError("the results hold no records: give the results.json of a finished run")
+    return study
+
+
+def default_out(suite: str, models: list[str], tasks: list[str] | None, lengths: list[str] | None,
+                limit: int | None, seed: int, data_dir: Path, device: str, dtype: str | None,
+                attention: str | None, max_length: int | None) -> Path:
+    """runs/SUITE-KEY, KEY a hash of every argument that changes the results: the same call (or
+    command) finds its own folder again and resumes there."""
+    # folders by absolute path; hub ids, zoo names and NAME= references as given
+    key = [[str(Path(m).resolve()) if Path(m).is_dir() else m for m in models], ",".join(tasks) if tasks else None,
+           ",".join(lengths) if lengths else None, limit, seed, str(Path(data_dir).resolve()), device, dtype,
+           attention, max_length]
+    return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
+
+
+def _names(value, what: str) -> list[str] | None:
+    """A name or a list of names (numbers allowed: lengths) as a list of strings; None stays None."""
+    if value is None:
+        return None
+    names = [str(v) for v in ([value] if isinstance(value, (str, int, Path)) else value)]
+    if not names:
+        raise PathEvalError(f"{what}=[] names nothing: give at least one, or leave {what} out for all of them")
+    return names
+
+
+def evaluate(suite, models, lengths=None, limit: int | None = None, device: str = "cpu", dtype: str | None = None,
+             out=None, *, tasks=None, attention: str | None = None, batch_size: int = 1,
+             max_length: int | None = None, seed: int = 1234, data_dir=None,
+             bootstrap_iters: int = 100000, wandb_args: dict | None = None,
+             hf_hub_log_args: dict | None = None) -> Results:
+    """Run `suite` (a built-in name, a suite YAML path, or a SuiteSpec) on `models` (what `--model`
+    takes: checkpoint folders, zoo:NAME, zoo) as `eval.py run` does, into the run folder `out`
+    (default runs/SUITE-KEY, as the command line's); a killed call resumes when repeated.
+    `wandb_args` / `hf_hub_log_args`: lm-eval's WandbLogger and EvaluationTracker arguments, as
+    `--wandb-args` / `--hf-hub-log-args` give them parsed."""
+    from path_eval.data import default_data_dir
+    from path_eval.locations import stay_offline
+
+    stay_offline()
+    from path_eval.models.loading import check_device_and_backend
+    from path_eval.plan import resolve_plan
+    from path_eval.reports.extrapolation import write_reports
+    from path_eval.reports.stored import StoredRun
+    from path_eval.runner import RunOptions, check_out_folder, run
+    from path_eval.suites import SuiteSpec, load_suite
+
+    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
+
+    check_device_and_backend(device, attention)
+    if wandb_args is not None:
+        check_wandb_args(wandb_args)
+    check_hub_log_args(hf_hub_log_args or {})
+    spec = suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))
+    models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
+                        max_length=max_length)
+    out = Path(out) if out is not None else default_out(spec.name, models, tasks, lengths, limit, seed, data_dir,
+                                                        device, dtype, attention, max_length)
+    check_out_folder(out)
+    records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
+                                   bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,
+                                   hf_hub_log_args=hf_hub_log_args))
+    files = write_reports(records, spec, out) if records else []
+    return Results([StoredRun(out, records, {spec.name: spec}, plan)], files)
