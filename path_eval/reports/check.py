@@ -18,6 +18,7 @@ then the tolerances decide.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -199,7 +200,9 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
             now.value - base.value
         if tol.get("either_direction"):
             worse = abs(worse)
-        findings.append(Finding(key_of(base), base.value, now.value, allowed, worse > allowed))
+        # NaN compares false with everything: a value that became (or stopped being) NaN is a change
+        regressed = worse > allowed or math.isnan(base.value) != math.isnan(now.value)
+        findings.append(Finding(key_of(base), base.value, now.value, allowed, regressed))
     lines = {difference: f"{difference[0]} differs ({difference[1]} in the baseline, {difference[2]} in the results) "
                          f"in {len(keys)} records, e.g. {' '.join(map(str, filter(None, keys[0])))}"
              for difference, keys in differences.items()}
