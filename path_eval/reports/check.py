@@ -61,17 +61,21 @@ class Finding:
 TOLERANCE_KINDS = ("abs", "rel")
 
 
+def read_json(path: Path, what: str, give: str):
+    """The parsed file, or one error line naming `what` it should have been and `give`."""
+    if not path.is_file():
+        raise PathEvalError(f"no {what} at {path}: give {give}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"{what} {path} is not JSON ({err}): give {give}") from None
+
+
 def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
     """The baseline's records and tolerances, or one error line (a baseline that cannot be read is
     not a regression: the caller exits 2, not 1)."""
     path = Path(path)
-    if not path.is_file():
-        raise PathEvalError(f"no baseline file at {path}: give a results.json or a {{tolerances, records}} file")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"baseline {path} is not JSON ({err}): give a results.json or a "
-                            "{tolerances, records} file") from None
+    raw = read_json(path, "baseline file", "a results.json or a {tolerances, records} file")
     shape = f"baseline {path} is not a results list or an object with 'records' (and 'tolerances')"
     if isinstance(raw, list):
         records, tolerances = raw, {}
@@ -99,12 +103,7 @@ def load_tolerances(path: Path, baseline: list[ResultRecord]) -> dict:
     answers several questions: the same checkpoints elsewhere (the baseline's tolerances), or
     checkpoints retrained by the same command (results/ci/retrain_tolerances.json)."""
     path = Path(path)
-    if not path.is_file():
-        raise PathEvalError(f"no tolerance file at {path}: give a JSON object {{\"tolerances\": {{metric: {{abs, rel}}}}}}")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"tolerance file {path} is not JSON ({err}): give an object with 'tolerances'") from None
+    raw = read_json(path, "tolerance file", "an object with 'tolerances'")
     if not isinstance(raw, dict) or "tolerances" not in raw or set(raw) - {"tolerances", "derivation"}:
         raise PathEvalError(f"tolerance file {path} is not an object with 'tolerances' (and 'derivation'): give "
                             "{\"tolerances\": {metric: {abs, rel}}}")
