@@ -3,9 +3,10 @@
 Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]};
 `--tolerances FILE` replaces the baseline's tolerances with another set for the same records.
 Tolerances per metric name: {"abs": x} and/or {"rel": y}; a record may also be matched by
-"task/metric". Lookup order: task/metric, then metric, in the baseline file, then the caller's
-defaults. Only changes in the worse direction (the metric registry's; a record's own field for a
-metric the registry lacks) beyond tolerance are regressions, unless the tolerance says
+"task/metric" or "model/task/metric". Lookup order: model/task/metric, task/metric, metric, in the
+baseline file, then the caller's defaults. Only changes in the worse direction (the metric
+registry's; a record's own field for a metric the registry lacks) beyond tolerance are
+regressions, unless the tolerance says
 "either_direction": true (a suite over fixed checkpoints, such as `ci` over the zoo, where any change
 beyond the measured drift means the evaluation or the model changed).
 
@@ -117,7 +118,7 @@ def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> No
     if not isinstance(tolerances, dict):
         raise PathEvalError(f"baseline {path}: tolerances must be an object: give metric -> {{abs, rel}}, e.g. "
                             "{\"acc\": {\"abs\": 0.01}}")
-    known = {r.metric for r in baseline} | {f"{r.task}/{r.metric}" for r in baseline}
+    known = {name for r in baseline for name in tolerance_names(r)}
     for name, tolerance in tolerances.items():
         if name not in known:
             raise PathEvalError(f"baseline {path}: tolerance {name!r} matches no baseline metric: use one of "
@@ -137,6 +138,13 @@ def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> No
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise PathEvalError(f"baseline {path}: tolerance {name}.{kind} = {value!r} is not a number of at "
                                     "least 0: give e.g. 0.01")
+
+
+def tolerance_names(record: ResultRecord) -> tuple[str, str, str]:
+    """The tolerance entries that may govern a record, the first present wins: model/task/metric
+    (one model's own: a retrained model whose training is noisier than the others'), task/metric,
+    metric."""
+    return f"{record.model}/{record.task}/{record.metric}", f"{record.task}/{record.metric}", record.metric
 
 
 def key_of(record: ResultRecord) -> tuple:
@@ -192,7 +200,7 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
             differences.setdefault(difference, []).append(key_of(base))
         if any(name not in allow for name, _, _ in named):
             continue
-        tol = tolerances.get(f"{base.task}/{base.metric}") or tolerances.get(base.metric) or \
+        tol = next((tolerances[name] for name in tolerance_names(base) if name in tolerances), None) or \
             (defaults or {}).get(base.metric) or DEFAULT_TOLERANCE
         allowed = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(base.value))
         worse = base.value - now.value if higher_is_better(base.metric, base.higher_is_better) else \
