@@ -3,9 +3,10 @@
 Baseline file: a results.json (a list of records), or {"tolerances": {...}, "records": [...]};
 `--tolerances FILE` replaces the baseline's tolerances with another set for the same records.
 Tolerances per metric name: {"abs": x} and/or {"rel": y}; a record may also be matched by
-"task/metric". Lookup order: task/metric, then metric, in the baseline file, then the caller's
-defaults. Only changes in the worse direction (the metric registry's; a record's own field for a
-metric the registry lacks) beyond tolerance are regressions, unless the tolerance says
+"task/metric" or "model/task/metric". Lookup order: model/task/metric, task/metric, metric, in the
+baseline file, then the caller's defaults. Only changes in the worse direction (the metric
+registry's; a record's own field for a metric the registry lacks) beyond tolerance are
+regressions, unless the tolerance says
 "either_direction": true (a suite over fixed checkpoints, such as `ci` over the zoo, where any change
 beyond the measured drift means the evaluation or the model changed).
 
@@ -18,6 +19,7 @@ then the tolerances decide.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -60,17 +62,21 @@ class Finding:
 TOLERANCE_KINDS = ("abs", "rel")
 
 
+def read_json(path: Path, what: str, give: str):
+    """The parsed file, or one error line naming `what` it should have been and `give`."""
+    if not path.is_file():
+        raise PathEvalError(f"no {what} at {path}: give {give}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PathEvalError(f"{what} {path} is not JSON ({err}): give {give}") from None
+
+
 def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
     """The baseline's records and tolerances, or one error line (a baseline that cannot be read is
     not a regression: the caller exits 2, not 1)."""
     path = Path(path)
-    if not path.is_file():
-        raise PathEvalError(f"no baseline file at {path}: give a results.json or a {{tolerances, records}} file")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"baseline {path} is not JSON ({err}): give a results.json or a "
-                            "{tolerances, records} file") from None
+    raw = read_json(path, "baseline file", "a results.json or a {tolerances, records} file")
     shape = f"baseline {path} is not a results list or an object with 'records' (and 'tolerances')"
     if isinstance(raw, list):
         records, tolerances = raw, {}
@@ -98,12 +104,7 @@ def load_tolerances(path: Path, baseline: list[ResultRecord]) -> dict:
     answers several questions: the same checkpoints elsewhere (the baseline's tolerances), or
     checkpoints retrained by the same command (results/ci/retrain_tolerances.json)."""
     path = Path(path)
-    if not path.is_file():
-        raise PathEvalError(f"no tolerance file at {path}: give a JSON object {{\"tolerances\": {{metric: {{abs, rel}}}}}}")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"tolerance file {path} is not JSON ({err}): give an object with 'tolerances'") from None
+    raw = read_json(path, "tolerance file", "an object with 'tolerances'")
     if not isinstance(raw, dict) or "tolerances" not in raw or set(raw) - {"tolerances", "derivation"}:
         raise PathEvalError(f"tolerance file {path} is not an object with 'tolerances' (and 'derivation'): give "
                             "{\"tolerances\": {metric: {abs, rel}}}")
@@ -117,7 +118,7 @@ def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> No
     if not isinstance(tolerances, dict):
         raise PathEvalError(f"baseline {path}: tolerances must be an object: give metric -> {{abs, rel}}, e.g. "
                             "{\"acc\": {\"abs\": 0.01}}")
-    known = {r.metric for r in baseline} | {f"{r.task}/{r.metric}" for r in baseline}
+    known = {name for r in baseline for name in tolerance_names(r)}
     for name, tolerance in tolerances.items():
         if name not in known:
             raise PathEvalError(f"baseline {path}: tolerance {name!r} matches no baseline metric: use one of "
@@ -137,6 +138,13 @@ def check_tolerances(tolerances, baseline: list[ResultRecord], path: Path) -> No
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise PathEvalError(f"baseline {path}: tolerance {name}.{kind} = {value!r} is not a number of at "
                                     "least 0: give e.g. 0.01")
+
+
+def tolerance_names(record: ResultRecord) -> tuple[str, str, str]:
+    """The tolerance entries that may govern a record, the first present wins: model/task/metric
+    (one model's own: a retrained model whose training is noisier than the others'), task/metric,
+    metric."""
+    return f"{record.model}/{record.task}/{record.metric}", f"{record.task}/{record.metric}", record.metric
 
 
 def key_of(record: ResultRecord) -> tuple:
@@ -192,14 +200,16 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
             differences.setdefault(difference, []).append(key_of(base))
         if any(name not in allow for name, _, _ in named):
             continue
-        tol = tolerances.get(f"{base.task}/{base.metric}") or tolerances.get(base.metric) or \
+        tol = next((tolerances[name] for name in tolerance_names(base) if name in tolerances), None) or \
             (defaults or {}).get(base.metric) or DEFAULT_TOLERANCE
         allowed = max(tol.get("abs", 0.0), tol.get("rel", 0.0) * abs(base.value))
         worse = base.value - now.value if higher_is_better(base.metric, base.higher_is_better) else \
             now.value - base.value
         if tol.get("either_direction"):
             worse = abs(worse)
-        findings.append(Finding(key_of(base), base.value, now.value, allowed, worse > allowed))
+        # NaN compares false with everything: a value that became (or stopped being) NaN is a change
+        regressed = worse > allowed or math.isnan(base.value) != math.isnan(now.value)
+        findings.append(Finding(key_of(base), base.value, now.value, allowed, regressed))
     lines = {difference: f"{difference[0]} differs ({difference[1]} in the baseline, {difference[2]} in the results) "
                          f"in {len(keys)} records, e.g. {' '.join(map(str, filter(None, keys[0])))}"
              for difference, keys in differences.items()}

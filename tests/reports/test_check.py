@@ -1,11 +1,12 @@
 """`eval.py check`: 0 within tolerance, 1 with a per-metric diff on a regression, 2 on incomparable inputs."""
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from path_eval.cli import main
-from path_eval.results import write_results
+from path_eval.results import load_results, write_results
 from tests.helpers import records
 
 @pytest.fixture
@@ -148,3 +149,10 @@ def test_babilong_protocol_differences_are_incomparable(tmp_path, baseline, caps
     """A prompt switch or another sample set keeps the data fingerprint of the rows they read."""
     code, out = run_check(tmp_path, baseline, records(**change), capsys)
     assert code == 2 and f"{next(iter(change))} differs" in out
+
+
+def test_a_metric_turned_nan_is_stored_and_a_regression(tmp_path, baseline, capsys):
+    """A diverged perplexity is NaN: results.json keeps it readable, and check says regressed (exit 1)."""
+    code, out = run_check(tmp_path, baseline, records(ppl=float("nan")), capsys)
+    assert code == 1 and "REGRESSED m wikitext word_perplexity: nan vs baseline 18" in out
+    assert math.isnan(load_results(tmp_path / "run")[1].value)
