@@ -129,12 +129,13 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
              out=None, *, tasks=None, attention: str | None = None, batch_size: int = 1,
              max_length: int | None = None, seed: int = 1234, data_dir=None,
              bootstrap_iters: int = 100000, wandb_args: dict | None = None,
-             hf_hub_log_args: dict | None = None) -> Results:
+             hf_hub_log_args: dict | None = None, longbench_rule: str | None = None) -> Results:
     """Run `suite` (a built-in name, a suite YAML path, or a SuiteSpec) on `models` (what `--model`
     takes: checkpoint folders, zoo:NAME, zoo) as `eval.py run` does, into the run folder `out`
     (default runs/SUITE-KEY, as the command line's); a killed call resumes when repeated.
     `wandb_args` / `hf_hub_log_args`: lm-eval's WandbLogger and EvaluationTracker arguments, as
-    `--wandb-args` / `--hf-hub-log-args` give them parsed."""
+    `--wandb-args` / `--hf-hub-log-args` give them parsed. `longbench_rule`: LongBench-E's scoring
+    rule (`--longbench-rule`: fox, thudm), default the suite's."""
     from path_eval.data import default_data_dir
     from path_eval.locations import stay_offline
 
@@ -152,13 +153,15 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     if wandb_args is not None:
         check_wandb_args(wandb_args)
     check_hub_log_args(hf_hub_log_args or {})
-    spec = suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))
+    spec = (suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))).with_longbench_rule(longbench_rule)
     models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
                         max_length=max_length)
-    out = Path(out) if out is not None else default_out(spec.name, models, tasks, lengths, limit, seed, data_dir,
-                                                        device, dtype, attention, max_length)
+    if out is None:
+        out = default_out("-".join(filter(None, [spec.name, longbench_rule])), models, tasks, lengths, limit, seed,
+                          data_dir, device, dtype, attention, max_length)
+    out = Path(out)
     check_out_folder(out)
     records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
                                    bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from path_eval.cli import main
+from path_eval.errors import PathEvalError
 from tests.helpers import ROOT
 
 DOC = ROOT / "docs" / "python-api.md"
@@ -92,3 +93,12 @@ def test_bad_arguments_are_one_clear_error():
         path_eval.evaluate("ruler", ["zoo:rope"], tasks=[])
     with pytest.raises(PathEvalError, match="names no run"):
         path_eval.load_results()
+
+
+def test_evaluate_takes_a_longbench_rule_and_names_a_wrong_one(tmp_path):
+    """The API's rule is the command line's --longbench-rule: a rule the suite lacks is one error,
+    before any model loads."""
+    import path_eval
+
+    with pytest.raises(PathEvalError, match="suite longbench_e has no LongBench rule 'fx': choose one of"):
+        path_eval.evaluate("longbench_e", [str(tmp_path / "no-model")], longbench_rule="fx", out=tmp_path / "run")
