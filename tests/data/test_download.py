@@ -78,3 +78,11 @@ def test_download_for_longbench_e_reads_the_original_files_from_the_hub_archive(
     suite = load_suite("longbench_e")
     task = build_task(suite.task("trec"), data, suite)
     assert task.config["dataset_kwargs"]["data_files"] == {"test": str(data / "THUDM/LongBench/trec_e/test.jsonl")}
+
+
+@pytest.mark.parametrize("suite", ["babilong_regenerated", "ci"])
+def test_download_of_a_suite_with_nothing_to_fetch_says_so(tmp_path, capsys, suite):
+    """Not a silent exit 0: the user learns the suite reads generated or local data, and nothing is
+    written (the data dir is not even made)."""
+    assert main(["download", "--suite", suite, "--data-dir", str(tmp_path / "data")]) == 0
+    assert f"suite {suite} fetches nothing" in capsys.readouterr().out and not (tmp_path / "data").exists()
