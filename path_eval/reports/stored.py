@@ -8,24 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from path_eval.errors import PathEvalError
 from path_eval.results import ResultRecord
+from path_eval.results.store import read_stored
 from path_eval.suites import SuiteSpec, available_suites, load_suite
 
 if TYPE_CHECKING:
     from path_eval.plan import ResolvedPlan
-
-
-def read_stored(model, file: Path, what: str, fix: str = ""):
-    """The pydantic `model` stored as JSON in `file`, or one line naming the first problem."""
-    try:
-        return model.model_validate_json(file.read_text())
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
-                            f"{first['msg']}{fix}") from None
 
 
 def stored_suite(results: Path, name: str) -> SuiteSpec:

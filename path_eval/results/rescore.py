@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TaskResult
 from path_eval.plan import PlannedItem, ResolvedPlan
 from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
 from path_eval.results.schema import ResultRecord
-from path_eval.results.store import load_results
+from path_eval.results.store import load_results, read_stored
 from path_eval.samples import slug
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.lm_eval_tasks import adapter_protocol
@@ -29,12 +27,7 @@ def stored_plan(run: Path) -> ResolvedPlan:
     if not file.is_file():
         raise PathEvalError(f"{run} holds no plan.json: give the folder of a run `python eval.py run` wrote "
                             "(rescore reads its plan and its samples/ logs)")
-    try:
-        return ResolvedPlan.model_validate_json(file.read_text())
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise PathEvalError(f"{file} is not a path-eval plan: {'.'.join(map(str, first['loc']))}: {first['msg']}") \
-            from None
+    return read_stored(ResolvedPlan, file, "plan")
 
 
 def sample_scorer(spec: TaskSpec, suite: SuiteSpec):

@@ -11,6 +11,17 @@ from path_eval.errors import PathEvalError
 from path_eval.results.schema import SCHEMA_VERSION, ResultRecord, RunResults
 
 
+def read_stored(model, file: Path, what: str, fix: str = ""):
+    """The pydantic `model` stored as JSON in `file` (a run's plan.json or suite.json), or one line
+    naming the first problem."""
+    try:
+        return model.model_validate_json(file.read_text())
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
+                            f"{first['msg']}{fix}") from None
+
+
 def write_atomic(data: str | bytes, target: Path) -> None:
     """`target` holds `data` (text as UTF-8) whole or not at all."""
     target = Path(target)
