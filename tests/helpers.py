@@ -5,6 +5,7 @@ definition; tests/tf32_emulation.py; tests/fla_fixtures.py, fla's checkpoint lay
 the package under test; tests/shared_data.py builds the full data folder from ../shared/data.)"""
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -257,3 +258,12 @@ class LargestTensor(TorchDispatchMode):
             if isinstance(t, torch.Tensor):
                 self.numel = max(self.numel, t.numel())
         return out
+
+
+@functools.lru_cache(maxsize=1)
+def full_task_manager():
+    """lm-eval's own task manager over all its tasks, as stock lm-eval builds it (the reference the
+    tests compare with; the harness indexes only the folders of the tasks it runs)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager()

@@ -26,12 +26,12 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
     first process only (the others get no results)."""
     import lm_eval
 
-    from path_eval.tasks.lm_eval_tasks import task_manager
+    from path_eval.tasks.lm_eval_tasks import task_manager_for
 
     plan = context.plan
     output = lm_eval.simple_evaluate(
         model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=True,
-        task_manager=task_manager(), random_seed=plan.seed, numpy_random_seed=plan.seed,
+        task_manager=task_manager_for([t.spec.lm_eval_task for t in tasks]), random_seed=plan.seed, numpy_random_seed=plan.seed,
         torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=context.bootstrap_iters)
     return [] if output is None else results_from_output(tasks, output, context.samples_dir)
 

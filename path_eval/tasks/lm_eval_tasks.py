@@ -4,12 +4,16 @@ the local data dir (`dataset_path: json` + `data_files`). Only the splits the ev
 mapped; the others are switched off so nothing reaches for the hub."""
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
+from path_eval.locations import cache_dir
+from path_eval.results.store import write_json_atomic
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks import babilong, babilong_regenerated, longbench
 
@@ -24,11 +28,42 @@ REGENERATED = "regenerated/babilong"
 
 
 @lru_cache(maxsize=1)
-def task_manager():
-    """lm-eval's task index (building it takes seconds: once per process)."""
+def task_yaml_paths() -> dict[str, str]:
+    """lm-eval's task names -> their YAML files. lm-eval's full index reads some 14,000 task YAMLs
+    (about 9 s on this project's CI machine, in every process), so the map is kept in the cache dir,
+    keyed by lm-eval's version and its tasks folder's path and modification time."""
+    import lm_eval
+
+    tasks_dir = Path(lm_eval.__file__).parent / "tasks"
+    key = hashlib.sha256(f"{task_manager_version()}:{tasks_dir}:{tasks_dir.stat().st_mtime_ns}".encode()).hexdigest()
+    file = cache_dir() / "lm_eval_index" / f"{key[:16]}.json"
+    try:
+        paths = json.loads(file.read_text())
+        if all(Path(p).is_file() for p in paths.values()):
+            return paths
+    except (OSError, ValueError):
+        pass  # absent or unreadable: build it again
     from lm_eval.tasks import TaskManager
 
-    return TaskManager()
+    paths = {name: str(entry.yaml_path) for name, entry in TaskManager().task_index.items() if entry.yaml_path}
+    write_json_atomic(paths, file)
+    return paths
+
+
+@lru_cache(maxsize=8)
+def task_manager(folders: tuple[str, ...]):
+    """lm-eval's task manager over the folders of the tasks a call evaluates: their configs come
+    whole from `lm_eval_config`, so it needs no index of the rest."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_defaults=False, include_path=list(folders))
+
+
+def task_manager_for(names: list[str | None]):
+    """The task manager `simple_evaluate` gets for configs made from lm-eval tasks `names` (None: a
+    config of our own, made from no lm-eval task)."""
+    paths = task_yaml_paths()
+    return task_manager(tuple(sorted({str(Path(paths[name]).parent) for name in names if name is not None})))
 
 
 def lm_eval_config(name: str, resolve_functions: bool = True) -> dict:
@@ -37,10 +72,10 @@ def lm_eval_config(name: str, resolve_functions: bool = True) -> dict:
     not need)."""
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    entry = task_manager().task_index.get(name)
-    if entry is None or entry.yaml_path is None:
+    path = task_yaml_paths().get(name)
+    if path is None:
         raise PathEvalError(f"lm-eval {task_manager_version()} has no task {name!r}")
-    return load_yaml(entry.yaml_path, resolve_func=resolve_functions)
+    return load_yaml(path, resolve_func=resolve_functions)
 
 
 def task_manager_version() -> str:

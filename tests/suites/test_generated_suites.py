@@ -62,9 +62,9 @@ def data_dir(tmp_path_factory):
 def evaluate(lm, tasks):
     import lm_eval
 
-    from path_eval.tasks.lm_eval_tasks import task_manager
+    from tests.helpers import full_task_manager
 
-    return lm_eval.simple_evaluate(model=lm, tasks=[t.config for t in tasks], task_manager=task_manager(),
+    return lm_eval.simple_evaluate(model=lm, tasks=[t.config for t in tasks], task_manager=full_task_manager(),
                                    log_samples=True, bootstrap_iters=0)
 
 

@@ -12,8 +12,8 @@ from path_eval.evaluators.lm_eval import results_from_output
 from path_eval.results.records import aggregate, task_records
 from path_eval.suites import BabilongOptions, load_suite
 from path_eval.tasks import build_task
-from path_eval.tasks.lm_eval_tasks import lm_eval_config, task_manager
-from tests.helpers import BABILONG_FILLER, PROVENANCE, write_babilong
+from path_eval.tasks.lm_eval_tasks import lm_eval_config
+from tests.helpers import BABILONG_FILLER, PROVENANCE, full_task_manager, write_babilong
 
 LENGTHS = (0, 4096)
 
@@ -50,7 +50,7 @@ def evaluated(tmp_path_factory, suite):
     data = write_babilong(tmp_path_factory.mktemp("data"))
     tasks = [build_task(t, data, suite, n) for t in suite.tasks for n in LENGTHS]
     model = AnswerLM(knows=lambda doc: BABILONG_FILLER not in doc["input"] and doc["question"] in FIRST_QUESTIONS)
-    output = lm_eval.simple_evaluate(model=model, tasks=[t.config for t in tasks], task_manager=task_manager(),
+    output = lm_eval.simple_evaluate(model=model, tasks=[t.config for t in tasks], task_manager=full_task_manager(),
                                      log_samples=True, bootstrap_iters=0)
     return tasks, model, output
 
@@ -221,7 +221,7 @@ def test_regenerated_rows_are_labelled_and_never_share_a_cell(evaluated, suite, 
     assert tasks[1].files[0].is_relative_to(tmp_path / "cache" / "frozen" / "babilong" / "qa1")
     assert any(f.name.startswith("qa1_") and f.suffix == ".txt" for f in tasks[1].files)
     output = lm_eval.simple_evaluate(model=AnswerLM(knows=lambda doc: True), tasks=[t.config for t in tasks],
-                                     task_manager=task_manager(), log_samples=True, bootstrap_iters=0)
+                                     task_manager=full_task_manager(), log_samples=True, bootstrap_iters=0)
     info = {k: v for k, v in PROVENANCE.items() if k not in ("data_fingerprint", "data_files", "num_fewshot")}
     made = task_records(regenerated, "m", results_from_output(tasks, output, tmp_path / "samples"), info)
     assert {(r.data_source, r.provenance.data_source, r.provenance.sample_set, r.n) for r in made} == \

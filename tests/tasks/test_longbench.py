@@ -15,8 +15,7 @@ from path_eval.plan import check_room_for_generation
 from path_eval.results.records import aggregate, task_records
 from path_eval.suites import PromptEdit, load_suite
 from path_eval.tasks import build_task
-from path_eval.tasks.lm_eval_tasks import task_manager
-from tests.helpers import LONGBENCH_LENGTHS, PROVENANCE, write_longbench_e
+from tests.helpers import LONGBENCH_LENGTHS, PROVENANCE, full_task_manager, write_longbench_e
 
 # DESIGN.md §4.4: the original's max new tokens
 MAX_NEW_TOKENS = {"qasper": 128, "multifieldqa_en": 64, "hotpotqa": 32, "2wikimqa": 32, "gov_report": 512,
@@ -63,7 +62,7 @@ def evaluated(data_dir, suite):
     """Every task of the suite, through lm-eval, with a model that knows only the short docs."""
     tasks = [build_task(t, data_dir, suite) for t in suite.tasks]
     model = AnswerLM(knows=lambda doc: doc["length"] < 4000)
-    output = lm_eval.simple_evaluate(model=model, tasks=[t.config for t in tasks], task_manager=task_manager(),
+    output = lm_eval.simple_evaluate(model=model, tasks=[t.config for t in tasks], task_manager=full_task_manager(),
                                      log_samples=True, bootstrap_iters=0)
     return tasks, model, output
 
@@ -92,7 +91,7 @@ def test_prompts_follow_the_original_format(evaluated):
     assert by_dataset["passage_retrieval_en"][0].endswith("The answer is: ")
     # the rest of each prompt is lm-eval's own template text
     for task in tasks:
-        template = task_manager().task_index[task.spec.lm_eval_task].cfg["doc_to_text"]
+        template = full_task_manager().task_index[task.spec.lm_eval_task].cfg["doc_to_text"]
         assert by_dataset[task.spec.name][0].startswith(template.split("{{")[0])
 
 
