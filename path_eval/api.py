@@ -152,7 +152,8 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     check_device_and_backend(device, attention)
     if wandb_args is not None:
         check_wandb_args(wandb_args)
-    check_hub_log_args(hf_hub_log_args or {})
+    if hf_hub_log_args:
+        check_hub_log_args(hf_hub_log_args)
     spec = (suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))).with_longbench_rule(longbench_rule)
     models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()

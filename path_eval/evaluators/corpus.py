@@ -48,7 +48,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     finished = {}
     if log_file.is_file():
         finished = {row["block"]: row for row in map(json.loads, log_file.read_text().splitlines())}
-    rows, curve_sum, per_block = [], np.zeros(length - 1), []
+    rows, curve_sum = [], np.zeros(length - 1)
     cap = limit or suite.max_blocks
     rank, processes = lm.process_index, lm.process_count
 
@@ -71,7 +71,6 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
             for row, nll in filter(None, lm.gather_object(mine)):
                 rows.append(row)
                 curve_sum += nll
-                per_block.append(row)
             if rank == 0:
                 write_jsonl_atomic(rows, log_file)
             lm.save_progress()
@@ -81,10 +80,10 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
                             "use a shorter --lengths or more data")
     buckets = []
     for k, (a, b) in enumerate(edges):
-        means = [r["nll_sum"][k] / r["count"][k] for r in per_block]
-        buckets.append((a, b, sum(r["nll_sum"][k] for r in per_block), sum(r["count"][k] for r in per_block), means))
-    totals = [sum(r["nll_sum"]) / sum(r["count"]) for r in per_block]
-    total = (0, length - 2, sum(sum(r["nll_sum"]) for r in per_block), sum(sum(r["count"]) for r in per_block), totals)
+        means = [r["nll_sum"][k] / r["count"][k] for r in rows]
+        buckets.append((a, b, sum(r["nll_sum"][k] for r in rows), sum(r["count"][k] for r in rows), means))
+    totals = [sum(r["nll_sum"]) / sum(r["count"]) for r in rows]
+    total = (0, length - 2, sum(sum(r["nll_sum"]) for r in rows), sum(sum(r["count"]) for r in rows), totals)
     return {"buckets": buckets, "total": total, "blocks": len(rows), "rows": rows, "files": files,
             "fingerprint": fingerprint(files), "curve": curve_sum / len(rows)}
 

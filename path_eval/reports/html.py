@@ -12,10 +12,8 @@ from path_eval.reports.plots import suite_figures, svg_text
 from path_eval.reports.stored import StoredRun
 from path_eval.reports.tables import paper_layout, suite_table
 from path_eval.results import write_atomic
+from path_eval.results.records import TASK_RESULT_FIELDS
 from path_eval.suites import SuiteSpec
-
-# Provenance fields that differ per task, not per model: left out of the per-model table.
-PER_TASK_FIELDS = ("data_fingerprint", "data_files", "num_fewshot", "truncate_middle")
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -96,7 +94,7 @@ def run_section(index: int, run: StoredRun) -> str:
     first = {}
     for record in run.records:
         first.setdefault(record.model, record.provenance)
-    fields = [f for f in type(next(iter(first.values()))).model_fields if f not in PER_TASK_FIELDS] if first else []
+    fields = [f for f in type(next(iter(first.values()))).model_fields if f not in TASK_RESULT_FIELDS] if first else []
     rows = [[field] + [str(getattr(p, field)) for p in first.values()] for field in fields]
     parts.append(table(["provenance"] + list(first), rows, title="provenance per model",
                        text_columns=1 + len(first)))

@@ -182,6 +182,7 @@ class RunSamples:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._files: dict[Path, list[dict]] = {}
+        self._suites: dict[str, object] = {}  # the stored suite per name, read once
         try:
             self.items = json.loads((self.folder / "plan.json").read_text())["items"]
         except (OSError, ValueError, KeyError, TypeError):  # no plan.json (a bare results.json), or a foreign one
@@ -194,7 +195,9 @@ class RunSamples:
         if self.items is None:
             return "no per-sample log"
         try:
-            suite = stored_suite(self.folder, record.suite)
+            if record.suite not in self._suites:
+                self._suites[record.suite] = stored_suite(self.folder, record.suite)
+            suite = self._suites[record.suite]
             parts = next((aggregate.mean_of for aggregate in suite.aggregates if aggregate.name == record.task),
                          [f"{record.task}/{record.metric}"])
             strata = []

@@ -175,9 +175,12 @@ def noisy_sample(sample: BabiSample, noise: NoiseSentences, slots: np.random.Gen
     room = size - sum(len(f) for f in facts)
     background = noise.take(room) if room > 0 else []
     where = np.sort(slots.integers(0, len(background) + 1, size=len(facts)))
+    by_slot = [[] for _ in range(len(background) + 1)]  # facts keep their order within a slot
+    for fact, at in zip(facts, where):
+        by_slot[at].append(fact)
     pieces = []
-    for slot in range(len(background) + 1):
-        pieces += [fact for fact, at in zip(facts, where) if at == slot]
+    for slot, group in enumerate(by_slot):
+        pieces += group
         if slot < len(background):
             pieces.append(background[slot])
     tokens = [token for piece in pieces for token in piece]
