@@ -474,6 +474,21 @@ def _interrupt(signum, frame):
     raise Interrupted(signum)
 
 
+# The handlers `main` replaced, while it runs. A process forked meanwhile (lm-eval's bootstrap pool,
+# datasets' workers) gets them back: `Pool.terminate` stops its workers with SIGTERM, and a worker
+# that raised `Interrupted` instead of dying could do so inside the pool's shared queue lock and
+# leave a sibling, and the parent joining it, waiting forever.
+_replaced_handlers: dict[int, object] = {}
+
+
+def _restore_replaced_handlers() -> None:
+    for signum, handler in _replaced_handlers.items():
+        signal.signal(signum, handler)
+
+
+os.register_at_fork(after_in_child=_restore_replaced_handlers)
+
+
 def stay_offline(command: str) -> None:
     """Every command but `download` runs without a network (`path_eval.locations.stay_offline`)."""
     from path_eval.locations import stay_offline as offline
@@ -511,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
     for name in ("lm_eval", "lm-eval"):
         logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.INFO)
-    handlers = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    _replaced_handlers.update({signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)})
     try:
         code = args.func(args)
     except Interrupted as stop:
@@ -523,6 +538,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err if isinstance(err, PathEvalError) else os_error_line(err)}", file=sys.stderr)
         return 2
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+        _restore_replaced_handlers()
+        _replaced_handlers.clear()
     return code or 0

@@ -101,3 +101,22 @@ class Payload:
         import os
 
         return os.system, (f"touch {self.marker}",)
+
+
+def test_a_process_forked_during_a_command_gets_the_default_handlers_back():
+    """lm-eval's bootstrap pool is forked while `main` has SIGINT and SIGTERM raise `Interrupted`;
+    `Pool.terminate` stops its workers with SIGTERM, so they must die of it, not raise (a worker that
+    raised inside the pool's shared queue lock once left the parent joining it forever)."""
+    import multiprocessing
+
+    from path_eval import cli
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    cli._replaced_handlers.update({signum: signal.signal(signum, cli._interrupt) for signum in before})
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            in_child = {signum: pool.apply(signal.getsignal, (signum,)) for signum in before}
+    finally:
+        cli._restore_replaced_handlers()
+        cli._replaced_handlers.clear()
+    assert in_child == before and signal.getsignal(signal.SIGTERM) == before[signal.SIGTERM]
