@@ -1,9 +1,10 @@
 """Log-likelihood of target tokens without a [T, vocab] tensor: hidden states first, then the
 vocabulary projection and log-softmax a slice of positions at a time.
 
-Works for path-eval models (which prefill long inputs in chunks on their cache, so activations
-stay O(chunk) and the cache O(T x d)) and for transformers causal LMs (one forward of the base
-model, then the same sliced projection).
+Works for path-eval models and for transformers causal LMs (one forward of the base model, then the
+same sliced projection). A path-eval model on the Triton backend scores a block in one pass with no
+cache when its activations fit the GPU's free memory (`one_pass_fits`); otherwise, and on the other
+backends, it prefills in chunks on its cache, so activations stay O(chunk) and the cache O(T x d).
 """
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import torch
 from path_eval.models import PathEvalForCausalLM
 
 PROJECTION_ROWS = 1024
+# Activation elements per token and hidden unit held at once by one decoder layer's forward, in the
+# model's dtype, with room to spare: the layer input, its norm, q, k, v, w, the preparation's float32
+# queries, in-chunk logits and factors (about eight bf16 widths), the attention output and the MLP's
+# gate, up and activation (about twelve).
+ONE_PASS_ELEMENTS_PER_TOKEN_AND_UNIT = 32
 
 
 def _project(model, hidden: torch.Tensor) -> torch.Tensor:
@@ -22,12 +28,28 @@ def _project(model, hidden: torch.Tensor) -> torch.Tensor:
     return torch.tanh(logits / cap) * cap if cap else logits
 
 
+def one_pass_fits(model: PathEvalForCausalLM, tokens: torch.Tensor) -> bool:
+    """Whether `tokens` [B, T] may go through the model in one pass, keeping no cache. The Triton
+    kernels hold nothing of size T x T, so one pass needs activations of about T x hidden per layer,
+    while chunked prefill keeps every earlier chunk's keys and values in every layer (at 64K tokens of
+    a 760M model, 9.7 GB in bf16) and moves them through each later chunk. Chunks are only worth that
+    when one pass would not fit the GPU's free memory. The torch backend materializes per-chunk
+    products whose size grows with the segment, so it always chunks."""
+    if model.backend_name != "triton" or tokens.device.type != "cuda":
+        return False
+    free, _ = torch.cuda.mem_get_info(tokens.device)
+    weight = model.lm_head.weight
+    need = tokens.numel() * model.config.hidden_size * weight.element_size() * ONE_PASS_ELEMENTS_PER_TOKEN_AND_UNIT
+    return need <= free
+
+
 def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, rows: list[torch.Tensor],
                  prefill_chunk: int | None) -> list[torch.Tensor]:
     """Final hidden states of `tokens` [B, T] at the positions rows[b] (1-D index tensors)."""
     if isinstance(model, PathEvalForCausalLM):
         T = tokens.shape[1]
-        step = prefill_chunk if prefill_chunk and T > prefill_chunk else T
+        chunked = prefill_chunk and T > prefill_chunk and not one_pass_fits(model, tokens)
+        step = prefill_chunk if chunked else T
         cache = None
         pieces: list[list[torch.Tensor]] = [[] for _ in rows]
         for start in range(0, T, step):

@@ -39,3 +39,21 @@ def test_autocast_bf16_on_cuda_stays_near_float32(tmp_path, attention):
     assert lm.precision == "autocast-bf16" and next(lm.model.parameters()).dtype == torch.float32
     difference = (nll["autocast-bf16"] - nll["float32"]).abs().max()
     assert 0 < difference < 0.05 * nll["float32"].abs().max()
+
+
+def test_triton_scoring_takes_one_pass_when_it_fits_and_chunks_when_not(tmp_path, monkeypatch):
+    """On the Triton backend a block that fits the GPU's free memory is scored in one pass with no
+    cache, one that does not in chunks on the cache; both give the same log-likelihoods."""
+    from path_eval.lm import scoring
+
+    torch.manual_seed(0)
+    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=128, num_hidden_layers=2,
+                                       num_heads=2, max_position_embeddings=4096)).save_pretrained(tmp_path)
+    lm = PathEvalLM(str(tmp_path), device="cuda", dtype="float32", attention="triton", prefill_chunk=1024)
+    tokens = torch.randint(3, 32000, (3000,), generator=torch.Generator().manual_seed(1)).tolist()
+    assert scoring.one_pass_fits(lm.model, torch.tensor([tokens], device="cuda"))
+    one_pass = lm.next_token_nll(tokens)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1, 1))
+    assert not scoring.one_pass_fits(lm.model, torch.tensor([tokens], device="cuda"))
+    chunked = lm.next_token_nll(tokens)
+    assert torch.allclose(one_pass, chunked, rtol=1e-4, atol=1e-4)

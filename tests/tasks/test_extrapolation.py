@@ -99,3 +99,24 @@ def test_suite_runs_offline_on_the_stand_ins_and_writes_reports(lm, tmp_path):
     assert np.load(out / "curves" / Path(lm.pretrained).name / "books_standin@1024.npy").shape == (1023,)
     too_long = subprocess.run(command[:8] + ["100000k"] + command[9:], cwd=ROOT, capture_output=True, text=True)
     assert too_long.returncode == 2 and "cannot fill one block" in too_long.stderr
+
+
+def test_a_block_that_fits_goes_in_one_pass_with_no_cache(lm, monkeypatch):
+    """Off the Triton backend on a GPU a long block is prefilled in chunks; when `one_pass_fits`
+    allows, it is one forward that keeps no cache, with the chunked result."""
+    from path_eval.lm import scoring
+
+    block = torch.randint(0, 32000, (700,), generator=torch.Generator().manual_seed(4)).tolist()
+    calls, real = [], lm.model.hidden_states
+
+    def spy(*args, use_cache, **kwargs):
+        calls.append(use_cache)
+        return real(*args, use_cache=use_cache, **kwargs)
+
+    monkeypatch.setattr(lm.model, "hidden_states", spy)
+    chunked = next_token_nll(lm.model, block, 256)
+    assert not scoring.one_pass_fits(lm.model, torch.tensor([block])) and calls == [True, True, False]
+    calls.clear()
+    monkeypatch.setattr(scoring, "one_pass_fits", lambda model, tokens: True)
+    assert torch.allclose(next_token_nll(lm.model, block, 256), chunked, rtol=1e-5, atol=1e-5)
+    assert calls == [False]
