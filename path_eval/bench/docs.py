@@ -378,7 +378,7 @@ def training_runs_tables(results: Path) -> str:
         f"Machine: {data['machine']}. The training script's own evaluation: flip-flop error on "
         "4,096 / 16,384 / 1,024 fixed sequences (in / sparse / dense) under bf16 autocast on the GPU; held-out "
         "loss (nats per token) on 100 windows of 512 tokens of the held-out text. Runs: zoo = the shipped "
-        "checkpoints, retrain1 to retrain3 = the same command run again, seeds = other seeds (sN), in one call "
+        "checkpoints, retrain1 to retrain4 = the same command run again, seeds = other seeds (sN), in one call "
         "with 19 runs sharing the GPU, where the fla runs reached their deadline early; long = RoPE's flip-flop "
         "model at 5x the budget (10,000 steps, the learning-rate schedule stretched to it), three seeds sharing "
         "the GPU with one evaluation run.",
