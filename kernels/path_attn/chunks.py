@@ -148,6 +148,28 @@ def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch
     return new.flatten(2, 4)[:, :, :T], outer[:, :, 0] @ totals[:, :, 0]
 
 
+def super_chunk_transport(transport: Transport, size: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the forward's coarse walk reads, for the first `count` super-chunks of `size` chunks each:
+    their keys moved to their super-chunk end [B, H, count * size * C, D] and per super-chunk
+    U_super = I - P_last ... P_first [B, H, count, D, D] (r <- r - r U_super moves a query through
+    it), in the transport's dtype. Each super-chunk is a segment of `segment_transport`'s."""
+    k_end, U = transport.k_end[:, :, :count * size], transport.U[:, :, :count * size]
+    B, H, _, C, D = k_end.shape
+    per_super = Transport(k_end.unflatten(2, (count, size)).flatten(1, 2), U.unflatten(2, (count, size)).flatten(1, 2))
+    keys, whole = segment_transport(per_super, size * C)           # [B, H * count, size * C, D], [.., D, D]
+    eye = torch.eye(D, dtype=whole.dtype, device=whole.device)
+    return keys.unflatten(1, (H, count)).flatten(2, 3), eye - whole.unflatten(1, (H, count))
+
+
+def super_chunk_gates(g: torch.Tensor, tokens: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """g [B, T, HQ] log gates -> each key's sum to its super-chunk end (over (j, end]) [B, count, tokens, HQ]
+    and each super-chunk's total [B, count, HQ], for the first `count` super-chunks of `tokens` tokens:
+    summed inside each super-chunk only, never along the whole segment."""
+    per_super = g[:, :count * tokens].unflatten(1, (count, tokens))   # [B, count, tokens, HQ]
+    to_end = gates_to_end(per_super.flatten(0, 1)).unflatten(0, (g.shape[0], count))
+    return to_end.contiguous(), per_super.sum(2).contiguous()
+
+
 def transport_state(transport: Transport, past_k: torch.Tensor | None, T: int) -> torch.Tensor:
     """Keys of cache (past_k [B, L, H, D]) + segment transported to the segment end, [B, H, L + T, D],
     in the transport's dtype."""

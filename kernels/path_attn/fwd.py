@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.chunks import Transport, chunk_gates
+from path_eval.kernels.path_attn.chunks import Transport, chunk_gates, super_chunk_gates, super_chunk_transport
 from path_eval.kernels.path_attn.prep import Prepared, prepare_path
 from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
@@ -46,7 +47,7 @@ def _softmax_step(acc, m_i, l_i, s, v, DOT_PREC: tl.constexpr):
 
 @triton.jit
 def _path_attn_fwd(
-    Q, K, V, U, S, G, KOK, KC, VC, GC, COK, O, LSE,
+    Q, K, V, U, S, G, KS, US, GE, GT, KOK, KC, VC, GC, COK, O, LSE,
     T, L, HQ, GROUP, qk_scale, gate_scale, cache_per_split,
     sq_b, sq_h, sq_n, sq_g, sq_c,
     sk_b, sk_h, sk_t,
@@ -54,6 +55,10 @@ def _path_attn_fwd(
     su_b, su_h, su_n,
     ss_b, ss_h, ss_n, ss_g, ss_c,
     sg_b, sg_h, sg_n, sg_g, sg_c,
+    sks_b, sks_h, sks_t,
+    sus_b, sus_h, sus_n,
+    sge_b, sge_n, sge_t,
+    sgt_b, sgt_n,
     skok_b,
     skc_b, skc_t, skc_h,
     svc_b, svc_t, svc_h,
@@ -61,7 +66,7 @@ def _path_attn_fwd(
     scok_b,
     so_s, so_b, so_t, so_h,
     slse_s, slse_b, slse_h,
-    D: tl.constexpr, CHUNK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    D: tl.constexpr, CHUNK: tl.constexpr, SUPER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, KEY_MASK: tl.constexpr,
     CACHE: tl.constexpr, CACHE_MASK: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
@@ -112,8 +117,10 @@ def _path_attn_fwd(
         v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
         acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
 
-        # 2. earlier chunks, right to left
-        for jj in range(0, chunk_q):
+        # 2. earlier chunks of the row's own super-chunk (all earlier chunks when SUPER == 1), right to left
+        super_q = chunk_q // SUPER
+        fine_chunks = chunk_q - super_q * SUPER if SUPER > 1 else chunk_q
+        for jj in range(0, fine_chunks):
             j = chunk_q - 1 - jj
             cols = j * CHUNK + c_idx
             k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
@@ -130,6 +137,30 @@ def _path_attn_fwd(
             if TRANSFORM:
                 u = tl.load(U + b * su_b + h * su_h + j.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
                 r -= tl.dot(r.to(u.dtype), u, input_precision=DOT_PREC)
+
+        # 2b. earlier super-chunks, right to left: their keys at the super-chunk end, in blocks of a
+        # chunk, scored with one rounded r; then one dense step r <- r - r U_super
+        if SUPER > 1:
+            ks_base = KS + b * sks_b + h * sks_h
+            for ss in range(0, super_q):
+                sc = (super_q - 1 - ss).to(tl.int64)
+                r_op = r.to(KS.dtype.element_ty)
+                for blk in range(SUPER):
+                    pos = blk * CHUNK + c_idx
+                    cols = sc * (SUPER * CHUNK) + pos
+                    k = tl.load(ks_base + cols[:, None] * sks_t + d[None, :])
+                    s = tl.dot(r_op, tl.trans(k), input_precision=DOT_PREC) * qk_scale
+                    if GATE:
+                        gk = tl.load(GE + b * sge_b + sc * sge_n + pos * sge_t + hq)
+                        s += (decay[:, None] + gk[None, :]) * gate_scale
+                    if KEY_MASK:
+                        s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
+                    v = tl.load(v_base + cols[:, None] * sv_t + d[None, :])
+                    acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+                if GATE:
+                    decay += tl.load(GT + b * sgt_b + sc * sgt_n + hq)
+                u = tl.load(US + b * sus_b + h * sus_h + sc * sus_n + d[:, None] * D + d[None, :])
+                r -= tl.dot(r_op, u, input_precision=DOT_PREC)
 
     # 3. the cache, keys transported to the segment start
     if CACHE:
@@ -168,6 +199,13 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
     return 64, 64
 
 
+def default_super_chunks(head_dim: int, tokens: int) -> int:
+    """Chunks per super-chunk of the coarse walk (1: no coarse walk). The coarse walk costs the
+    super-chunk transport up front, O(T D^2) in float32 torch products, and saves a part of the walk,
+    which grows with T^2: worth it only from some length on."""
+    return 4 if tokens >= (8192 if head_dim <= 64 else 16384) else 1
+
+
 # Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter
 # cannot autotune, so it gets one fixed configuration, as do GPU test runs with PATH_EVAL_AUTOTUNE=0
 # (tuning every test shape costs minutes).
@@ -175,13 +213,14 @@ TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_
 if TUNED:
     _path_attn_fwd = triton.autotune(
         configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)],
-        key=["D", "CHUNK", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"])(_path_attn_fwd)
+        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"])(_path_attn_fwd)
 
 
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
                    key_valid=None, cache_k=None, cache_v=None, cache_g=None, cache_valid=None,
                    chunk_size: int | None = None, block_m: int | None = None, splits: int = 1,
-                   cache_block: int = 64, transport: bool = False) -> tuple[torch.Tensor, Transport | None]:
+                   cache_block: int = 64, transport: bool = False,
+                   super_chunks: int | None = None) -> tuple[torch.Tensor, Transport | None]:
     """Causal attention of a segment (after an optional cache); returns (out [B, T, HQ, D], the
     segment's `Transport` for moving a cache when `transport` is asked for and the variant is PaTH).
 
@@ -189,6 +228,8 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     FoX-style gates: g [B, T, HQ] log forget gates; key_valid [B, T] bool (False = padding).
     Cache: cache_k (transported to the segment start) / cache_v [B, L, H, D], cache_g [B, L, HQ]
     (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
+    super_chunks: chunks per super-chunk of the coarse walk (PaTH only; None: `default_super_chunks`,
+    1: every earlier chunk walked one by one). The returned `Transport` stays per chunk.
     """
     B, T, HQ, D = q.shape
     if q.dtype not in DTYPES:
@@ -211,15 +252,44 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if key_valid is not None:  # padding must not transform or decay anything
         beta = None if beta is None else beta * key_valid[..., None]
         g = None if g is None else g * key_valid[..., None]
-    prep = None if w is None else prepare_path(q, k, w, beta, C, transport)
-    out = _launch(q, k, v, g, prep, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
-                  splits, cache_block)
-    return out[:, :T], None if prep is None else prep.transport
+    n = q.shape[1] // C
+    size = default_super_chunks(D, q.shape[1]) if super_chunks is None else super_chunks
+    if size < 1:
+        raise ValueError(f"super_chunks must be 1 or more, not {size}")
+    count = (n - 1) // size  # whole super-chunks before the last chunk's: the only ones a coarse walk reads
+    size = size if w is not None and count > 0 else 1
+    prep = None if w is None else prepare_path(q, k, w, beta, C, transport or size > 1)
+    coarse = None if size == 1 else _coarse(prep.transport, g, size, count, q.dtype)
+    out = _launch(q, k, v, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
+                  C, BM, splits, cache_block)
+    return out[:, :T], prep.transport if transport and prep is not None else None
 
 
-def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
-            C, BM, splits, cache_block) -> torch.Tensor:
-    """q, k, v, g as given (views, no copies, whole chunks); `prep` the PaTH preparation or None."""
+@dataclass
+class Coarse:
+    """The coarse walk's inputs: `size` chunks per super-chunk; keys at their super-chunk end k
+    [B, H, count * size * C, D] and U [B, H, count, D, D] in the input dtype (rounded once, from
+    float32); for gates, each key's log-gate sum to its super-chunk end g_end [B, count, size * C, HQ]
+    and each super-chunk's total g_total [B, count, HQ], float32."""
+
+    size: int
+    k: torch.Tensor
+    U: torch.Tensor
+    g_end: torch.Tensor | None
+    g_total: torch.Tensor | None
+
+
+def _coarse(transport: Transport, g, size: int, count: int, dtype: torch.dtype) -> Coarse:
+    keys, U = super_chunk_transport(transport, size, count)
+    tokens = size * transport.k_end.shape[3]
+    g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), tokens, count)
+    return Coarse(size, keys.to(dtype), U.to(dtype), g_end, g_total)
+
+
+def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,
+            cache_g, cache_valid, C, BM, splits, cache_block) -> torch.Tensor:
+    """q, k, v, g as given (views, no copies, whole chunks); `prep` the PaTH preparation or None;
+    `coarse` the coarse walk's inputs or None (every earlier chunk walked one by one)."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H
@@ -237,6 +307,12 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         G = chunk_gates(g, n, C, H, torch.float32)                     # [B, H, N, group, C]
     else:
         G = q.new_empty(1, 1, 1, 1, 1, dtype=torch.float32)
+    if coarse is not None:
+        KS, US = coarse.k, coarse.U
+        GE, GT = (coarse.g_end, coarse.g_total) if g is not None else (G, G)
+    else:
+        KS = US = q.new_empty(1, 1, 1, 1)
+        GE = GT = G
     kok = (key_valid.to(torch.int8).contiguous() if key_valid is not None
            else q.new_empty(1, 1, dtype=torch.int8))
     L = 0 if cache_k is None else cache_k.shape[1]
@@ -263,10 +339,11 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         lse = torch.empty(splits, B, HQ, T, dtype=torch.float32, device=q.device)
     sq, sk, sv, ss = Q.stride(), K.stride(), V.stride(), S.stride()
     su, sg = U.stride(), G.stride()
+    sks, sus, sge, sgt = KS.stride(), US.stride(), GE.stride(), GT.stride()
     prec = "ieee" if dt == torch.float32 else "tf32"
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
-        Q, K, V, U, S, G, kok, kc, vc, gc, cok, out, lse,
+        Q, K, V, U, S, G, KS, US, GE, GT, kok, kc, vc, gc, cok, out, lse,
         T, L, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split,
         sq[0], sq[1], sq[2], sq[3], sq[4],
         sk[0], sk[1], sk[2],
@@ -274,6 +351,10 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         su[0], su[1], su[2],
         ss[0], ss[1], ss[2], ss[3], ss[4],
         sg[0], sg[1], sg[2], sg[3], sg[4],
+        sks[0], sks[1], sks[2],
+        sus[0], sus[1], sus[2],
+        sge[0], sge[1], sge[2],
+        sgt[0], sgt[1],
         kok.stride(0),
         kc.stride(0), kc.stride(1), kc.stride(2),
         vc.stride(0), vc.stride(1), vc.stride(2),
@@ -281,7 +362,7 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         cok.stride(0),
         out.stride(0), out.stride(1), out.stride(2), out.stride(3),
         lse.stride(0), lse.stride(1), lse.stride(2),
-        D=D, CHUNK=C, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=g is not None,
+        D=D, CHUNK=C, SUPER=1 if coarse is None else coarse.size, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=g is not None,
         KEY_MASK=key_valid is not None, CACHE=has_cache, CACHE_MASK=has_cache and cache_valid is not None,
         WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else dict(num_warps=4, num_stages=1)),
     )
