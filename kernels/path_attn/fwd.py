@@ -5,13 +5,21 @@ chunk). The preparation kernel (`prep.py`) hands it the rows' queries already mo
 start (q' = H_first ... H_a q_a), the in-chunk logits, keys transported to their chunk end and each
 chunk's transition U = W^T (T W). The program then
   1. scores its own chunk from the in-chunk logits (causal),
-  2. walks the earlier chunks right to left: score r.k' of the chunk, then r <- r - r U
-     (a dense D x D product: 1.5x plain attention's matmul work when D == C),
+  2. walks the earlier chunks of its own super-chunk (S consecutive chunks) right to left: score
+     r.k' of the chunk, then r <- r - r U (a dense D x D product: per key token D / C times the
+     score product),
+  2b. walks the earlier super-chunks right to left: score r.k'' of their S C keys (transported to
+     the super-chunk end), then one r <- r - r U_super (U_super = I - P_last ... P_first over the
+     super-chunk's chunks, P = I - U): per key token D / (S C) times the score product,
   3. scores the cache (keys already transported to the segment start) with the final r,
 with an online softmax in base 2, so nothing of size T x T exists. r stays in float32 and is
 rounded to the input dtype only as a matmul operand. FoX / PaTH-FoX gates enter as gate_scale
 times the sum of log gates between key and query, built from in-chunk sums and a running
-per-row offset along the walk (see `chunks.py`). Offsets are int64 (inputs past 2^31 elements).
+per-row offset along the walk (see `chunks.py`); the coarse walk adds super-chunk totals to that
+offset and reads each key's sum to its super-chunk end. Offsets are int64 (inputs past 2^31
+elements). The super-chunk keys and U_super are made once per key head (not per query block) in
+float32 torch products from the preparation's float32 transport (`chunks.super_chunk_transport`)
+and rounded to the input dtype once; S = 1 is the walk over every chunk.
 
 Cache-only splits (flash-decoding style) are allowed when the segment is one chunk: then every
 program already holds its final r, and the per-split results are merged by log-sum-exp.
@@ -20,7 +28,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -147,15 +155,15 @@ def _path_attn_fwd(
                 r_op = r.to(KS.dtype.element_ty)
                 for blk in range(SUPER):
                     pos = blk * CHUNK + c_idx
-                    cols = sc * (SUPER * CHUNK) + pos
-                    k = tl.load(ks_base + cols[:, None] * sks_t + d[None, :])
+                    key_pos = sc * (SUPER * CHUNK) + pos  # int64
+                    k = tl.load(ks_base + key_pos[:, None] * sks_t + d[None, :])
                     s = tl.dot(r_op, tl.trans(k), input_precision=DOT_PREC) * qk_scale
                     if GATE:
                         gk = tl.load(GE + b * sge_b + sc * sge_n + pos * sge_t + hq)
                         s += (decay[:, None] + gk[None, :]) * gate_scale
                     if KEY_MASK:
-                        s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
-                    v = tl.load(v_base + cols[:, None] * sv_t + d[None, :])
+                        s = tl.where((tl.load(KOK + b * skok_b + key_pos) != 0)[None, :], s, MASKED)
+                    v = tl.load(v_base + key_pos[:, None] * sv_t + d[None, :])
                     acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
                 if GATE:
                     decay += tl.load(GT + b * sgt_b + sc * sgt_n + hq)
@@ -252,17 +260,13 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if key_valid is not None:  # padding must not transform or decay anything
         beta = None if beta is None else beta * key_valid[..., None]
         g = None if g is None else g * key_valid[..., None]
-    n = q.shape[1] // C
     size = default_super_chunks(D, q.shape[1]) if super_chunks is None else super_chunks
     if size < 1:
         raise ValueError(f"super_chunks must be 1 or more, not {size}")
-    count = (n - 1) // size  # whole super-chunks before the last chunk's: the only ones a coarse walk reads
-    size = size if w is not None and count > 0 else 1
-    prep = None if w is None else prepare_path(q, k, w, beta, C, transport or size > 1)
-    coarse = None if size == 1 else _coarse(prep.transport, g, size, count, q.dtype)
+    prep, coarse = (None, None) if w is None else prepare_walk(q, k, w, beta, g, C, size, transport)
     out = _launch(q, k, v, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
                   C, BM, splits, cache_block)
-    return out[:, :T], prep.transport if transport and prep is not None else None
+    return out[:, :T], None if prep is None else prep.transport
 
 
 @dataclass
@@ -279,11 +283,19 @@ class Coarse:
     g_total: torch.Tensor | None
 
 
-def _coarse(transport: Transport, g, size: int, count: int, dtype: torch.dtype) -> Coarse:
-    keys, U = super_chunk_transport(transport, size, count)
-    tokens = size * transport.k_end.shape[3]
-    g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), tokens, count)
-    return Coarse(size, keys.to(dtype), U.to(dtype), g_end, g_total)
+def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
+                 transport: bool) -> tuple[Prepared, Coarse | None]:
+    """The PaTH preparation (with its per-chunk `Transport` when `transport` is asked for) and the
+    coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
+    (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None."""
+    count = (q.shape[1] // chunk_size - 1) // super_chunks
+    if super_chunks == 1 or count == 0:
+        return prepare_path(q, k, w, beta, chunk_size, transport), None
+    prep = prepare_path(q, k, w, beta, chunk_size, True)   # the float32 transport feeds the super-chunks
+    keys, U = super_chunk_transport(prep.transport, super_chunks, count)
+    g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
+    coarse = Coarse(super_chunks, keys.to(q.dtype), U.to(q.dtype), g_end, g_total)
+    return (prep if transport else replace(prep, transport=None)), coarse
 
 
 def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,
