@@ -218,10 +218,23 @@ def default_super_chunks(head_dim: int, tokens: int) -> int:
 # cannot autotune, so it gets one fixed configuration, as do GPU test runs with PATH_EVAL_AUTOTUNE=0
 # (tuning every test shape costs minutes).
 TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_AUTOTUNE") != "0"
+CAPPED = 168  # registers: three programs of 4 warps per SM
+
+
+def _prune(configs, named_args, **kwargs):
+    """The register-capped configuration only for the coarse walk at D <= 64: there the kernel needs
+    about 210 registers at 4 warps (two programs per SM) and capped at 168 spills about 100 bytes
+    (three programs); the walk over every chunk fits 168 uncapped, and D = 128 would spill far more."""
+    meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
+    return [c for c in configs if c.maxnreg is None or (meta["D"] <= 64 and meta["SUPER"] > 1)]
+
+
 if TUNED:
     _path_attn_fwd = triton.autotune(
-        configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)],
-        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"])(_path_attn_fwd)
+        configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
+        + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)],
+        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"],
+        prune_configs_by={"early_config_prune": _prune})(_path_attn_fwd)
 
 
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
