@@ -68,19 +68,21 @@ def far_apart(t: torch.Tensor, stride: int) -> torch.Tensor:
     return out
 
 
+@pytest.mark.parametrize("super_chunks", [1, 2])
 @pytest.mark.parametrize("variant", ["path", "path_fox"])
-def test_offsets_past_2_31_elements(variant):
+def test_offsets_past_2_31_elements(variant, super_chunks):
     """Inputs whose batch stride fits in int32 (2^30 + 4096 elements) but whose last batch starts
     past 2^31: the same output as contiguous inputs (equal but for a tuned configuration that may
     differ between the two calls), where int32 offset arithmetic would wrap and read other memory
-    (errors of order 1). The interpreter computes offsets its own way and cannot test this."""
+    (errors of order 1), through the walk over every chunk and the coarse walk (values read in
+    place there too). The interpreter computes offsets its own way and cannot test this."""
     g = torch.Generator(device="cuda").manual_seed(7)
     r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
     B, T, HQ, H, D = 3, 256, 4, 2, 64  # T a multiple of the chunk: no padded copies
     q, k, v = (r(B, T, n, D).bfloat16() for n in (HQ, H, H))
     w, beta = F.normalize(r(B, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T, H))
     gates = F.logsigmoid(r(B, T, HQ) + 4) if variant == "path_fox" else None
-    args = dict(scale=D ** -0.5, beta=beta, g=gates, gate_scale=D ** -0.5)
+    args = dict(scale=D ** -0.5, beta=beta, g=gates, gate_scale=D ** -0.5, super_chunks=super_chunks)
     want, _ = path_attention(q, k, v, w=w, **args)
     stride = 2 ** 30 + 4096
     got, _ = path_attention(far_apart(q, stride), far_apart(k, stride), far_apart(v, stride), w=far_apart(w, stride),
