@@ -387,8 +387,9 @@ def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gat
         cok.stride(0),
         out.stride(0), out.stride(1), out.stride(2), out.stride(3),
         lse.stride(0), lse.stride(1), lse.stride(2),
-        D=D, CHUNK=C, SUPER=1 if coarse is None else coarse.size, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=g is not None,
-        KEY_MASK=key_valid is not None, CACHE=has_cache, CACHE_MASK=has_cache and cache_valid is not None,
+        D=D, CHUNK=C, SUPER=1 if coarse is None else coarse.size, BM=BM, BN=cache_block, TRANSFORM=transform,
+        GATE=g is not None, KEY_MASK=key_valid is not None, CACHE=has_cache,
+        CACHE_MASK=has_cache and cache_valid is not None,
         WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else dict(num_warps=4, num_stages=1)),
     )
     if splits == 1:
