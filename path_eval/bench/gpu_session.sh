@@ -30,7 +30,7 @@ for step in "$@"; do
         -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
       grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
       timeout ${WB_S:-300} python3 -m path_eval.bench.kernels --parts forward --ops path_fwd,path_fox_fwd,attn_fwd \
-        --super-chunks ${WALK_S:-1,4,8} --out "$OUT/kernels_walk.json" ;;
+        --head-dims 128,64 --super-chunks ${WALK_S:-1,4,8} --out "$OUT/kernels_walk.json" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;

@@ -136,7 +136,7 @@ def check(args, out):
 
 def bench_forward(args, out, save):
     recs = out["records"]
-    for D in (64, 128):
+    for D in args.head_dims:
         H = 32 if D == 64 else 16
         for T in args.lengths:
             B = TOKENS // T
@@ -284,6 +284,7 @@ def main(argv=None) -> None:
     p.add_argument("--check-lengths", default="4096,65536")
     p.add_argument("--decode-lengths", default="4096,16384,65536")
     p.add_argument("--ops", default=",".join(GATED), help="the forward part's ops")
+    p.add_argument("--head-dims", default="64,128", help="the forward part's head dims, in this order")
     p.add_argument("--super-chunks", default="",
                    help="coarse-walk sizes S to time beside the default for PaTH forwards, e.g. 1,4,8")
     p.add_argument("--warmup", type=int, default=25)
@@ -295,6 +296,9 @@ def main(argv=None) -> None:
     args.ops = args.ops.split(",")
     if set(args.ops) - set(GATED):
         p.error(f"unknown --ops {sorted(set(args.ops) - set(GATED))}: choose from {', '.join(GATED)}")
+    args.head_dims = [int(d) for d in args.head_dims.split(",")]
+    if set(args.head_dims) - {64, 128}:
+        p.error(f"--head-dims takes 64 and 128 (the heads of 64K-token calls: 32 of 64, 16 of 128), not {args.head_dims}")
     args.super_chunks = [int(s) for s in args.super_chunks.split(",") if s]
     if any(s < 1 for s in args.super_chunks):
         p.error(f"--super-chunks takes sizes of 1 or more, not {args.super_chunks}")
