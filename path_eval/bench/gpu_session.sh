@@ -29,7 +29,7 @@ for step in "$@"; do
     walk) PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
         -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
       grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
-      timeout ${WB_S:-300} python3 -m path_eval.bench.kernels --parts forward --ops path_fwd,path_fox_fwd,attn_fwd \
+      timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops path_fwd,path_fox_fwd,attn_fwd \
         --head-dims 128,64 --super-chunks ${WALK_S:-1,4,8} --out "$OUT/kernels_walk.json" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
