@@ -119,6 +119,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
 def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The segment's keys moved to its end, [B, H, T, D], and its whole product P_last ... P_first
     [B, H, D, D] (what moves older keys: k <- P k), in the transport's dtype (float32, or float64).
+    Any leading dims in place of B, H (keys [..., N, C, D], U [..., N, D, D]) are batch dims.
 
     Dense D x D chunk products: P_i = I - U_i; chunk i's keys (already at their chunk end) go through
     the suffix S_i = P_last ... P_{i+1}. The suffixes come from a two-level scan: within groups of
@@ -127,25 +128,49 @@ def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch
     launches, against N - 1 launches of one product each (a whole-segment doubling scan would do
     N log N products). Each key is rounded once, whatever N."""
     k_end = transport.k_end
-    B, H, n, _, D = k_end.shape
+    *lead, n, _, D = k_end.shape
     eye = torch.eye(D, dtype=k_end.dtype, device=k_end.device)
     size = max(1, math.isqrt(n))
     groups = -(-n // size)
     pad = groups * size - n                                        # identity chunks after the last
-    P = torch.cat([eye - transport.U, eye.expand(B, H, pad, D, D)], 2).unflatten(2, (groups, size))
+    P = eye - transport.U
+    if pad:
+        P = torch.cat([P, eye.expand(*lead, pad, D, D)], -3)
+    P = P.unflatten(-3, (groups, size))                            # [..., G, S, D, D]
     inner = torch.empty_like(P)                                    # suffixes inside each group
-    inner[:, :, :, size - 1] = eye
+    inner[..., size - 1, :, :] = eye
     for i in range(size - 2, -1, -1):
-        inner[:, :, :, i] = inner[:, :, :, i + 1] @ P[:, :, :, i + 1]
-    totals = inner[:, :, :, 0] @ P[:, :, :, 0]                     # each group's product
+        inner[..., i, :, :] = inner[..., i + 1, :, :] @ P[..., i + 1, :, :]
+    totals = inner[..., 0, :, :] @ P[..., 0, :, :]                 # each group's product
     del P
     outer = torch.empty_like(totals)                               # products of the later groups
-    outer[:, :, groups - 1] = eye
+    outer[..., groups - 1, :, :] = eye
     for g in range(groups - 2, -1, -1):
-        outer[:, :, g] = outer[:, :, g + 1] @ totals[:, :, g + 1]
-    keys = F.pad(k_end, (0, 0, 0, 0, 0, pad)).unflatten(2, (groups, size))  # [B, H, G, S, c, D]
-    new = (keys @ inner.transpose(-1, -2)) @ outer[:, :, :, None].transpose(-1, -2)
-    return new.flatten(2, 4)[:, :, :T], outer[:, :, 0] @ totals[:, :, 0]
+        outer[..., g, :, :] = outer[..., g + 1, :, :] @ totals[..., g + 1, :, :]
+    keys = (F.pad(k_end, (0, 0, 0, 0, 0, pad)) if pad else k_end).unflatten(-3, (groups, size))  # [..., G, S, c, D]
+    new = (keys @ inner.transpose(-1, -2)) @ outer[..., None, :, :].transpose(-1, -2)
+    return new.flatten(-4, -2)[..., :T, :], outer[..., 0, :, :] @ totals[..., 0, :, :]
+
+
+def super_chunk_transport(transport: Transport, size: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the forward's coarse walk reads, for the first `count` super-chunks of `size` chunks each:
+    their keys moved to their super-chunk end [B, H, count * size * C, D] and per super-chunk
+    U_super = I - P_last ... P_first [B, H, count, D, D] (r <- r - r U_super moves a query through
+    it), in the transport's dtype. Each super-chunk is a segment of `segment_transport`'s."""
+    C, D = transport.k_end.shape[-2:]
+    per_super = Transport(transport.k_end[:, :, :count * size].unflatten(2, (count, size)),
+                          transport.U[:, :, :count * size].unflatten(2, (count, size)))
+    keys, whole = segment_transport(per_super, size * C)           # [B, H, count, size * C, D], [.., D, D]
+    return keys.flatten(2, 3), torch.eye(D, dtype=whole.dtype, device=whole.device) - whole
+
+
+def super_chunk_gates(g: torch.Tensor, tokens: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """g [B, T, HQ] log gates -> each key's sum to its super-chunk end (over (j, end]) [B, count, tokens, HQ]
+    and each super-chunk's total [B, count, HQ], for the first `count` super-chunks of `tokens` tokens:
+    summed inside each super-chunk only, never along the whole segment."""
+    per_super = g[:, :count * tokens].unflatten(1, (count, tokens))   # [B, count, tokens, HQ]
+    to_end = gates_to_end(per_super.flatten(0, 1)).unflatten(0, (g.shape[0], count))
+    return to_end.contiguous(), per_super.sum(2).contiguous()
 
 
 def transport_state(transport: Transport, past_k: torch.Tensor | None, T: int) -> torch.Tensor:

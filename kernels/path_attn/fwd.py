@@ -5,13 +5,21 @@ chunk). The preparation kernel (`prep.py`) hands it the rows' queries already mo
 start (q' = H_first ... H_a q_a), the in-chunk logits, keys transported to their chunk end and each
 chunk's transition U = W^T (T W). The program then
   1. scores its own chunk from the in-chunk logits (causal),
-  2. walks the earlier chunks right to left: score r.k' of the chunk, then r <- r - r U
-     (a dense D x D product: 1.5x plain attention's matmul work when D == C),
+  2. walks the earlier chunks of its own super-chunk (S consecutive chunks) right to left: score
+     r.k' of the chunk, then r <- r - r U (a dense D x D product: per key token D / C times the
+     score product),
+  2b. walks the earlier super-chunks right to left: score r.k'' of their S C keys (transported to
+     the super-chunk end), then one r <- r - r U_super (U_super = I - P_last ... P_first over the
+     super-chunk's chunks, P = I - U): per key token D / (S C) times the score product,
   3. scores the cache (keys already transported to the segment start) with the final r,
 with an online softmax in base 2, so nothing of size T x T exists. r stays in float32 and is
 rounded to the input dtype only as a matmul operand. FoX / PaTH-FoX gates enter as gate_scale
 times the sum of log gates between key and query, built from in-chunk sums and a running
-per-row offset along the walk (see `chunks.py`). Offsets are int64 (inputs past 2^31 elements).
+per-row offset along the walk (see `chunks.py`); the coarse walk adds super-chunk totals to that
+offset and reads each key's sum to its super-chunk end. Offsets are int64 (inputs past 2^31
+elements). The super-chunk keys and U_super are made once per key head (not per query block) in
+float32 torch products from the preparation's float32 transport (`chunks.super_chunk_transport`)
+and rounded to the input dtype once; S = 1 is the walk over every chunk.
 
 Cache-only splits (flash-decoding style) are allowed when the segment is one chunk: then every
 program already holds its final r, and the per-split results are merged by log-sum-exp.
@@ -20,13 +28,14 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.chunks import Transport, chunk_gates
+from path_eval.kernels.path_attn.chunks import Transport, chunk_gates, super_chunk_gates, super_chunk_transport
 from path_eval.kernels.path_attn.prep import Prepared, prepare_path
 from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
@@ -46,7 +55,7 @@ def _softmax_step(acc, m_i, l_i, s, v, DOT_PREC: tl.constexpr):
 
 @triton.jit
 def _path_attn_fwd(
-    Q, K, V, U, S, G, KOK, KC, VC, GC, COK, O, LSE,
+    Q, K, V, U, S, G, KS, US, GE, GT, KOK, KC, VC, GC, COK, O, LSE,
     T, L, HQ, GROUP, qk_scale, gate_scale, cache_per_split,
     sq_b, sq_h, sq_n, sq_g, sq_c,
     sk_b, sk_h, sk_t,
@@ -54,6 +63,10 @@ def _path_attn_fwd(
     su_b, su_h, su_n,
     ss_b, ss_h, ss_n, ss_g, ss_c,
     sg_b, sg_h, sg_n, sg_g, sg_c,
+    sks_b, sks_h, sks_t,
+    sus_b, sus_h, sus_n,
+    sge_b, sge_n, sge_t,
+    sgt_b, sgt_n,
     skok_b,
     skc_b, skc_t, skc_h,
     svc_b, svc_t, svc_h,
@@ -61,7 +74,7 @@ def _path_attn_fwd(
     scok_b,
     so_s, so_b, so_t, so_h,
     slse_s, slse_b, slse_h,
-    D: tl.constexpr, CHUNK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+    D: tl.constexpr, CHUNK: tl.constexpr, SUPER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, KEY_MASK: tl.constexpr,
     CACHE: tl.constexpr, CACHE_MASK: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
@@ -112,8 +125,10 @@ def _path_attn_fwd(
         v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
         acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
 
-        # 2. earlier chunks, right to left
-        for jj in range(0, chunk_q):
+        # 2. earlier chunks of the row's own super-chunk (all earlier chunks when SUPER == 1), right to left
+        super_q = chunk_q // SUPER
+        fine_chunks = chunk_q - super_q * SUPER if SUPER > 1 else chunk_q
+        for jj in range(0, fine_chunks):
             j = chunk_q - 1 - jj
             cols = j * CHUNK + c_idx
             k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
@@ -130,6 +145,30 @@ def _path_attn_fwd(
             if TRANSFORM:
                 u = tl.load(U + b * su_b + h * su_h + j.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
                 r -= tl.dot(r.to(u.dtype), u, input_precision=DOT_PREC)
+
+        # 2b. earlier super-chunks, right to left: their keys at the super-chunk end, in blocks of a
+        # chunk, scored with one rounded r; then one dense step r <- r - r U_super
+        if SUPER > 1:
+            ks_base = KS + b * sks_b + h * sks_h
+            for ss in range(0, super_q):
+                sc = (super_q - 1 - ss).to(tl.int64)
+                r_op = r.to(KS.dtype.element_ty)
+                for blk in range(SUPER):
+                    pos = blk * CHUNK + c_idx
+                    key_pos = sc * (SUPER * CHUNK) + pos  # int64
+                    k = tl.load(ks_base + key_pos[:, None] * sks_t + d[None, :])
+                    s = tl.dot(r_op, tl.trans(k), input_precision=DOT_PREC) * qk_scale
+                    if GATE:
+                        gk = tl.load(GE + b * sge_b + sc * sge_n + pos * sge_t + hq)
+                        s += (decay[:, None] + gk[None, :]) * gate_scale
+                    if KEY_MASK:
+                        s = tl.where((tl.load(KOK + b * skok_b + key_pos) != 0)[None, :], s, MASKED)
+                    v = tl.load(v_base + key_pos[:, None] * sv_t + d[None, :])
+                    acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+                if GATE:
+                    decay += tl.load(GT + b * sgt_b + sc * sgt_n + hq)
+                u = tl.load(US + b * sus_b + h * sus_h + sc * sus_n + d[:, None] * D + d[None, :])
+                r -= tl.dot(r_op, u, input_precision=DOT_PREC)
 
     # 3. the cache, keys transported to the segment start
     if CACHE:
@@ -168,20 +207,41 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
     return 64, 64
 
 
+def default_super_chunks(head_dim: int, tokens: int) -> int:
+    """Chunks per super-chunk of the coarse walk (1: no coarse walk). The coarse walk costs the
+    super-chunk transport up front, O(T D^2) in float32 torch products, and saves a part of the walk,
+    which grows with T^2: worth it only from some length on."""
+    return 4 if tokens >= (8192 if head_dim <= 64 else 16384) else 1
+
+
 # Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter
 # cannot autotune, so it gets one fixed configuration, as do GPU test runs with PATH_EVAL_AUTOTUNE=0
 # (tuning every test shape costs minutes).
 TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_AUTOTUNE") != "0"
+CAPPED = 168  # registers: three programs of 4 warps per SM
+
+
+def _prune(configs, named_args, **kwargs):
+    """The register-capped configuration only for the coarse walk at D <= 64: there the kernel needs
+    about 210 registers at 4 warps (two programs per SM) and capped at 168 spills about 100 bytes
+    (three programs); the walk over every chunk fits 168 uncapped, and D = 128 would spill far more."""
+    meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
+    return [c for c in configs if c.maxnreg is None or (meta["D"] <= 64 and meta["SUPER"] > 1)]
+
+
 if TUNED:
     _path_attn_fwd = triton.autotune(
-        configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)],
-        key=["D", "CHUNK", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"])(_path_attn_fwd)
+        configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
+        + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)],
+        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"],
+        prune_configs_by={"early_config_prune": _prune})(_path_attn_fwd)
 
 
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
                    key_valid=None, cache_k=None, cache_v=None, cache_g=None, cache_valid=None,
                    chunk_size: int | None = None, block_m: int | None = None, splits: int = 1,
-                   cache_block: int = 64, transport: bool = False) -> tuple[torch.Tensor, Transport | None]:
+                   cache_block: int = 64, transport: bool = False,
+                   super_chunks: int | None = None) -> tuple[torch.Tensor, Transport | None]:
     """Causal attention of a segment (after an optional cache); returns (out [B, T, HQ, D], the
     segment's `Transport` for moving a cache when `transport` is asked for and the variant is PaTH).
 
@@ -189,6 +249,8 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     FoX-style gates: g [B, T, HQ] log forget gates; key_valid [B, T] bool (False = padding).
     Cache: cache_k (transported to the segment start) / cache_v [B, L, H, D], cache_g [B, L, HQ]
     (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
+    super_chunks: chunks per super-chunk of the coarse walk (PaTH only; None: `default_super_chunks`,
+    1: every earlier chunk walked one by one). The returned `Transport` stays per chunk.
     """
     B, T, HQ, D = q.shape
     if q.dtype not in DTYPES:
@@ -211,15 +273,48 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if key_valid is not None:  # padding must not transform or decay anything
         beta = None if beta is None else beta * key_valid[..., None]
         g = None if g is None else g * key_valid[..., None]
-    prep = None if w is None else prepare_path(q, k, w, beta, C, transport)
-    out = _launch(q, k, v, g, prep, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid, C, BM,
-                  splits, cache_block)
+    size = default_super_chunks(D, q.shape[1]) if super_chunks is None else super_chunks
+    if size < 1:
+        raise ValueError(f"super_chunks must be 1 or more, not {size}")
+    prep, coarse = (None, None) if w is None else prepare_walk(q, k, w, beta, g, C, size, transport)
+    out = _launch(q, k, v, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
+                  C, BM, splits, cache_block)
     return out[:, :T], None if prep is None else prep.transport
 
 
-def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
-            C, BM, splits, cache_block) -> torch.Tensor:
-    """q, k, v, g as given (views, no copies, whole chunks); `prep` the PaTH preparation or None."""
+@dataclass
+class Coarse:
+    """The coarse walk's inputs: `size` chunks per super-chunk; keys at their super-chunk end k
+    [B, H, count * size * C, D] and U [B, H, count, D, D] in the input dtype (rounded once, from
+    float32); for gates, each key's log-gate sum to its super-chunk end g_end [B, count, size * C, HQ]
+    and each super-chunk's total g_total [B, count, HQ], float32."""
+
+    size: int
+    k: torch.Tensor
+    U: torch.Tensor
+    g_end: torch.Tensor | None
+    g_total: torch.Tensor | None
+
+
+def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
+                 transport: bool) -> tuple[Prepared, Coarse | None]:
+    """The PaTH preparation (with its per-chunk `Transport` when `transport` is asked for) and the
+    coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
+    (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None."""
+    count = (q.shape[1] // chunk_size - 1) // super_chunks
+    if super_chunks == 1 or count == 0:
+        return prepare_path(q, k, w, beta, chunk_size, transport), None
+    prep = prepare_path(q, k, w, beta, chunk_size, True)   # the float32 transport feeds the super-chunks
+    keys, U = super_chunk_transport(prep.transport, super_chunks, count)
+    g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
+    coarse = Coarse(super_chunks, keys.to(q.dtype), U.to(q.dtype), g_end, g_total)
+    return (prep if transport else replace(prep, transport=None)), coarse
+
+
+def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,
+            cache_g, cache_valid, C, BM, splits, cache_block) -> torch.Tensor:
+    """q, k, v, g as given (views, no copies, whole chunks); `prep` the PaTH preparation or None;
+    `coarse` the coarse walk's inputs or None (every earlier chunk walked one by one)."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H
@@ -237,6 +332,12 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         G = chunk_gates(g, n, C, H, torch.float32)                     # [B, H, N, group, C]
     else:
         G = q.new_empty(1, 1, 1, 1, 1, dtype=torch.float32)
+    if coarse is not None:
+        KS, US = coarse.k, coarse.U
+        GE, GT = (coarse.g_end, coarse.g_total) if g is not None else (G, G)
+    else:
+        KS = US = q.new_empty(1, 1, 1, 1)
+        GE = GT = G
     kok = (key_valid.to(torch.int8).contiguous() if key_valid is not None
            else q.new_empty(1, 1, dtype=torch.int8))
     L = 0 if cache_k is None else cache_k.shape[1]
@@ -263,10 +364,11 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         lse = torch.empty(splits, B, HQ, T, dtype=torch.float32, device=q.device)
     sq, sk, sv, ss = Q.stride(), K.stride(), V.stride(), S.stride()
     su, sg = U.stride(), G.stride()
+    sks, sus, sge, sgt = KS.stride(), US.stride(), GE.stride(), GT.stride()
     prec = "ieee" if dt == torch.float32 else "tf32"
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
-        Q, K, V, U, S, G, kok, kc, vc, gc, cok, out, lse,
+        Q, K, V, U, S, G, KS, US, GE, GT, kok, kc, vc, gc, cok, out, lse,
         T, L, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split,
         sq[0], sq[1], sq[2], sq[3], sq[4],
         sk[0], sk[1], sk[2],
@@ -274,6 +376,10 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         su[0], su[1], su[2],
         ss[0], ss[1], ss[2], ss[3], ss[4],
         sg[0], sg[1], sg[2], sg[3], sg[4],
+        sks[0], sks[1], sks[2],
+        sus[0], sus[1], sus[2],
+        sge[0], sge[1], sge[2],
+        sgt[0], sgt[1],
         kok.stride(0),
         kc.stride(0), kc.stride(1), kc.stride(2),
         vc.stride(0), vc.stride(1), vc.stride(2),
@@ -281,8 +387,9 @@ def _launch(q, k, v, g, prep: Prepared | None, scale, gate_scale, key_valid, cac
         cok.stride(0),
         out.stride(0), out.stride(1), out.stride(2), out.stride(3),
         lse.stride(0), lse.stride(1), lse.stride(2),
-        D=D, CHUNK=C, BM=BM, BN=cache_block, TRANSFORM=transform, GATE=g is not None,
-        KEY_MASK=key_valid is not None, CACHE=has_cache, CACHE_MASK=has_cache and cache_valid is not None,
+        D=D, CHUNK=C, SUPER=1 if coarse is None else coarse.size, BM=BM, BN=cache_block, TRANSFORM=transform,
+        GATE=g is not None, KEY_MASK=key_valid is not None, CACHE=has_cache,
+        CACHE_MASK=has_cache and cache_valid is not None,
         WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else dict(num_warps=4, num_stages=1)),
     )
     if splits == 1:

@@ -227,6 +227,34 @@ def forward_speed(records: list[dict]) -> str:
                     + ["ours / best SDPA (PaTH / PaTH-FoX)", "ours / fla (PaTH / PaTH-FoX)", "prep ms"], rows))
 
 
+def coarse_walk(records: list[dict]) -> str | None:
+    """PaTH / PaTH-FoX forward ms by the coarse walk's super-chunk size S, when the records sweep S
+    (`path_eval.bench.kernels --super-chunks`); None otherwise."""
+    sweep = [r for r in records if r["op"] in ("path_fwd", "path_fox_fwd") and "super_chunks" in r
+             and r["impl"].startswith("path-eval")]
+    sizes = sorted({r["super_chunks"] for r in sweep})
+    if len(sizes) < 2:
+        return None
+    ms = {(r["op"], r["D"], r["T"], r["super_chunks"]): r["ms"] for r in sweep}
+    default = {(r["op"], r["D"], r["T"]): r["super_chunks"] for r in sweep if r["impl"] == "path-eval"}
+    prep = {(r["D"], r["T"], r["super_chunks"]): r["ms"] for r in records
+            if r["op"] in ("path_prep", "path_prep_coarse") and "super_chunks" in r}
+    rows = []
+    for op, d, t in sorted({key[:3] for key in ms}, key=lambda k: (k[1], k[0] != "path_fwd", k[2])):
+        timed = {s: ms[(op, d, t, s)] for s in sizes if (op, d, t, s) in ms}
+        fastest = min(timed, key=timed.get)
+        rows.append([CHECK_NAMES[op], str(d), kilo(t)] + [f"{timed[s]:.2f}" if s in timed else "-" for s in sizes]
+                    + [str(default.get((op, d, t), "-")), str(fastest),
+                       ratio(timed[1] / timed[fastest]) if 1 in timed else "-"]
+                    + [f"{prep[(d, t, s)]:.2f}" if (d, t, s) in prep else "-" for s in sizes])
+    return ("PaTH forwards by the coarse walk's super-chunk size S (1: the walk over every chunk; "
+            "kernels/README.md, \"The coarse walk\"): ms per call, same inputs and timing as above; the last columns "
+            "are the preparation alone at S = 1 (`path_prep`) and with the super-chunk transport "
+            "(`path_prep_coarse`), for PaTH.\n\n"
+            + table(["kernel", "D", "T"] + [f"S={s} ms" for s in sizes] + ["default S", "fastest S", "fastest / S=1"]
+                    + [f"prep S={s} ms" for s in sizes], rows))
+
+
 def chunked_prefill(records: list[dict]) -> str:
     one_pass = {(r["D"], r["H"], r["T"]): r for r in records if r["op"] == "path_fwd_one_pass"}
     rows = []
@@ -260,9 +288,11 @@ def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
     records = data["records"]
+    sweep = coarse_walk(records)
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
+                        *([] if sweep is None else ["### Coarse walk", sweep]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records)])
 

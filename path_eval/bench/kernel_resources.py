@@ -109,6 +109,11 @@ def workloads(head_dim: int) -> dict:
     return {"path forward": lambda: path_attention(**inputs(B, T, H, D, True, False, device="cpu")),
             "path_fox forward": lambda: path_attention(**inputs(B, T, H, D, True, True, device="cpu")),
             "fox forward": lambda: path_attention(**inputs(B, T, H, D, False, True, device="cpu")),
+            # five chunks: a coarse walk over one super-chunk of four (`super_chunks`)
+            "path coarse forward": lambda: path_attention(**inputs(B, 320, H, D, True, False, device="cpu"),
+                                                          super_chunks=4),
+            "path_fox coarse forward": lambda: path_attention(**inputs(B, 320, H, D, True, True, device="cpu"),
+                                                              super_chunks=4),
             "path cache: prefill, decode, fold, segment": cache_steps}
 
 

@@ -1,9 +1,13 @@
 """Attention kernels on the GPU: correctness first, then speed; writes results/bench/kernels.json.
 
-Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"}; ops path_fwd,
+Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"} (PaTH forwards also
+"super_chunks": the coarse walk's chunks per super-chunk, 1 for none); ops path_fwd,
 path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128), path_prefill_chunk
 (64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
-760M-shaped model: 24 heads of 64, cache of T tokens); path_prep times our preparation alone (the two Triton launches of `prep.py`). FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
+760M-shaped model: 24 heads of 64, cache of T tokens); path_prep times our preparation alone (the
+two Triton launches of `prep.py`), path_prep_coarse the preparation with the coarse walk's
+super-chunk transport. `--super-chunks` sweeps the coarse walk's S: impl "path-eval" is the
+default S, "path-eval S=k" the others. FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
 Method: random bf16 inputs (never zeros), triton.testing.do_bench (warm-up, median of repeats).
 
     python -m path_eval.bench.kernels --out results/bench/kernels.json
@@ -20,7 +24,7 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 from path_eval.kernels.path_attn.cache import PathKVCache
-from path_eval.kernels.path_attn.fwd import path_attention
+from path_eval.kernels.path_attn.fwd import default_super_chunks, path_attention, prepare_walk
 from path_eval.kernels.path_attn.prep import prepare_path
 from path_eval.models.attention import AttentionInputs, blockwise
 
@@ -50,8 +54,18 @@ def tokens(x, a, b):
     return {k: (v[:, a:b] if torch.is_tensor(v) else v) for k, v in x.items()}
 
 
-def ours(x):
-    return path_attention(**{k: v for k, v in x.items() if k not in ("qh", "kh", "vh")})[0]
+def ours(x, super_chunks=None):
+    return path_attention(**{k: v for k, v in x.items() if k not in ("qh", "kh", "vh")}, super_chunks=super_chunks)[0]
+
+
+def ours_by_super_chunks(T, D, transform, sweep) -> dict[str, tuple]:
+    """impl -> (forward, super_chunks): the default S as "path-eval", each other S of `sweep` beside it."""
+    default = default_super_chunks(D, T) if transform else 1
+    impls = {"path-eval": (ours, default)}
+    for size in sweep if transform else ():
+        if size != default:
+            impls[f"path-eval S={size}"] = (lambda x, size=size: ours(x, size), size)
+    return impls
 
 
 def fla_impl(op):
@@ -122,14 +136,17 @@ def check(args, out):
 
 def bench_forward(args, out, save):
     recs = out["records"]
-    for D in (64, 128):
+    for D in args.head_dims:
         H = 32 if D == 64 else 16
         for T in args.lengths:
             B = TOKENS // T
             flops = 4 * B * H * T * T * D / 2
             for op, (transform, gate) in GATED.items():
+                if op not in args.ops:
+                    continue
                 x = inputs(B, T, H, D, transform, gate)
-                impls = {"path-eval": ours}
+                ours_impls = ours_by_super_chunks(T, D, transform, args.super_chunks)
+                impls = {impl: fn for impl, (fn, _) in ours_impls.items()}
                 f = fla_impl(op)
                 if f is not None:
                     impls["fla"] = f
@@ -145,14 +162,22 @@ def bench_forward(args, out, save):
                         continue
                     recs.append(dict(op=op, impl=impl, B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
                                      fa_equiv_tflops=flops / ms / 1e9))
+                    if transform and impl in ours_impls:
+                        recs[-1]["super_chunks"] = ours_impls[impl][1]
                     log(recs[-1])
                     save()
                 if op == "path_fwd":  # the preparation alone: the part of our time that grows with T, not T^2
                     ms = do_bench(lambda: prepare_path(x["q"], x["k"], x["w"], x["beta"], 64, False),
                                   warmup=args.warmup, rep=args.rep)
                     recs.append(dict(op="path_prep", impl="path-eval", B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
-                                     fa_equiv_tflops=None))
+                                     fa_equiv_tflops=None, super_chunks=1))
                     log(recs[-1])
+                    for size in sorted({s for _, s in ours_impls.values()} - {1}):
+                        ms = do_bench(lambda: prepare_walk(x["q"], x["k"], x["w"], x["beta"], None, 64, size, False),
+                                      warmup=args.warmup, rep=args.rep)
+                        recs.append(dict(op="path_prep_coarse", impl="path-eval", B=B, H=H, T=T, D=D,
+                                         dtype="bfloat16", ms=ms, fa_equiv_tflops=None, super_chunks=size))
+                        log(recs[-1])
                 torch.cuda.empty_cache()
 
 
@@ -258,12 +283,25 @@ def main(argv=None) -> None:
     p.add_argument("--lengths", default="4096,8192,16384,32768,65536")
     p.add_argument("--check-lengths", default="4096,65536")
     p.add_argument("--decode-lengths", default="4096,16384,65536")
+    p.add_argument("--ops", default=",".join(GATED), help="the forward part's ops")
+    p.add_argument("--head-dims", default="64,128", help="the forward part's head dims, in this order")
+    p.add_argument("--super-chunks", default="",
+                   help="coarse-walk sizes S to time beside the default for PaTH forwards, e.g. 1,4,8")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)
     args.lengths = [int(t) for t in args.lengths.split(",")]
     args.check_lengths = [int(t) for t in args.check_lengths.split(",") if t]  # "" = decoding checks only
     args.decode_lengths = [int(t) for t in args.decode_lengths.split(",")]
+    args.ops = args.ops.split(",")
+    if set(args.ops) - set(GATED):
+        p.error(f"unknown --ops {sorted(set(args.ops) - set(GATED))}: choose from {', '.join(GATED)}")
+    args.head_dims = [int(d) for d in args.head_dims.split(",")]
+    if set(args.head_dims) - {64, 128}:
+        p.error(f"--head-dims takes 64 and 128 (the heads of 64K-token calls: 32 of 64, 16 of 128), not {args.head_dims}")
+    args.super_chunks = [int(s) for s in args.super_chunks.split(",") if s]
+    if any(s < 1 for s in args.super_chunks):
+        p.error(f"--super-chunks takes sizes of 1 or more, not {args.super_chunks}")
     import triton
     out = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
            "command": "python -m path_eval.bench.kernels " + " ".join(argv or __import__("sys").argv[1:]),

@@ -76,3 +76,19 @@ def test_a_data_parallel_measurement_gets_its_section(tmp_path):
     text = docs.data_parallel(tmp_path)
     assert "| 2 | 52.0 | 1.92x | 3.0 | 4.0 | 0.5 | 44.5 | 0.2 | 325 | 5,400,000 | NO |" in text
     assert "GPUs NVIDIA H200, NVIDIA H200" in text and "--processes 1,2" in text
+
+
+def test_a_super_chunk_sweep_gets_its_table():
+    def rec(op, T, size, ms, impl=None):
+        return dict(op=op, impl=impl or ("path-eval" if size == 4 else f"path-eval S={size}"), B=65536 // T, H=16,
+                    T=T, D=128, dtype="bfloat16", ms=ms, fa_equiv_tflops=None, super_chunks=size)
+
+    plain = [dict(rec("path_fwd", 16384, 1, 30.0), impl="path-eval")]
+    plain[0].pop("super_chunks")
+    assert docs.coarse_walk(plain) is None  # no sweep, no section
+    records = [rec("path_fwd", 16384, 1, 30.0), rec("path_fwd", 16384, 4, 20.0), rec("path_fwd", 16384, 8, 24.0),
+               rec("path_fox_fwd", 16384, 1, 33.0), rec("path_fox_fwd", 16384, 4, 22.0),
+               rec("path_prep", 16384, 1, 9.5, "path-eval"), rec("path_prep_coarse", 16384, 4, 12.25, "path-eval")]
+    text = docs.coarse_walk(records)
+    assert "| PaTH forward | 128 | 16K | 30.00 | 20.00 | 24.00 | 4 | 4 | 1.50x | 9.50 | 12.25 | - |" in text
+    assert "| PaTH-FoX forward | 128 | 16K | 33.00 | 22.00 | - | 4 | 4 | 1.50x | 9.50 | 12.25 | - |" in text

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from path_eval.kernels.path_attn.cache import PathKVCache
-from path_eval.kernels.path_attn.chunks import prepare, transport_state
+from path_eval.kernels.path_attn.chunks import gates_to_end, prepare, transport_state
 from path_eval.kernels.path_attn.fold import move_keys, move_keys_reference
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
@@ -109,6 +109,47 @@ def test_forward_half_precision_within_rounding(variant, dtype, D):
     rounded.q, rounded.k, rounded.v = (t.to(dtype).double() for t in (x.q, x.k, x.v))
     err = rel(out.double().cpu(), definition(rounded))
     assert err <= (1.5e-2 if dtype == torch.bfloat16 else 3e-3), err
+
+
+COARSE = [  # variant, B, T, HQ, H, D, super_chunks, pad_left, cache length; chunks of 16 rows
+    ("path", 2, 170, 4, 2, 32, 4, [0, 37], 0),
+    ("path_fox", 2, 150, 4, 2, 16, 2, [0, 21], 0),
+    ("path", 1, 160, 2, 1, 64, 2, None, 40),
+    ("path_fox", 2, 150, 4, 2, 16, 4, [0, 50], 30),
+]
+
+
+@pytest.mark.parametrize("case", COARSE, ids=lambda c: "{}-B{}T{}HQ{}H{}D{}S{}-pad{}-cache{}".format(
+    *c[:7], c[7] is not None, c[8]))
+def test_coarse_walk_matches_definition(case):
+    """The walk over whole super-chunks (keys at their super-chunk end, one dense step per
+    super-chunk, gate sums per super-chunk) after the fine walk inside the row's own super-chunk:
+    several super-chunks and a partial last one, GQA, left padding, a cache before the segment."""
+    variant, B, T, HQ, H, D, size, pad_left, L = case
+    x = random_inputs(variant, B, L + T, HQ, H, D, seed=T + size, pad_left=pad_left)
+    ref = definition(x, slice(L, None))
+    args = as_dtype(x, torch.float32)
+    seg = segment(args, slice(L, None))
+    if L:
+        valid = None if x.key_valid is None else x.key_valid[:, :L]
+        seg.update(cache_k=naive_transport(x.k[:, :L], x.w[:, :L], x.beta[:, :L], valid).float().to(DEVICE),
+                   cache_v=args["v"][:, :L], cache_valid=None if valid is None else valid.to(DEVICE),
+                   cache_g=None if x.g is None else gates_to_end(args["g"][:, :L] * valid[..., None].to(DEVICE)))
+    out, _ = path_attention(**seg, chunk_size=16, block_m=16, super_chunks=size)
+    rows = [slice(None) if pad_left is None else slice(max(0, pad - L), None) for pad in (pad_left or [0] * B)]
+    for b in range(B):
+        assert rel(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
+
+
+def test_coarse_walk_half_precision_within_rounding():
+    """fp16 super-chunk keys and U_super, rounded once from float32, at D = 64 (PaTH-FoX: gates too)."""
+    variant = "path_fox"
+    x = random_inputs(variant, 1, 200, 4, 2, 64, seed=5)
+    out, _ = path_attention(**as_dtype(x, torch.float16), chunk_size=16, block_m=16, super_chunks=4)
+    rounded = copy.copy(x)
+    rounded.q, rounded.k, rounded.v = (t.to(torch.float16).double() for t in (x.q, x.k, x.v))
+    err = rel(out.double().cpu(), definition(rounded))
+    assert err <= 3e-3, err
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

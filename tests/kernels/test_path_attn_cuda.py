@@ -37,6 +37,28 @@ def test_real_shapes_against_float32_torch_backend(variant, T, D, HQ, H):
     assert err <= 2e-2
 
 
+@pytest.mark.parametrize("variant", ["path", "path_fox"])
+@pytest.mark.parametrize("D,HQ,H", [(64, 4, 2), (128, 2, 2)])
+def test_coarse_walk_keeps_the_fine_walks_accuracy(variant, D, HQ, H):
+    """bf16 at 16K tokens against the float32 torch backend: the coarse walk over super-chunks of 2, 4
+    and 8 chunks (keys and U_super rounded to bf16 once, r rounded once per super-chunk) within 1.25x
+    the error of the walk over every chunk, and within the real-shape bound."""
+    T = 16384
+    g = torch.Generator(device="cuda").manual_seed(D + len(variant))
+    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
+    q, k, v = r(1, T, HQ, D), r(1, T, H, D), r(1, T, H, D)
+    w, beta = F.normalize(r(1, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(1, T, H))
+    gates = F.logsigmoid(r(1, T, HQ) + 4) if variant == "path_fox" else None
+    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, D ** -0.5, None), None, False)[0]
+    errors = {}
+    for size in (1, 2, 4, 8):
+        out, _ = path_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), scale=D ** -0.5, w=w, beta=beta, g=gates,
+                                gate_scale=D ** -0.5, super_chunks=size)
+        errors[size] = rel(out, ref)
+    print(f"{variant} D={D} rel err by super-chunk size", {s: f"{e:.2e}" for s, e in errors.items()})
+    assert max(errors.values()) <= 2e-2 and max(errors[s] for s in (2, 4, 8)) <= 1.25 * errors[1], errors
+
+
 def far_apart(t: torch.Tensor, stride: int) -> torch.Tensor:
     """t [B, ...] copied into a storage whose batch stride is `stride` elements (the gaps are
     allocated but never written)."""
@@ -46,19 +68,21 @@ def far_apart(t: torch.Tensor, stride: int) -> torch.Tensor:
     return out
 
 
+@pytest.mark.parametrize("super_chunks", [1, 2])
 @pytest.mark.parametrize("variant", ["path", "path_fox"])
-def test_offsets_past_2_31_elements(variant):
+def test_offsets_past_2_31_elements(variant, super_chunks):
     """Inputs whose batch stride fits in int32 (2^30 + 4096 elements) but whose last batch starts
     past 2^31: the same output as contiguous inputs (equal but for a tuned configuration that may
     differ between the two calls), where int32 offset arithmetic would wrap and read other memory
-    (errors of order 1). The interpreter computes offsets its own way and cannot test this."""
+    (errors of order 1), through the walk over every chunk and the coarse walk (values read in
+    place there too). The interpreter computes offsets its own way and cannot test this."""
     g = torch.Generator(device="cuda").manual_seed(7)
     r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
     B, T, HQ, H, D = 3, 256, 4, 2, 64  # T a multiple of the chunk: no padded copies
     q, k, v = (r(B, T, n, D).bfloat16() for n in (HQ, H, H))
     w, beta = F.normalize(r(B, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T, H))
     gates = F.logsigmoid(r(B, T, HQ) + 4) if variant == "path_fox" else None
-    args = dict(scale=D ** -0.5, beta=beta, g=gates, gate_scale=D ** -0.5)
+    args = dict(scale=D ** -0.5, beta=beta, g=gates, gate_scale=D ** -0.5, super_chunks=super_chunks)
     want, _ = path_attention(q, k, v, w=w, **args)
     stride = 2 ** 30 + 4096
     got, _ = path_attention(far_apart(q, stride), far_apart(k, stride), far_apart(v, stride), w=far_apart(w, stride),
