@@ -10,6 +10,7 @@ from pathlib import Path
 
 from path_eval.data import file_sha256
 from path_eval.locations import cache_dir
+from path_eval.results.store import write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,10 +52,7 @@ def weights_sha256(files: list[Path]) -> str:
             memo[key], changed = file_sha256(file), True
         digest.update(f"{file.name}:{memo[key]}\n".encode())
     if changed:
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        staging = memo_file.with_name(f".{memo_file.name}.{socket.gethostname()}.partial")
-        staging.write_text(json.dumps(memo))
-        staging.replace(memo_file)
+        write_json_atomic(memo, memo_file)
     return digest.hexdigest()
 
 
