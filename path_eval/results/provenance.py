@@ -77,8 +77,9 @@ def versions() -> dict[str, str]:
             "python_version": platform.python_version(), "hostname": socket.gethostname()}
 
 
-def model_identity(path: Path, lm, device: str) -> dict:
-    """Everything about a loaded model that changes its numbers (also the key of its resume cache)."""
+def model_identity(path: Path, lm, device: str, tokenizer_hash: str) -> dict:
+    """Everything about a loaded model that changes its numbers (also the key of its resume cache);
+    `tokenizer_hash`: `tokenizer_sha256(lm.tokenizer)`, which the caller has computed already."""
     from path_eval.models.loading import weight_files
 
     return {
@@ -87,7 +88,7 @@ def model_identity(path: Path, lm, device: str) -> dict:
         "variant": getattr(lm.model.config, "attention", None),
         "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
         "weights_sha256": weights_sha256(weight_files(path)),
-        "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_sha256(lm.tokenizer),
+        "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_hash,
         "max_length": lm.max_length, "dtype": lm.precision,
         "device": device, "attention_backend": getattr(lm.model, "backend_name", None),
     }

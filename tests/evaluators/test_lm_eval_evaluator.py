@@ -10,7 +10,7 @@ from path_eval.evaluators.lm_eval import LmEvalEvaluator
 from path_eval.lm import PathEvalLM
 from path_eval.plan import resolve_plan
 from path_eval.suites import load_suite
-from tests.helpers import fixture_data, save_tiny_model
+from tests.helpers import counted, fixture_data, save_tiny_model
 
 
 class AloneAs:
@@ -45,16 +45,10 @@ def test_only_the_first_process_bootstraps_and_logs_samples(rank, keeps_output, 
                     parallel=AloneAs(rank))
     calls = {"bootstrap": 0, "sample log": 0}
 
-    def counted(name, function):
-        def count(*args, **kwargs):
-            calls[name] += 1
-            return function(*args, **kwargs)
-        return count
-
     monkeypatch.setattr(lm_eval.api.metrics, "bootstrap_stderr",  # perplexity's stderr
-                        counted("bootstrap", lm_eval.api.metrics.bootstrap_stderr))
+                        counted(calls, "bootstrap", lm_eval.api.metrics.bootstrap_stderr))
     monkeypatch.setattr(lm_eval.evaluator, "hash_string",  # three per logged sample
-                        counted("sample log", lm_eval.evaluator.hash_string))
+                        counted(calls, "sample log", lm_eval.evaluator.hash_string))
     monkeypatch.setenv("DISABLE_MULTIPROC", "1")  # the bootstrap in this process: no pool on 2 cores
     context = EvaluationContext(plan, plan.models[0], tmp_path / "out", "sha", bootstrap_iters=1000)
     results = LmEvalEvaluator().run(lm, plan.of_kind("lm_eval", plan.models[0].name), context)
