@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from path_eval.errors import PathEvalError
 
 if TYPE_CHECKING:
+    from path_eval.reports.plots import StudyFigure
     from path_eval.reports.stored import StoredRun
     from path_eval.results import ResultRecord
     from path_eval.suites import SuiteSpec
@@ -78,14 +80,21 @@ class Results:
         SUITE_by_position); the files written."""
         from path_eval.reports.plots import write_plots
 
-        return write_plots(self.records, self.suites, Path(folder))
+        return write_plots(self.figures, Path(folder))
 
     def html(self, file, layout: str | None = None) -> Path:
         """One self-contained page of the study: tables, the plots `plot` writes, protocol and
         provenance per run."""
         from path_eval.reports.html import write_page
 
-        return write_page(self.runs, self.suites, Path(file), layout)
+        return write_page(self.runs, self.suites, self.figures, Path(file), layout)
+
+    @cached_property
+    def figures(self) -> list[StudyFigure]:
+        """The study's figures, drawn on first use and shared by `plot` and `html`."""
+        from path_eval.reports.plots import study_figures
+
+        return study_figures(self.records, self.suites)
 
 
 REPORT_FORMATS = ("terminal", "markdown", "csv", "latex")

@@ -71,6 +71,14 @@ def assert_missing_data_line(suite: str, data: Path, missing: str, out: Path, *a
     assert not (out / "results.json").exists()
 
 
+def counted(calls: dict[str, int], name: str, function):
+    """`function`, adding one to calls[name] at every call (monkeypatch it in to count a repeat)."""
+    def count(*args, **kwargs):
+        calls[name] += 1
+        return function(*args, **kwargs)
+    return count
+
+
 def finished_requests(out: Path) -> int:
     """Requests a (possibly running) run has committed to its resume cache."""
     from path_eval.lm.request_cache import saved_requests

@@ -23,16 +23,20 @@ class LmEvalEvaluator:
 
 def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> list[TaskResult]:
     """One `simple_evaluate` call over `tasks`, seeded with the run's seed; lm-eval answers on the
-    first process only (the others get no results)."""
+    first process only (the others get no results). Every process hands lm-eval every request (the
+    adapter shares them out), so the first holds all answers and computes the stderrs and sample logs
+    one process would; the others skip both (lm-eval would bootstrap there too, then drop it)."""
     import lm_eval
 
     from path_eval.tasks.lm_eval_tasks import task_manager_for
 
     plan = context.plan
+    first = lm.process_index == 0
     output = lm_eval.simple_evaluate(
-        model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=True,
+        model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=first,
         task_manager=task_manager_for([t.spec.lm_eval_task for t in tasks]), random_seed=plan.seed, numpy_random_seed=plan.seed,
-        torch_random_seed=plan.seed, fewshot_random_seed=plan.seed, bootstrap_iters=context.bootstrap_iters)
+        torch_random_seed=plan.seed, fewshot_random_seed=plan.seed,
+        bootstrap_iters=context.bootstrap_iters if first else 0)
     return [] if output is None else results_from_output(tasks, output, context.samples_dir)
 
 

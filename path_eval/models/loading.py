@@ -204,6 +204,11 @@ def load_model(path, *, device="cpu", dtype=None, attention: str | None = None):
     `device`. Plain transformers models (Llama, Mistral, Qwen...) load through transformers and
     keep their own attention.
     """
+    return load_network(path, device=device, dtype=dtype, attention=attention), load_tokenizer(Path(path))
+
+
+def load_network(path, *, device="cpu", dtype=None, attention: str | None = None):
+    """`load_model`'s model without its tokenizer, for a caller that holds the tokenizer already."""
     root = Path(path)
     if not root.is_dir():
         raise PathEvalError(f"model path {path} is not a directory: give a checkpoint folder with config.json and weights")
@@ -226,7 +231,7 @@ def load_model(path, *, device="cpu", dtype=None, attention: str | None = None):
         model.attention_backend = attention
     else:
         model = _load_transformers_model(root, model_type, dtype, device, attention)
-    return model, load_tokenizer(root)
+    return model
 
 
 def _load_transformers_model(root: Path, model_type, dtype, device, attention):

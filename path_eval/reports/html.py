@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 
 from path_eval import __version__
-from path_eval.reports.plots import suite_figures, svg_text
+from path_eval.reports.plots import StudyFigure
 from path_eval.reports.stored import StoredRun
 from path_eval.reports.tables import paper_layout, suite_table
 from path_eval.results import write_atomic
@@ -51,7 +51,7 @@ def anchor(kind: str, name: str) -> str:
     return f"{kind}-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
-def suite_section(name: str, suite: SuiteSpec, runs: list[StoredRun], figures: dict[str, object]) -> str:
+def suite_section(name: str, suite: SuiteSpec, runs: list[StoredRun], figures: dict[str, StudyFigure]) -> str:
     records = [r for run in runs for r in run.records if r.suite == name]
     header, rows, note = suite_table(records, suite)
     parts = [f'<section id="{anchor("suite", name)}">',
@@ -59,16 +59,15 @@ def suite_section(name: str, suite: SuiteSpec, runs: list[StoredRun], figures: d
              table(header, rows, note=note, text_columns=2 if header[1:2] == ["task"] else 1)]
     for stem in (name, f"{name}_by_position"):
         if stem in figures:
-            parts.append(f"<figure>{figure_svg(figures[stem], stem)}<figcaption>{html.escape(stem)}.svg"
+            parts.append(f"<figure>{inline_svg(figures[stem])}<figcaption>{html.escape(stem)}.svg"
                          "</figcaption></figure>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def figure_svg(figure, name: str) -> str:
+def inline_svg(figure: StudyFigure) -> str:
     """The SVG element of `--plot`'s NAME.svg, without its XML prolog (inline SVG in HTML has none)."""
-    text = svg_text(figure, name)
-    return text[text.index("<svg"):]
+    return figure.svg[figure.svg.index("<svg"):]
 
 
 def run_section(index: int, run: StoredRun) -> str:
@@ -102,11 +101,12 @@ def run_section(index: int, run: StoredRun) -> str:
     return "\n".join(parts)
 
 
-def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], layout: str | None = None) -> str:
+def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: list[StudyFigure],
+               layout: str | None = None) -> str:
     """The page's text: tables and plots per suite (and the paper `layout` table, if given), then
     each run's protocol and provenance."""
     records = [r for run in runs for r in run.records]
-    figures = dict(suite_figures(records, suites))
+    by_name = {figure.name: figure for figure in figures}
     title = "path-eval study: " + ", ".join(suites)
     nav = [f'<li><a href="#{anchor("suite", name)}">{html.escape(name)}</a></li>' for name in suites]
     nav += [f'<li><a href="#run-{i}">run {i}</a></li>' for i in range(1, len(runs) + 1)]
@@ -119,7 +119,7 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], layout: str 
         header, rows, note = paper_layout(layout, records)
         body.append(f'<section id="layout"><h2>PaTH paper {html.escape(layout)} layout</h2>'
                     f"{table(header, rows, note=note)}</section>")
-    body += [suite_section(name, suite, runs, figures) for name, suite in suites.items()]
+    body += [suite_section(name, suite, runs, by_name) for name, suite in suites.items()]
     body.append("<h2>Runs: protocol and provenance</h2>")
     body += [run_section(i, run) for i, run in enumerate(runs, 1)]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -127,6 +127,7 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], layout: str 
             + "\n".join(body) + "\n</body>\n</html>\n")
 
 
-def write_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], target: Path, layout: str | None = None) -> Path:
-    write_atomic(study_page(runs, suites, layout), Path(target))
+def write_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: list[StudyFigure], target: Path,
+               layout: str | None = None) -> Path:
+    write_atomic(study_page(runs, suites, figures, layout), Path(target))
     return Path(target)

@@ -26,8 +26,9 @@ import numpy as np
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import REGISTRY
+from path_eval.plan import PlannedItem
 from path_eval.results import ResultRecord
-from path_eval.samples import slug
+from path_eval.results.sample_logs import log_names, read_sample_log
 
 ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 10_000
@@ -181,10 +182,11 @@ class RunSamples:
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self._files: dict[Path, list[dict]] = {}
+        self._logs: dict[tuple[str, str], list[dict]] = {}
         self._suites: dict[str, object] = {}  # the stored suite per name, read once
         try:
-            self.items = json.loads((self.folder / "plan.json").read_text())["items"]
+            self.items = [PlannedItem.model_validate(item)
+                          for item in json.loads((self.folder / "plan.json").read_text())["items"]]
         except (OSError, ValueError, KeyError, TypeError):  # no plan.json (a bare results.json), or a foreign one
             self.items = None
 
@@ -215,28 +217,27 @@ class RunSamples:
         return scores
 
     def rows(self, model: str, name: str) -> list[dict]:
-        file = self.folder / "samples" / slug(model) / f"{name}.jsonl"
-        if file not in self._files:
-            self._files[file] = [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
-        return self._files[file]
+        if (model, name) not in self._logs:
+            self._logs[model, name] = read_sample_log(self.folder, model, name)
+        return self._logs[model, name]
 
     def task_strata(self, suite, model: str, task: str, metric: str, length: int | None,
                     length_bucket: str | None) -> list[tuple[float, Stratum]]:
-        [item] = [i for i in self.items if i["task"] == task and i["length"] == length and model in i["models"]]
-        if item["kind"] == "flipflop":  # a stratum per seed
+        [item] = [i for i in self.items if i.task == task and i.length == length and model in i.models]
+        names = log_names(item)
+        if item.kind == "flipflop":  # a stratum per seed
             by_seed: dict[int, list[dict]] = {}
-            for row in self.rows(model, f"{task}@{length}"):
+            for row in self.rows(model, names[0]):
                 by_seed.setdefault(row["seed"], []).append(row)
             return [(1 / len(by_seed), Stratum([(seed, row["doc_id"]) for row in rows],
                                                np.array([row["wrong"] for row in rows], float),
                                                np.array([row["reads"] for row in rows], float)))
                     for seed, rows in by_seed.items()]
-        if item["kind"] == "corpus":
-            rows = self.rows(model, f"{task}@{length}")
+        if item.kind == "corpus":
+            rows = self.rows(model, names[0])
             return [(1.0, Stratum([row["tokens_sha256"] for row in rows],
                                   np.array([sum(row["nll_sum"]) for row in rows], float),
                                   np.array([sum(row["count"]) for row in rows], float), exponential=True))]
-        names = item["lm_eval_tasks"] if item["kind"] == "generated" or length is not None else [task]
         strata = []
         for name in names:
             rows = self.rows(model, name)

@@ -14,6 +14,7 @@ import io
 import math
 import re
 import textwrap
+from functools import cached_property
 from pathlib import Path
 
 from path_eval.metrics.registry import shown_as_percent
@@ -151,19 +152,32 @@ def png_bytes(figure) -> bytes:
     return buffer.getvalue()
 
 
-def write_figure(figure, target: Path) -> list[Path]:
+class StudyFigure:
+    """One figure of a study, drawn as SVG once: the SVG that `--plot` writes and the HTML page
+    inlines. Its first drawing: a constrained layout can shift on a figure's second one."""
+
+    def __init__(self, name: str, figure):
+        self.name, self.figure = name, figure
+
+    @cached_property
+    def svg(self) -> str:
+        return svg_text(self.figure, self.name)
+
+
+def study_figures(records: list[ResultRecord], suites: dict[str, SuiteSpec]) -> list[StudyFigure]:
+    return [StudyFigure(name, figure) for name, figure in suite_figures(records, suites)]
+
+
+def write_figure(figure: StudyFigure, target: Path) -> list[Path]:
     """`target`.png and `target`.svg, each through a temporary file and a rename."""
     written = []
-    # SVG first: a constrained layout can shift on a figure's second drawing, and the HTML page
-    # draws the SVG of a new figure, which must be these bytes
-    for suffix, data in ((".svg", svg_text(figure, target.name)), (".png", png_bytes(figure))):
+    for suffix, data in ((".svg", figure.svg), (".png", png_bytes(figure.figure))):  # the SVG drawn first
         file = target.with_name(target.name + suffix)
         write_atomic(data, file)
         written.append(file)
     return written
 
 
-def write_plots(records: list[ResultRecord], suites: dict[str, SuiteSpec], folder: Path) -> list[Path]:
+def write_plots(figures: list[StudyFigure], folder: Path) -> list[Path]:
     """Every figure of the study as FOLDER/NAME.png and FOLDER/NAME.svg."""
-    return [file for name, figure in suite_figures(records, suites)
-            for file in write_figure(figure, Path(folder) / name)]
+    return [file for figure in figures for file in write_figure(figure, Path(folder) / figure.name)]

@@ -9,7 +9,6 @@ corpora and flip-flop, `path_eval.evaluators.native_output`). `--wandb-args` han
 output to lm-eval's `WandbLogger`, `--hf-hub-log-args` go to the tracker."""
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
 import shutil
@@ -118,9 +117,11 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
     config.start_time = time.perf_counter() - info["wall_time_s"]  # the model's evaluation time, not the writer's
     written, target = staging / config.model_name_sanitized, root / config.model_name_sanitized
     try:
-        tracker.save_results_aggregated(results=copy.deepcopy(output), samples=samples)
+        tracker.save_results_aggregated(results=output, samples=samples)  # adds keys to `output`, a dict of ours
         for name in output["configs"]:
-            tracker.save_results_samples(task_name=name, samples=copy.deepcopy(samples[name]))
+            # the tracker replaces four fields of each sample dict (never changes a value in place):
+            # it gets copies of the dicts alone, the TaskResults' samples stay as they are
+            tracker.save_results_samples(task_name=name, samples=[dict(sample) for sample in samples[name]])
         expected = 1 + len(output["configs"])
         if len(list(written.glob("results_*.json")) + list(written.glob("samples_*.jsonl"))) != expected:
             # the tracker logs its write errors as warnings and goes on: a missing file stops the run here

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from path_eval.data import file_sha256
 from path_eval.locations import cache_dir
+from path_eval.results.store import write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,10 +52,7 @@ def weights_sha256(files: list[Path]) -> str:
             memo[key], changed = file_sha256(file), True
         digest.update(f"{file.name}:{memo[key]}\n".encode())
     if changed:
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        staging = memo_file.with_name(f".{memo_file.name}.{socket.gethostname()}.partial")
-        staging.write_text(json.dumps(memo))
-        staging.replace(memo_file)
+        write_json_atomic(memo, memo_file)
     return digest.hexdigest()
 
 
@@ -79,8 +77,9 @@ def versions() -> dict[str, str]:
             "python_version": platform.python_version(), "hostname": socket.gethostname()}
 
 
-def model_identity(path: Path, lm, device: str) -> dict:
-    """Everything about a loaded model that changes its numbers (also the key of its resume cache)."""
+def model_identity(path: Path, lm, device: str, tokenizer_hash: str) -> dict:
+    """Everything about a loaded model that changes its numbers (also the key of its resume cache);
+    `tokenizer_hash`: `tokenizer_sha256(lm.tokenizer)`, which the caller has computed already."""
     from path_eval.models.loading import weight_files
 
     return {
@@ -89,7 +88,7 @@ def model_identity(path: Path, lm, device: str) -> dict:
         "variant": getattr(lm.model.config, "attention", None),
         "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
         "weights_sha256": weights_sha256(weight_files(path)),
-        "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_sha256(lm.tokenizer),
+        "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_hash,
         "max_length": lm.max_length, "dtype": lm.precision,
         "device": device, "attention_backend": getattr(lm.model, "backend_name", None),
     }

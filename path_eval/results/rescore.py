@@ -7,16 +7,15 @@ for a mean, so the run's own rule reproduces its records exactly (in a one-proce
 the scores of a data-parallel run in another order, which can move the last digit)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TaskResult
 from path_eval.plan import PlannedItem, ResolvedPlan
 from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
+from path_eval.results.sample_logs import log_names, read_sample_log
 from path_eval.results.schema import ResultRecord
 from path_eval.results.store import load_results, read_stored
-from path_eval.samples import slug
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.lm_eval_tasks import adapter_protocol
 
@@ -42,19 +41,6 @@ def sample_scorer(spec: TaskSpec, suite: SuiteSpec):
     return None
 
 
-def log_stems(item: PlannedItem) -> list[str]:
-    """The per-sample log names of an item, one per lm-eval task (seed): the lm-eval task name at a
-    length, the suite task's name for a task without lengths (as the lm-eval evaluator writes them)."""
-    return list(item.lm_eval_tasks) if item.length is not None else [item.task]
-
-
-def read_log(file: Path) -> list[dict]:
-    if not file.is_file():
-        raise PathEvalError(f"no per-sample log {file}: rescore needs the samples/ folder the run wrote beside its "
-                            "results.json")
-    return [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
-
-
 def lm_eval_mean(values: list[float], with_stderr: bool) -> tuple[float, float | None]:
     """lm-eval's `mean` aggregation and its closed-form stderr (none for one sample, or where the run
     computed none)."""
@@ -69,8 +55,8 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
     kept_stderr = any(r.stderr is not None for r in old if r.length_bucket is None)
     metrics: dict[str, list[tuple[float, float | None]]] = {m.name: [] for m in spec.metrics}
     samples = []
-    for stem in log_stems(item):
-        rows = read_log(run / "samples" / slug(model) / f"{stem}.jsonl")
+    for name in log_names(item):
+        rows = read_sample_log(run, model, name)
         scored = [{"doc": row["doc"], **scorer(row["doc"], row["response"])} for row in rows]
         for name in metrics:
             metrics[name].append(lm_eval_mean([s[name] for s in scored], kept_stderr))

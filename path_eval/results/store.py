@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -23,10 +24,12 @@ def read_stored(model, file: Path, what: str, fix: str = ""):
 
 
 def write_atomic(data: str | bytes, target: Path) -> None:
-    """`target` holds `data` (text as UTF-8) whole or not at all."""
+    """`target` holds `data` (text as UTF-8) whole or not at all. The staging file is this process's
+    own: processes that write the same file at once (the data-parallel processes filling a fresh
+    cache dir) would otherwise share one, and the later rename would find it gone."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.partial")
+    staging = target.with_name(f".{socket.gethostname()}-{os.getpid()}.{target.name}.partial")
     try:
         if isinstance(data, str):
             staging.write_text(data, encoding="utf-8")

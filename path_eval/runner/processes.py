@@ -38,18 +38,18 @@ def model_device(parallel: DataParallel | None, device: str) -> str:
 
 
 def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) -> Future:
-    """`load_model(path, device=device, **options)` in a thread (weights are read and copied with the
-    GIL released, so the main thread freezes samples meanwhile); the future's result is the model,
-    or the loading error."""
+    """`load_network(path, device=device, **options)` in a thread (weights are read and copied with
+    the GIL released, so the main thread freezes samples meanwhile); the future's result is the model,
+    or the loading error. The caller loads the tokenizer (it needs it for the samples meanwhile)."""
     import torch
 
-    from path_eval import load_model
+    from path_eval.models.loading import load_network
 
     def load():
         with times.phase("load"):
             if torch.device(device).type == "cuda" and torch.device(device).index is not None:
                 torch.cuda.set_device(device)  # this thread's GPU is the process's: no context on another
-            return load_model(path, device=device, **options)[0]
+            return load_network(path, device=device, **options)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="path-eval-load")
     loading = pool.submit(load)

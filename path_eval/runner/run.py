@@ -101,7 +101,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                       if plan.of_kind(kind, model.name)]
         began = time.perf_counter()
         tokenizer = load_tokenizer(model.path)
-        context = EvaluationContext(plan, model, options.out, tokenizer_sha256(tokenizer), options.bootstrap_iters)
+        tokenizer_hash = tokenizer_sha256(tokenizer)
+        context = EvaluationContext(plan, model, options.out, tokenizer_hash, options.bootstrap_iters)
         loading = processes.load_in_background(model.path, times, device=device, dtype=options.dtype,
                                                attention=options.attention)
         with times.phase("samples"):
@@ -113,7 +114,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                         attention=options.attention, batch_size=options.batch_size, max_length=model.max_length,
                         parallel=parallel)
         lm.started = began  # the provenance's wall time counts loading the model and freezing its samples
-        identity = model_identity(model.path, lm, options.device)
+        identity = model_identity(model.path, lm, options.device, tokenizer_hash)
         log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", model.name,
                  identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
                  identity["attention_backend"] or "transformers' own", identity["tokenizer"], lm.max_length,

@@ -231,9 +231,8 @@ def chosen_samples(task: str, sample_set: str, files: list[Path], length_k: int)
     return [samples[i] for i in indices]
 
 
-def generate(task: str, length_k: int, sample_set: str, seed: int, count: int | None, files: list[Path]) -> list[dict]:
-    """The first `count` samples (all: None) of the set at `{length_k}k`."""
-    chosen = chosen_samples(task, sample_set, files, length_k)[:count]
+def generate(chosen: list[BabiSample], task: str, length_k: int, seed: int, files: list[Path]) -> list[dict]:
+    """The rows of `chosen` (samples of `chosen_samples`) at `{length_k}k`, in their noise."""
     books = [strip_gutenberg(f.read_text(encoding="utf-8").replace("\r\n", "\n")) for f in files[1:]
              if f.suffix == ".txt"]
     task_number = int(task.removeprefix("qa"))
@@ -243,21 +242,17 @@ def generate(task: str, length_k: int, sample_set: str, seed: int, count: int | 
     return [noisy_sample(sample, noise, slots, size) for sample in chosen]
 
 
-def available(task: str, sample_set: str, files: list[Path], length_k: int) -> int:
-    return len(chosen_samples(task, sample_set, files, length_k))
-
-
 def frozen_samples(task: str, length: int, sample_set: str, seed: int, limit: int | None, data_dir: Path,
                    frozen_root: Path | None = None) -> tuple[Path, list[Path]]:
     """The frozen regenerated samples of `task` (qa1 ...) at `length` (a multiple of 1024), made on first
     use; and the files they were made from."""
     files = input_files(task, sample_set, data_dir)
     length_k = length // 1024
-    count = available(task, sample_set, files, length_k)
-    count = min(count, limit) if limit else count
+    chosen = chosen_samples(task, sample_set, files, length_k)  # read once: it counts and makes the set
+    count = min(len(chosen), limit) if limit else len(chosen)
     key = {"task": f"babilong/{task}", "length": length, "sample_set": sample_set, "seed": seed, "samples": count,
            "generator_version": GENERATOR_VERSION, "gpt2_bpe_sha256": sorted(GPT2_FILES.values()),
            "packages": {name: version(name) for name in ("nltk", "tokenizers", GPT2_PACKAGE)},
            "data_fingerprint": fingerprint(files)}
     gpt2_tokenizer()  # a missing or altered BPE fails here, before a set is reused or made
-    return freeze(key, lambda: generate(task, length_k, sample_set, seed, count, files), frozen_root), files
+    return freeze(key, lambda: generate(chosen[:count], task, length_k, seed, files), frozen_root), files

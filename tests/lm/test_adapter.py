@@ -117,7 +117,7 @@ def test_autocast_bf16_runs_float32_weights_under_bf16_autocast(checkpoint):
     Its log-likelihoods differ from float32's by bf16 rounding (not by nothing), its weights stay
     float32, the provenance names it; a model whose weights are not float32 is one error line."""
     from path_eval.errors import PathEvalError
-    from path_eval.results.provenance import model_identity
+    from path_eval.results.provenance import model_identity, tokenizer_sha256
 
     tokens = list(range(3, 200))
     exact = PathEvalLM(str(checkpoint), dtype="float32")
@@ -126,7 +126,8 @@ def test_autocast_bf16_runs_float32_weights_under_bf16_autocast(checkpoint):
     difference = (autocast - exact.next_token_nll(tokens)).abs().max()
     assert next(lm.model.parameters()).dtype == torch.float32 and autocast.dtype == torch.float32
     assert 0 < difference < 0.05 * autocast.abs().max()
-    assert model_identity(checkpoint, lm, "cpu")["dtype"] == "autocast-bf16" and exact.precision == "float32"
+    identity = model_identity(checkpoint, lm, "cpu", tokenizer_sha256(lm.tokenizer))
+    assert identity["dtype"] == "autocast-bf16" and exact.precision == "float32"
     for dtype in (torch.float64, torch.bfloat16):
         with pytest.raises(PathEvalError, match=f"runs float32 weights under autocast; this model's weights are "
                                                 f"{str(dtype).removeprefix('torch.')}"):

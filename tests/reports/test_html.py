@@ -10,6 +10,7 @@ import pytest
 
 from path_eval.cli import main
 from path_eval.results import write_results
+from tests.helpers import counted
 from tests.reports.test_plots import study_records
 
 # Elements HTML never closes; inside inline SVG, matplotlib's empty elements are written <x/>.
@@ -88,6 +89,18 @@ def test_the_plots_in_the_page_are_the_files_plot_writes(study):
 def test_the_page_is_the_same_for_the_same_runs(study, tmp_path):
     assert main(["report", str(study / "ruler"), str(study / "phonebook"), "--format", "csv",
                  "--html", str(tmp_path / "again.html")]) == 0
+    assert (tmp_path / "again.html").read_bytes() == (study / "study.html").read_bytes()
+
+
+def test_plot_and_html_together_draw_each_figure_once(study, tmp_path, monkeypatch):
+    from path_eval.reports import plots
+
+    calls = {"figure": 0, "svg": 0}
+    monkeypatch.setattr(plots, "by_length_figure", counted(calls, "figure", plots.by_length_figure))
+    monkeypatch.setattr(plots, "svg_text", counted(calls, "svg", plots.svg_text))
+    assert main(["report", str(study / "ruler"), str(study / "phonebook"), "--format", "csv",
+                 "--plot", str(tmp_path / "plots"), "--html", str(tmp_path / "again.html")]) == 0
+    assert calls == {"figure": 2, "svg": 2}  # RULER's and PhoneBook's, for the files and the page alike
     assert (tmp_path / "again.html").read_bytes() == (study / "study.html").read_bytes()
 
 

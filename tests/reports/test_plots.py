@@ -5,7 +5,7 @@ import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.container import ErrorbarContainer
 
-from path_eval.reports.plots import suite_figures, write_plots
+from path_eval.reports.plots import study_figures, suite_figures, write_plots
 from path_eval.results import Provenance, ResultRecord
 from path_eval.suites import load_suite
 from tests.helpers import PROVENANCE
@@ -103,8 +103,8 @@ def test_a_suite_run_at_one_length_still_draws():
 
 def test_files_are_written_with_the_same_bytes_every_time(tmp_path):
     suites = {name: SUITES[name] for name in ("ruler", "extrapolation")}
-    first = write_plots(study_records(), suites, tmp_path / "a")
-    again = write_plots(study_records(), suites, tmp_path / "b")
+    first = write_plots(study_figures(study_records(), suites), tmp_path / "a")
+    again = write_plots(study_figures(study_records(), suites), tmp_path / "b")
     assert [p.name for p in first] == ["ruler.svg", "ruler.png", "extrapolation_by_position.svg",
                                        "extrapolation_by_position.png"]
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]

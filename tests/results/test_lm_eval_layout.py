@@ -264,3 +264,39 @@ def test_an_unknown_wandb_key_is_one_line(tmp_path, capsys):
     [error] = capsys.readouterr().err.strip().splitlines()
     assert error.startswith("error: --wandb-args projekt: not an argument of wandb.init")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_tracker_gets_the_samples_uncopied_and_leaves_them_unchanged(tmp_path, monkeypatch):
+    """The tracker replaces a sample's arguments, responses and target with strings as it writes: it
+    gets its own sample dicts, their values (documents, the bulk) not copied, and the TaskResults'
+    samples stay as they were."""
+    import copy
+
+    from lm_eval.loggers import EvaluationTracker
+
+    from path_eval.evaluators import LmEvalOutput, TaskResult
+    from path_eval.results.lm_eval_layout import write_lm_eval_layout
+
+    doc = {"context": "a long document " * 100, "answer": 1}
+    sample = {"doc_id": 0, "doc": doc, "target": 1, "arguments": [("context", " a")], "resps": [[(-1.5, True)]],
+              "filtered_resps": [(-1.5, True)], "filter": "none", "metrics": ["acc"], "doc_hash": "d",
+              "prompt_hash": "p", "target_hash": "t", "acc": 1.0}
+    before = copy.deepcopy(sample)
+    output = LmEvalOutput(tasks={"t": {"results": {"acc,none": 1.0}, "configs": {"task": "t"}, "samples": [sample]}},
+                          run={"config": {"model": "path"}})
+    result = TaskResult(task="t", length=None, metrics={"acc": [(1.0, None)]}, n=1, data_files=[],
+                        data_fingerprint=None, samples=[sample], lm_eval=output)
+    handed, save = [], EvaluationTracker.save_results_samples
+
+    def saved(self, task_name, samples):
+        handed.extend(samples)
+        save(self, task_name, samples)
+
+    monkeypatch.setattr(EvaluationTracker, "save_results_samples", saved)
+    folder = write_lm_eval_layout(tmp_path, "m", [result], {"wall_time_s": 1.0})
+    assert result.samples == [before] and output.tasks["t"]["samples"] == [before]
+    assert handed[0] is not sample and handed[0]["doc"] is doc
+    [written] = folder.glob("samples_t_*.jsonl")
+    row = json.loads(written.read_text())
+    assert row["doc"] == doc and row["target"] == "1" and row["arguments"] == {"gen_args_0": {"arg_0": "context",
+                                                                                              "arg_1": " a"}}

@@ -20,7 +20,7 @@ from nltk.tokenize.punkt import PunktSentenceTokenizer
 from path_eval.errors import PathEvalError
 from path_eval.tasks import babilong_regenerated as regenerated
 from path_eval.tasks.extrapolation import strip_gutenberg
-from tests.helpers import FIXTURE_DATA
+from tests.helpers import FIXTURE_DATA, counted
 from tests.shared_data import SHARED_DATA
 
 GPT2_PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
@@ -184,7 +184,8 @@ def test_rows_follow_the_originals_construction(task, length_k, sample_set, coun
     """Fact order, fact counts (qa3 at 1k: samples of more than 87 lines are left out) and length
     fitting equal the original's rule on the fixture bAbI files and books."""
     files = regenerated.input_files(task, sample_set, FIXTURE_DATA)
-    rows = regenerated.generate(task, length_k, sample_set, 7, count, files)
+    chosen = regenerated.chosen_samples(task, sample_set, files, length_k)[:count]
+    rows = regenerated.generate(chosen, task, length_k, 7, files)
     assert_like_the_original(rows, original_rows(task, length_k, sample_set, 7, count, FIXTURE_DATA), length_k)
 
 
@@ -208,6 +209,13 @@ def test_frozen_sets_are_byte_identical_and_a_limit_takes_their_first_rows(tmp_p
     assert made[2].read_bytes() == made[0].read_bytes().splitlines(keepends=True)[0]
     other_seed = regenerated.frozen_samples("qa2", 4096, "1k", 4, 1, FIXTURE_DATA, tmp_path / "d")[0]
     assert other_seed.read_bytes() != made[2].read_bytes()
+
+
+def test_a_set_is_counted_and_made_from_one_reading_of_its_babi_file(tmp_path, monkeypatch):
+    calls = {"read": 0}
+    monkeypatch.setattr(regenerated, "read_babi", counted(calls, "read", regenerated.read_babi))
+    made, _ = regenerated.frozen_samples("qa1", 1024, "1k", 3, 2, FIXTURE_DATA, tmp_path)
+    assert len(made.read_text().splitlines()) == 2 and calls == {"read": 1}
 
 
 def test_missing_inputs_are_one_line_each(tmp_path):
@@ -237,5 +245,6 @@ def test_real_babi_files_and_books():
     for book in files[1:3]:  # the generator's GPT-2 counts equal the reference encoder's on the whole books
         text = strip_gutenberg(book.read_text())
         assert regenerated.encode(text) == gpt2_encode(text)
-    rows = regenerated.generate("qa3", 4, "100", 11, 2, files=regenerated.input_files("qa3", "100", SHARED_DATA))
+    files = regenerated.input_files("qa3", "100", SHARED_DATA)
+    rows = regenerated.generate(regenerated.chosen_samples("qa3", "100", files, 4)[:2], "qa3", 4, 11, files)
     assert_like_the_original(rows, original_rows("qa3", 4, "100", 11, 2, SHARED_DATA), 4)
