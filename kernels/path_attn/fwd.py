@@ -209,9 +209,12 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
 
 def default_super_chunks(head_dim: int, tokens: int) -> int:
     """Chunks per super-chunk of the coarse walk (1: no coarse walk). The coarse walk costs the
-    super-chunk transport up front, O(T D^2) in float32 torch products, and saves a part of the walk,
-    which grows with T^2: worth it only from some length on."""
-    return 4 if tokens >= (8192 if head_dim <= 64 else 16384) else 1
+    super-chunk transport up front, O(T D^2) in float32 torch products (about 8.5 ms per 64K tokens
+    on an H200), and saves a part of the walk, which grows with T^2. Measured on an H200
+    (results/bench/kernels_coarse_walk.json): at D = 128, S = 8 is the fastest from 16K tokens (1.02x
+    S = 1 there, 1.39x at 64K) and S = 1 below; at D = 64 only 4K was measured, where S = 1 wins, so
+    the coarse walk stays off there until a measurement says from where it pays."""
+    return 8 if head_dim > 64 and tokens >= 16384 else 1
 
 
 # Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter

@@ -229,29 +229,40 @@ def forward_speed(records: list[dict]) -> str:
 
 def coarse_walk(records: list[dict]) -> str | None:
     """PaTH / PaTH-FoX forward ms by the coarse walk's super-chunk size S, when the records sweep S
-    (`path_eval.bench.kernels --super-chunks`); None otherwise."""
+    (`path_eval.bench.kernels --super-chunks`), beside fla and the faster SDPA of the same session;
+    None otherwise."""
     sweep = [r for r in records if r["op"] in ("path_fwd", "path_fox_fwd") and "super_chunks" in r
              and r["impl"].startswith("path-eval")]
     sizes = sorted({r["super_chunks"] for r in sweep})
     if len(sizes) < 2:
         return None
     ms = {(r["op"], r["D"], r["T"], r["super_chunks"]): r["ms"] for r in sweep}
-    default = {(r["op"], r["D"], r["T"]): r["super_chunks"] for r in sweep if r["impl"] == "path-eval"}
+    fla = {(r["op"], r["D"], r["T"]): r["ms"] for r in records if r["impl"] == "fla"}
+    sdpa: dict[tuple, float] = {}
+    for r in records:
+        if r["impl"].startswith("sdpa"):
+            sdpa[(r["D"], r["T"])] = min(r["ms"], sdpa.get((r["D"], r["T"]), float("inf")))
     prep = {(r["D"], r["T"], r["super_chunks"]): r["ms"] for r in records
             if r["op"] in ("path_prep", "path_prep_coarse") and "super_chunks" in r}
     rows = []
     for op, d, t in sorted({key[:3] for key in ms}, key=lambda k: (k[1], k[0] != "path_fwd", k[2])):
         timed = {s: ms[(op, d, t, s)] for s in sizes if (op, d, t, s) in ms}
         fastest = min(timed, key=timed.get)
+        theirs = fla.get((op, d, t))
+        best_sdpa = sdpa.get((d, t))
         rows.append([CHECK_NAMES[op], str(d), kilo(t)] + [f"{timed[s]:.2f}" if s in timed else "-" for s in sizes]
-                    + [str(default.get((op, d, t), "-")), str(fastest),
-                       ratio(timed[1] / timed[fastest]) if 1 in timed else "-"]
+                    + [str(fastest), ratio(timed[1] / timed[fastest]) if 1 in timed else "-",
+                       "-" if theirs is None else f"{theirs:.2f}",
+                       "-" if theirs is None else ratio(theirs / timed[fastest]),
+                       "-" if best_sdpa is None else ratio(best_sdpa / timed[fastest])]
                     + [f"{prep[(d, t, s)]:.2f}" if (d, t, s) in prep else "-" for s in sizes])
     return ("PaTH forwards by the coarse walk's super-chunk size S (1: the walk over every chunk; "
-            "kernels/README.md, \"The coarse walk\"): ms per call, same inputs and timing as above; the last columns "
+            "kernels/README.md, \"The coarse walk\"): ms per call; speed ratios of the fastest S against fla and "
+            "against the faster SDPA backend of the same session (above 1: ours is faster); the last columns "
             "are the preparation alone at S = 1 (`path_prep`) and with the super-chunk transport "
             "(`path_prep_coarse`), for PaTH.\n\n"
-            + table(["kernel", "D", "T"] + [f"S={s} ms" for s in sizes] + ["default S", "fastest S", "fastest / S=1"]
+            + table(["kernel", "D", "T"] + [f"S={s} ms" for s in sizes]
+                    + ["fastest S", "fastest / S=1", "fla ms", "fastest vs fla", "fastest vs best SDPA"]
                     + [f"prep S={s} ms" for s in sizes], rows))
 
 
@@ -288,11 +299,13 @@ def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
     records = data["records"]
-    sweep = coarse_walk(records)
+    walk_path = results / "bench" / "kernels_coarse_walk.json"
+    walk = load(walk_path) if walk_path.exists() else None
+    sweep = None if walk is None else coarse_walk(walk["records"])
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
-                        *([] if sweep is None else ["### Coarse walk", sweep]),
+                        *([] if sweep is None else ["### Coarse walk", *kernel_header(walk_path, results, walk), sweep]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records)])
 

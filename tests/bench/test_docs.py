@@ -88,7 +88,9 @@ def test_a_super_chunk_sweep_gets_its_table():
     assert docs.coarse_walk(plain) is None  # no sweep, no section
     records = [rec("path_fwd", 16384, 1, 30.0), rec("path_fwd", 16384, 4, 20.0), rec("path_fwd", 16384, 8, 24.0),
                rec("path_fox_fwd", 16384, 1, 33.0), rec("path_fox_fwd", 16384, 4, 22.0),
-               rec("path_prep", 16384, 1, 9.5, "path-eval"), rec("path_prep_coarse", 16384, 4, 12.25, "path-eval")]
+               rec("path_prep", 16384, 1, 9.5, "path-eval"), rec("path_prep_coarse", 16384, 4, 12.25, "path-eval"),
+               rec("path_fwd", 16384, 1, 25.0, "fla"), rec("attn_fwd", 16384, 1, 8.0, "sdpa-cudnn"),
+               rec("attn_fwd", 16384, 1, 10.0, "sdpa-flash")]
     text = docs.coarse_walk(records)
-    assert "| PaTH forward | 128 | 16K | 30.00 | 20.00 | 24.00 | 4 | 4 | 1.50x | 9.50 | 12.25 | - |" in text
-    assert "| PaTH-FoX forward | 128 | 16K | 33.00 | 22.00 | - | 4 | 4 | 1.50x | 9.50 | 12.25 | - |" in text
+    assert "| PaTH forward | 128 | 16K | 30.00 | 20.00 | 24.00 | 4 | 1.50x | 25.00 | 1.25x | 0.40x | 9.50 | 12.25 | - |" in text
+    assert "| PaTH-FoX forward | 128 | 16K | 33.00 | 22.00 | - | 4 | 1.50x | - | - | 0.36x | 9.50 | 12.25 | - |" in text
