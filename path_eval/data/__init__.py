@@ -16,6 +16,7 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
+from path_eval.staging import staged
 
 
 def default_data_dir() -> Path:
@@ -90,18 +91,11 @@ def fingerprint(files: list[Path]) -> str:
 
 def write_jsonl_atomic(rows, target: Path) -> int:
     """Write rows as JSON lines to `target` via a temporary file: never a half-written file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.partial")
     count = 0
-    try:
-        with open(staging, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-                count += 1
-        os.replace(staging, target)
-    except BaseException:  # a full disk or an interrupt: no half-written file stays behind
-        staging.unlink(missing_ok=True)
-        raise
+    with staged(target) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
     return count
 
 

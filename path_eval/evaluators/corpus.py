@@ -19,18 +19,13 @@ from path_eval.lm.progress import RequestProgress
 from path_eval.metrics import perplexity_and_stderr
 from path_eval.plan import PlannedItem
 from path_eval.samples import slug
+from path_eval.staging import staged
 from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
 
 
 def _save_npy_atomic(array: np.ndarray, target: Path) -> None:
-    staging = target.with_name(f".{target.name}.partial")
-    try:
-        with open(staging, "wb") as handle:
-            np.save(handle, array)
-        staging.replace(target)
-    except BaseException:  # a full disk or an interrupt: no half-written file stays behind
-        staging.unlink(missing_ok=True)
-        raise
+    with staged(target, binary=True) as handle:
+        np.save(handle, array)
 
 
 def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path, limit: int | None = None) -> dict:

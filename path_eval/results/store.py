@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import SCHEMA_VERSION, ResultRecord, RunResults
+from path_eval.staging import staged
 
 
 def read_stored(model, file: Path, what: str, fix: str = ""):
@@ -24,21 +23,9 @@ def read_stored(model, file: Path, what: str, fix: str = ""):
 
 
 def write_atomic(data: str | bytes, target: Path) -> None:
-    """`target` holds `data` (text as UTF-8) whole or not at all. The staging file is this process's
-    own: processes that write the same file at once (the data-parallel processes filling a fresh
-    cache dir) would otherwise share one, and the later rename would find it gone."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{socket.gethostname()}-{os.getpid()}.{target.name}.partial")
-    try:
-        if isinstance(data, str):
-            staging.write_text(data, encoding="utf-8")
-        else:
-            staging.write_bytes(data)
-        os.replace(staging, target)
-    except BaseException:  # a full disk or an interrupt: no half-written file stays behind
-        staging.unlink(missing_ok=True)
-        raise
+    """`target` holds `data` (text as UTF-8) whole or not at all."""
+    with staged(target, binary=isinstance(data, bytes)) as handle:
+        handle.write(data)
 
 
 def write_json_atomic(data, target: Path) -> None:

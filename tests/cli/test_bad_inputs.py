@@ -341,14 +341,25 @@ def test_debug_shows_the_traceback(place, tmp_path):
 
 def test_a_full_disk_is_one_line_and_leaves_no_partial_file(place, tmp_path, capsys, monkeypatch):
     """ENOSPC while writing the run folder's first file: one line, exit 2, its staging file removed."""
-    from path_eval.results import store
+    from path_eval import staging
 
-    def fill_disk(self, text, *args, **kwargs):
-        with open(self, "w") as handle:
-            handle.write(text[: len(text) // 2])
-        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+    class FullDisk:
+        """A staging file on a disk that fills halfway through the first write."""
 
-    monkeypatch.setattr(store.Path, "write_text", fill_disk)
+        def __init__(self, path, *args, **kwargs):
+            self.path, self.handle = path, open(path, *args, **kwargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, text):
+            self.handle.write(text[: len(text) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+
+    monkeypatch.setattr(staging, "open", FullDisk, raising=False)
     out = tmp_path / "out"
     code = main(_expand(RUN, place) + ["--out", str(out)])
     line = assert_one_error_line(capsys.readouterr().err, "no space left on the disk")
