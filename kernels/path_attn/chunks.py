@@ -153,7 +153,8 @@ def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch
 
 
 def super_chunk_transport(transport: Transport, size: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """What the forward's coarse walk reads, for the first `count` super-chunks of `size` chunks each:
+    """What the forward's coarse walk reads (`coarse.py` computes it; this is its reference), for the
+    first `count` super-chunks of `size` chunks each:
     their keys moved to their super-chunk end [B, H, count * size * C, D] and per super-chunk
     U_super = I - P_last ... P_first [B, H, count, D, D] (r <- r - r U_super moves a query through
     it), in the transport's dtype. Each super-chunk is a segment of `segment_transport`'s."""

@@ -17,9 +17,9 @@ rounded to the input dtype only as a matmul operand. FoX / PaTH-FoX gates enter 
 times the sum of log gates between key and query, built from in-chunk sums and a running
 per-row offset along the walk (see `chunks.py`); the coarse walk adds super-chunk totals to that
 offset and reads each key's sum to its super-chunk end. Offsets are int64 (inputs past 2^31
-elements). The super-chunk keys and U_super are made once per key head (not per query block) in
-float32 torch products from the preparation's float32 transport (`chunks.super_chunk_transport`)
-and rounded to the input dtype once; S = 1 is the walk over every chunk.
+elements). The super-chunk keys and U_super are made once per key head (not per query block) by
+`coarse.py` from the preparation's float32 keys and T W, and rounded to the input dtype once;
+S = 1 is the walk over every chunk.
 
 Cache-only splits (flash-decoding style) are allowed when the segment is one chunk: then every
 program already holds its final r, and the per-split results are merged by log-sum-exp.
@@ -35,7 +35,8 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.chunks import Transport, chunk_gates, super_chunk_gates, super_chunk_transport
+from path_eval.kernels.path_attn.chunks import Transport, chunk_gates, super_chunk_gates
+from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
 from path_eval.kernels.path_attn.prep import Prepared, prepare_path
 from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
@@ -209,12 +210,9 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
 
 def default_super_chunks(head_dim: int, tokens: int) -> int:
     """Chunks per super-chunk of the coarse walk (1: no coarse walk). The coarse walk costs the
-    super-chunk transport up front, O(T D^2) in float32 torch products (about 8.5 ms per 64K tokens
-    on an H200), and saves a part of the walk, which grows with T^2. Measured on an H200
-    (results/bench/kernels_coarse_walk.json): at D = 128, S = 8 is the fastest from 16K tokens (1.02x
-    S = 1 there, 1.39x at 64K) and S = 1 below; at D = 64 only 4K was measured, where S = 1 wins, so
-    the coarse walk stays off there until a measurement says from where it pays."""
-    return 8 if head_dim > 64 and tokens >= 16384 else 1
+    super-chunk transport up front (`coarse.py`, O(T D^2)) and saves a part of the walk, which grows
+    with T^2."""
+    return 16 if tokens >= 8192 else 1
 
 
 # Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter
@@ -307,11 +305,10 @@ def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
     count = (q.shape[1] // chunk_size - 1) // super_chunks
     if super_chunks == 1 or count == 0:
         return prepare_path(q, k, w, beta, chunk_size, transport), None
-    prep = prepare_path(q, k, w, beta, chunk_size, True)   # the float32 transport feeds the super-chunks
-    keys, U = super_chunk_transport(prep.transport, super_chunks, count)
+    prep = prepare_path(q, k, w, beta, chunk_size, transport, coarse=True)
+    keys, U = super_chunk_transport_triton(prep.k32, w, prep.tw, super_chunks, count, q.dtype)
     g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
-    coarse = Coarse(super_chunks, keys.to(q.dtype), U.to(q.dtype), g_end, g_total)
-    return (prep if transport else replace(prep, transport=None)), coarse
+    return replace(prep, k32=None, tw=None), Coarse(super_chunks, keys, U, g_end, g_total)
 
 
 def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,

@@ -14,6 +14,8 @@ Why two launches and a row-block solve: one kernel solving the blocks below with
 products, (I - N)(I + N^2) Xb, needs so much shared memory for its tf32x3 operands that one program
 fits per SM and its chain of small products waits on latency; split this way the transition kernel
 fits three programs per SM at D = 64 (tests/kernels/test_kernel_resources.py holds it to that).
+Tiles D wide are made, and products over D accumulated, 64 columns at a time (`column_block`), so
+D = 128 runs in the registers of D = 64 and float32 inputs take tf32x3 at every D.
 """
 from __future__ import annotations
 
@@ -23,20 +25,24 @@ import torch
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.chunks import Transport, prepare
+from path_eval.kernels.path_attn.chunks import Transport
 
 
 @dataclass
 class Prepared:
     """Inputs of the forward: q [B, H, N, group, C, D] and intra [B, H, N, group, C, C] in float32,
     k [B, H, T, D] and U [B, H, N, D, D] in the input dtype; transport (float32 keys at their chunk
-    end and transitions, for moving a cache) only when asked for."""
+    end and transitions, for moving a cache) only when asked for; for the coarse walk's super-chunk
+    transport, when asked for, the float32 keys at their chunk end k32 and rows of T W tw, both
+    [B, H, N, C, D] (what `chunks.Chunks` calls k and TW)."""
 
     q: torch.Tensor
     intra: torch.Tensor
     k: torch.Tensor
     U: torch.Tensor
     transport: Transport | None
+    k32: torch.Tensor | None = None
+    tw: torch.Tensor | None = None
 
 
 @triton.jit
@@ -73,24 +79,31 @@ def _chunk_transition(
     H,
     sk_b, sk_t, sk_h, sw_b, sw_t, sw_h, sb_b, sb_t, sb_h,
     ss_b, ss_h, ss_n, ske_b, ske_h, ske_n, su_b, su_h, su_n,
-    D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, STATE: tl.constexpr,
-    IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr, ROUND_TF32: tl.constexpr,
+    D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, DB: tl.constexpr, STATE: tl.constexpr,
+    KEYS32: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr,
+    ROUND_TF32: tl.constexpr,
 ):
     """Per (chunk, batch x key head): T, T W, U, Cm and the keys at their chunk end; T W and Cm also
-    go to float32 scratch [B, H, N, C, D | C] for `_chunk_queries`."""
+    go to float32 scratch [B, H, N, C, D | C] for `_chunk_queries` (and T W for the coarse walk).
+    What is D wide (T W, the moved keys, U) is made DB columns at a time and stored at once, so that
+    at D = 128 no D-wide float32 tile lives beside another: one program holding T W, w and U whole
+    needs 255 registers and spills 1.8 KB at 8 warps (one program per SM)."""
     n = tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
     ci = tl.arange(0, C)
-    d = tl.arange(0, D)
     rows = n * C + ci
     scratch = (b * H + h) * tl.num_programs(0) + n          # this chunk's slot in TW_OUT and CM_OUT
-    w_in = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
-    k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
+    w_rows = W + b * sw_b + h * sw_h + rows[:, None] * sw_t
+    k_rows = K + b * sk_b + h * sk_h + rows[:, None] * sk_t
     beta = tl.load(BETA + b * sb_b + h * sb_h + rows * sb_t).to(tl.float32)
     strict = ci[:, None] > ci[None, :]
-    A = tl.where(strict, tl.dot(w_in, tl.trans(w_in), input_precision=IN_PREC) * beta[:, None], 0.0)
+    A = tl.zeros([C, C], tl.float32)
+    for c in tl.static_range(D // DB):
+        w_c = tl.load(w_rows + (c * DB + tl.arange(0, DB))[None, :])
+        A += tl.dot(w_c, tl.trans(w_c), input_precision=IN_PREC)
+    A = tl.where(strict, A * beta[:, None], 0.0)
 
     # X = (I + A)^-1. Diagonal blocks of SUB rows first, by forward substitution in float32 vector
     # arithmetic (all blocks at once, a row of each per step). The rows of A are read back from
@@ -128,26 +141,37 @@ def _chunk_transition(
     tl.debug_barrier()  # every row of X read before Cm takes the slot
     Tm = _tf32(X * beta[None, :], ROUND_TF32)               # T = (I + A)^-1 diag(beta)
 
-    # w again, from L2: a rounded copy made from the first load would live beside it through the solve
-    w_again = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
-    w = _tf32(w_again.to(tl.float32), ROUND_TF32)
-    TW = _tf32(tl.dot(Tm, w, input_precision=PREC), ROUND_TF32)  # rounded here: a factor of U and q_start
-    U = tl.dot(tl.trans(w), TW, input_precision=PREC)    # stored at once: D x D is the largest tile
-    u_ptrs = b * su_b + h * su_h + n * su_n + d[:, None] * D + d[None, :]
-    tl.store(UO + u_ptrs, U.to(UO.dtype.element_ty))
-    if STATE:
-        tl.store(U32 + u_ptrs, U)
-
-    wk = tl.where(strict, _input_product(w_again, tl.trans(k_in), IN_PREC, PREC, ROUND_TF32), 0.0)
+    # w and k again, from L2: copies loaded before the solve would live through it
+    wk = tl.zeros([C, C], tl.float32)
+    for c in tl.static_range(D // DB):
+        dc = c * DB + tl.arange(0, DB)
+        wk += _input_product(tl.load(w_rows + dc[None, :]), tl.trans(tl.load(k_rows + dc[None, :])),
+                             IN_PREC, PREC, ROUND_TF32)
+    wk = tl.where(strict, wk, 0.0)
     Cm = _tf32(tl.dot(Tm, _tf32(wk, ROUND_TF32), input_precision=PREC), ROUND_TF32)
-    k_end = k_in.to(tl.float32) - tl.dot(tl.trans(Cm), w, input_precision=PREC)
-    ke_ptrs = b * ske_b + h * ske_h + n * ske_n + ci[:, None] * D + d[None, :]
-    tl.store(KE + ke_ptrs, k_end.to(KE.dtype.element_ty))
-    if STATE:
-        tl.store(KE32 + ke_ptrs, k_end)
-
-    tl.store(TW_OUT + scratch * (C * D) + ci[:, None] * D + d[None, :], TW)
     tl.store(CM_OUT + scratch * (C * C) + ci[:, None] * C + ci[None, :], Cm)
+    tw_tile = TW_OUT + scratch * (C * D)
+    for c in tl.static_range(D // DB):
+        dc = c * DB + tl.arange(0, DB)
+        w = _tf32(tl.load(w_rows + dc[None, :]).to(tl.float32), ROUND_TF32)
+        TW = _tf32(tl.dot(Tm, w, input_precision=PREC), ROUND_TF32)  # rounded here: a factor of U and q_start
+        tl.store(tw_tile + ci[:, None] * D + dc[None, :], TW)
+        k_end = tl.load(k_rows + dc[None, :]).to(tl.float32) - tl.dot(tl.trans(Cm), w, input_precision=PREC)
+        ke_ptrs = b * ske_b + h * ske_h + n * ske_n + ci[:, None] * D + dc[None, :]
+        tl.store(KE + ke_ptrs, k_end.to(KE.dtype.element_ty))
+        if KEYS32:
+            tl.store(KE32 + ke_ptrs, k_end)
+    tl.debug_barrier()  # T W whole in scratch before its column blocks meet every row block of w
+    for rb in tl.static_range(D // DB):
+        dr = rb * DB + tl.arange(0, DB)
+        w_r = _tf32(tl.load(w_rows + dr[None, :]).to(tl.float32), ROUND_TF32)
+        for c in tl.static_range(D // DB):
+            dc = c * DB + tl.arange(0, DB)
+            U = tl.dot(tl.trans(w_r), tl.load(tw_tile + ci[:, None] * D + dc[None, :]), input_precision=PREC)
+            u_ptrs = b * su_b + h * su_h + n * su_n + dr[:, None] * D + dc[None, :]
+            tl.store(UO + u_ptrs, U.to(UO.dtype.element_ty))
+            if STATE:
+                tl.store(U32 + u_ptrs, U)
 
 
 @triton.jit
@@ -156,9 +180,11 @@ def _chunk_queries(
     HQ, GROUP,
     sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sw_b, sw_t, sw_h,
     sqs_b, sqs_h, sqs_n, sqs_g, ss_b, ss_h, ss_n, ss_g,
-    D: tl.constexpr, C: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND_TF32: tl.constexpr,
+    D: tl.constexpr, C: tl.constexpr, DB: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr,
+    ROUND_TF32: tl.constexpr,
 ):
-    """Per (chunk, batch x query head): QW = tril(Q W^T), intra = Q K^T - QW Cm, q_start = Q - QW TW."""
+    """Per (chunk, batch x query head): QW = tril(Q W^T), intra = Q K^T - QW Cm, q_start = Q - QW TW
+    (DB columns at a time, as in `_chunk_transition`)."""
     n = tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HQ).to(tl.int64)
@@ -166,45 +192,53 @@ def _chunk_queries(
     h = hq // GROUP
     gi = hq % GROUP
     ci = tl.arange(0, C)
-    d = tl.arange(0, D)
     rows = n * C + ci
-    q_in = tl.load(Q + b * sq_b + hq * sq_h + rows[:, None] * sq_t + d[None, :])
-    w_in = tl.load(W + b * sw_b + h * sw_h + rows[:, None] * sw_t + d[None, :])
-    k_in = tl.load(K + b * sk_b + h * sk_h + rows[:, None] * sk_t + d[None, :])
+    q_rows = Q + b * sq_b + hq * sq_h + rows[:, None] * sq_t
+    w_rows = W + b * sw_b + h * sw_h + rows[:, None] * sw_t
+    k_rows = K + b * sk_b + h * sk_h + rows[:, None] * sk_t
     scratch = (b * (HQ // GROUP) + h) * tl.num_programs(0) + n
-    qw = tl.where(ci[:, None] >= ci[None, :], _input_product(q_in, tl.trans(w_in), IN_PREC, PREC, ROUND_TF32), 0.0)
-    qw = _tf32(qw, ROUND_TF32)
+    qw = tl.zeros([C, C], tl.float32)
+    qk = tl.zeros([C, C], tl.float32)
+    for c in tl.static_range(D // DB):
+        dc = c * DB + tl.arange(0, DB)
+        q_c = tl.load(q_rows + dc[None, :])
+        qw += _input_product(q_c, tl.trans(tl.load(w_rows + dc[None, :])), IN_PREC, PREC, ROUND_TF32)
+        qk += tl.dot(q_c, tl.trans(tl.load(k_rows + dc[None, :])), input_precision=IN_PREC)
+    qw = _tf32(tl.where(ci[:, None] >= ci[None, :], qw, 0.0), ROUND_TF32)
     Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])  # T W and Cm come rounded
-    intra = tl.dot(q_in, tl.trans(k_in), input_precision=IN_PREC) - tl.dot(qw, Cm, input_precision=PREC)
+    intra = qk - tl.dot(qw, Cm, input_precision=PREC)
     tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
-    TW = tl.load(TW_IN + scratch * (C * D) + ci[:, None] * D + d[None, :])
-    q_start = q_in.to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
-    tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + d[None, :], q_start)
+    for c in tl.static_range(D // DB):
+        dc = c * DB + tl.arange(0, DB)
+        TW = tl.load(TW_IN + scratch * (C * D) + ci[:, None] * D + dc[None, :])
+        q_start = tl.load(q_rows + dc[None, :]).to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
+        tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + dc[None, :], q_start)
 
 
 def _transition_launch(head_dim: int) -> dict:
-    """Warps and register cap of the transition kernel, the fastest of those timed on an H200
-    (8 x 8K tokens, bf16): at D <= 64, 4 warps capped at 168 registers, so that three programs share
-    an SM (faster than uncapped, than a cap of 128 and than 8 warps); at D = 128, 8 warps uncapped
-    (a cap of 168 is slower there)."""
-    return dict(num_warps=4, maxnreg=168) if head_dim <= 64 else dict(num_warps=8)
+    """Warps and register cap of the transition kernel: 4 warps capped at 168 registers, so that
+    three programs share an SM, the fastest of those timed on an H200 at D = 64 and D = 128
+    (results/bench/launch_configs.json: at D = 128 3.38 ms a preparation against 3.61 uncapped and
+    5.1-5.7 at 8 warps)."""
+    return dict(num_warps=4, maxnreg=168)
 
 
-def prepare_path(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
+def _queries_launch(head_dim: int) -> dict:
+    """Warps of the query kernel: 4 (155 registers at D = 128, three programs per SM; faster than 8 on
+    an H200, results/bench/launch_configs.json)."""
+    return dict(num_warps=4)
+
+
+def column_block(head_dim: int) -> int:
+    """Columns of the D-wide tiles a preparation or transport program makes at a time: all of them
+    up to D = 64, 64 above (register pressure; see `_chunk_transition`)."""
+    return min(head_dim, 64)
+
+
+def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = False) -> Prepared:
     """q [B, T, HQ, D]; k, w [B, T, H, D]; beta [B, T, H] zero at padding; T a multiple of chunk_size.
-    The kernel for 16-bit inputs and for float32 up to D = 64; float32 above that goes to the torch
-    preparation (float32 products at D = 128 need tf32x3's split operands, more shared memory than
-    an H200 has, or plain float32 arithmetic, ten times slower than torch's GEMMs)."""
-    if q.shape[-1] <= 64 or q.dtype != torch.float32:
-        return prepare_path_triton(q, k, w, beta, chunk_size, state)
-    ch = prepare(q, k, None, w, beta, None, None, chunk_size, torch.float32)
-    tr = ch.transport()
-    return Prepared(ch.q, ch.intra, tr.k_end.to(q.dtype).flatten(2, 3), tr.U.to(q.dtype), tr if state else None)
-
-
-def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared:
-    """The kernels. Products with a float32 factor run in float32 accuracy for float32 inputs
-    ("tf32x3", three tf32 tensor-core passes, up to D = 64; plain float32 above) and as one tf32 pass
+    `state`: the float32 `Transport` too; `coarse`: k32 and tw too. Products with a float32 factor run in float32 accuracy for float32 inputs
+    ("tf32x3", three tf32 tensor-core passes) and as one tf32 pass
     for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and U are
     rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
     transport state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T
@@ -218,31 +252,34 @@ def prepare_path_triton(q, k, w, beta, chunk_size: int, state: bool) -> Prepared
         raise ValueError(f"the preparation kernel takes chunks of 16, 32 or 64 rows, not {C}")
     n = T // C
     dev = q.device
-    exact = "tf32x3" if D <= 64 else "ieee"  # tf32x3's split D-wide operands overflow shared memory at D = 128
+    exact = "tf32x3"
     q, k, w = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, w))
     qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=dev)
     intra = torch.empty(B, H, n, group, C, C, dtype=torch.float32, device=dev)
     k_end = torch.empty(B, H, n, C, D, dtype=q.dtype, device=dev)
     U = torch.empty(B, H, n, D, D, dtype=q.dtype, device=dev)
-    k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if state else k_end
+    keys32 = state or coarse
+    k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if keys32 else k_end
     U32 = torch.empty(U.shape, dtype=torch.float32, device=dev) if state else U
     tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
     cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
     in_prec, prec = exact, exact if q.dtype == torch.float32 else "tf32"
     round_tf32 = prec == "tf32" and torch.version.hip is None  # tf32 is NVIDIA's (and the interpreter's)
+    DB = column_block(D)
     _chunk_transition[(n, B * H)](
         k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
         k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
         beta.stride(0), beta.stride(1), beta.stride(2), intra.stride(0), intra.stride(1), intra.stride(2),
         k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=16, STATE=state, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3", ROUND_TF32=round_tf32,
-        **_transition_launch(D),
+        D=D, C=C, SUB=16, DB=DB, STATE=state, KEYS32=keys32, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3",
+        ROUND_TF32=round_tf32, **_transition_launch(D),
     )
     _chunk_queries[(n, B * HQ)](
         q, k, w, tw, cm, qs, intra, HQ, group,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         w.stride(0), w.stride(1), w.stride(2), qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3),
         intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
-        D=D, C=C, IN_PREC=in_prec, PREC=prec, ROUND_TF32=round_tf32, num_warps=4,
+        D=D, C=C, DB=DB, IN_PREC=in_prec, PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(D),
     )
-    return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None)
+    return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None,
+                    k32 if coarse else None, tw if coarse else None)

@@ -8,7 +8,9 @@
 #   DP_PROCESSES=1 alone, then DP_PROCESSES=2 DP_BASELINE=<the first JSON> when both do not fit one command),
 # kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes; KT_K= picks tests by -k),
 # walk (the coarse walk: its compiled tests and the forward ones, one fixed kernel configuration, then the forward bench
-#   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k),
+#   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k,
+#   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments),
+# launch (path_eval.bench.launch_configs: the preparation's and the super-chunk transport's launch configurations timed),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
@@ -29,8 +31,9 @@ for step in "$@"; do
     walk) PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
         -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
       grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
-      timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops path_fwd,path_fox_fwd,attn_fwd \
-        --head-dims 128,64 --super-chunks ${WALK_S:-1,4,8} --out "$OUT/kernels_walk.json" ;;
+      timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
+        --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
+    launch) timeout ${LC_S:-200} python3 -m path_eval.bench.launch_configs --out "$OUT/launch_configs.json" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;

@@ -11,11 +11,12 @@ import pytest
 import torch
 
 from path_eval.kernels.path_attn.cache import PathKVCache
-from path_eval.kernels.path_attn.chunks import gates_to_end, prepare, transport_state
+from path_eval.kernels.path_attn.chunks import gates_to_end, prepare, super_chunk_transport, transport_state
+from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
 from path_eval.kernels.path_attn.fold import move_keys, move_keys_reference
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
-from path_eval.kernels.path_attn.prep import prepare_path_triton
+from path_eval.kernels.path_attn.prep import prepare_path
 from tests.models.test_attention_backends import VARIANTS, random_inputs, rel
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -53,7 +54,7 @@ def test_preparation_kernel_matches_torch_preparation(shape):
     x = random_inputs("path", B, T, HQ, H, D, seed=T + D)
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     args = as_dtype(x, torch.float32)
-    got = prepare_path_triton(args["q"], args["k"], args["w"], args["beta"], C, state=True)
+    got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
     ref_t = ref.transport()
     assert rel(got.q.double().cpu(), ref.q) <= 1e-5
     assert rel(got.intra.double().cpu(), ref.intra) <= 1e-5
@@ -76,7 +77,7 @@ def test_preparation_kernel_with_correlated_w_rows():
     x.beta = 2 - 1e-4 * torch.rand(B, T, H, generator=g, dtype=torch.float64)
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     args = as_dtype(x, torch.float32)
-    got = prepare_path_triton(args["q"], args["k"], args["w"], args["beta"], C, state=True)
+    got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
     errors = dict(q=rel(got.q.double().cpu(), ref.q), intra=rel(got.intra.double().cpu(), ref.intra),
                   k_end=rel(got.transport.k_end.double().cpu(), ref.transport().k_end),
                   U=rel(got.transport.U.double().cpu(), ref.transport().U))
@@ -139,6 +140,27 @@ def test_coarse_walk_matches_definition(case):
     rows = [slice(None) if pad_left is None else slice(max(0, pad - L), None) for pad in (pad_left or [0] * B)]
     for b in range(B):
         assert rel(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shape", [(2, 144, 2, 32, 16, 2), (1, 208, 1, 128, 16, 4)],
+                         ids=lambda s: "B{}T{}H{}D{}C{}S{}".format(*s))
+def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype):
+    """The coarse walk's super-chunk keys and U_super from the WY form (`coarse.py`, D split in row
+    blocks at D = 128) against the dense suffix products of `chunks.super_chunk_transport` in
+    float64; 16-bit outputs are rounded once, so their error is about one rounding."""
+    B, T, H, D, C, size = shape
+    count = (T // C - 1) // size
+    x = random_inputs("path", B, T, H, H, D, seed=T + D)
+    ref_keys, ref_U = super_chunk_transport(prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64).transport(),
+                                            size, count)
+    args = as_dtype(x, dtype)
+    prep = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, False, coarse=True)
+    keys, U = super_chunk_transport_triton(prep.k32, args["w"], prep.tw, size, count, dtype)
+    bound = 1e-5 if dtype == torch.float32 else 1e-3
+    assert keys.dtype == U.dtype == dtype
+    assert rel(keys.double().cpu(), ref_keys) <= bound
+    assert rel(U.double().cpu(), ref_U) <= bound
 
 
 def test_coarse_walk_half_precision_within_rounding():

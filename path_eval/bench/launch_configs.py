@@ -1,0 +1,106 @@
+"""Time the PaTH preparation's kernels and the super-chunk transport under candidate launch
+configurations (warps, register cap, pipeline stages), so the fixed choices in `prep.py` and
+`coarse.py` (`_transition_launch`, `_queries_launch`, `_transport_launch`) come from a measurement.
+
+    python -m path_eval.bench.launch_configs --out results/bench/launch_configs.json
+
+bf16 inputs as the bench's (float32 w), B x T = 64K tokens at T = 8192, 32 heads of 64 / 16 of 128.
+Each record: the kernel step, the head dim, the configuration and triton.testing.do_bench's median.
+The step "preparation" times the whole `prepare_path` (both launches) with the transition kernel's
+configuration varied and the query kernel's fixed, and the reverse for "queries"; "transport" times
+`super_chunk_transport_triton` at S = 8, beside the torch version it replaced ("transport torch").
+These are not autotuned at run time: each candidate is a compile, and a cold run's cost counts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+import torch
+
+from path_eval.bench.kernels import inputs, log
+from path_eval.results.store import write_json_atomic
+
+TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=8, maxnreg=128),
+              dict(num_warps=8, maxnreg=168), dict(num_warps=8)]
+QUERIES = [dict(num_warps=4), dict(num_warps=8)]
+TRANSPORT = [dict(num_warps=4, num_stages=1), dict(num_warps=8, num_stages=1), dict(num_warps=8, num_stages=1, maxnreg=128),
+             dict(num_warps=8, num_stages=2)]
+
+
+def _timed(fn, warmup: int, rep: int) -> float | None:
+    from triton.testing import do_bench
+    try:
+        return do_bench(fn, warmup=warmup, rep=rep)
+    except Exception as e:  # noqa: BLE001  (a configuration that does not fit the GPU is recorded as such)
+        log("failed", repr(e)[:200])
+        return None
+
+
+def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
+    from path_eval.kernels.path_attn import coarse, prep
+    from path_eval.kernels.path_attn.chunks import super_chunk_transport
+    records = []
+    for D in head_dims:
+        H, B = (32 if D == 64 else 16), 65536 // T
+        x = inputs(B, T, H, D, True, False)
+        q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
+        default_t, default_q = prep._transition_launch, prep._queries_launch
+        try:
+            for step, configs, slot in (("preparation", TRANSITION, "_transition_launch"),
+                                        ("queries", QUERIES, "_queries_launch")):
+                for config in configs:
+                    setattr(prep, slot, lambda _d, c=config: c)
+                    ms = _timed(lambda: prep.prepare_path(q, k, w, beta, 64, False), warmup, rep)
+                    records.append(dict(step=step, D=D, B=B, H=H, T=T, config=config, ms=ms))
+                    log(records[-1])
+                    setattr(prep, slot, default_t if slot == "_transition_launch" else default_q)
+        finally:
+            prep._transition_launch, prep._queries_launch = default_t, default_q
+        size = 8
+        count = (T // 64 - 1) // size
+        prepared = prep.prepare_path(q, k, w, beta, 64, True, coarse=True)
+        default_c = coarse._transport_launch
+        try:
+            for config in TRANSPORT:
+                coarse._transport_launch = lambda _d, c=config: c
+                ms = _timed(lambda: coarse.super_chunk_transport_triton(prepared.k32, w, prepared.tw, size, count, q.dtype),
+                            warmup, rep)
+                records.append(dict(step="transport", D=D, B=B, H=H, T=T, super_chunks=size, config=config, ms=ms))
+                log(records[-1])
+        finally:
+            coarse._transport_launch = default_c
+
+        def torch_transport():
+            keys, U = super_chunk_transport(prepared.transport, size, count)
+            return keys.to(q.dtype), U.to(q.dtype)
+        records.append(dict(step="transport torch", D=D, B=B, H=H, T=T, super_chunks=size, config=None,
+                            ms=_timed(torch_transport, warmup, rep)))
+        log(records[-1])
+        del x, q, k, w, beta, prepared
+        torch.cuda.empty_cache()
+    return records
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="results/bench/launch_configs.json")
+    p.add_argument("--head-dims", default="128,64")
+    p.add_argument("--length", type=int, default=8192)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--rep", type=int, default=50)
+    args = p.parse_args(argv)
+    import triton
+    out = {"machine": torch.cuda.get_device_name(), "host": platform.node(), "torch": torch.__version__,
+           "triton": triton.__version__,
+           "command": "python -m path_eval.bench.launch_configs " + " ".join(argv or __import__("sys").argv[1:]),
+           "records": measure([int(d) for d in args.head_dims.split(",")], args.length, args.warmup, args.rep)}
+    write_json_atomic(out, Path(args.out))
+    for r in out["records"]:
+        print(f"{r['step']:16s} D={r['D']:3d} {json.dumps(r['config']):55s} {r['ms'] if r['ms'] is None else round(r['ms'], 3)}")
+
+
+if __name__ == "__main__":
+    main()
