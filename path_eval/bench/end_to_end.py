@@ -1,7 +1,10 @@
 """End to end on one GPU: RULER `generate_until` requests through lm-eval's `hf` model over fla's PaTH
 model against our `path` model, `eval.py run` against its requests' generation time, and a cold start.
 
-    python -m path_eval.bench.end_to_end --out results/bench/end_to_end_h200.json --budget-s 200
+    python -m path_eval.bench.end_to_end --out results/bench/end_to_end_h200.json
+
+(about 400 s on an H200, most of it fla's side: `--parts generate`, then `--parts cold,run` with another
+`--out`, split it into two commands of about 290 s and 150 s.)
 
 The requests are those of `eval.py run --suite ruler --tasks TASK --lengths LENGTH --limit N` (default
 niah_single_1, whose noise haystack needs no data files, at 16K, 26 requests), generated offline by our
@@ -38,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -75,7 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="offline data folder (the default task reads none)")
     parser.add_argument("--work", type=Path, default=Path("runs/end_to_end"),
                         help="the checkpoint, the run folder and the warm-up requests go here")
-    parser.add_argument("--budget-s", type=float, default=1e9)
+    parser.add_argument("--budget-s", type=float, default=1e9, help="start no part after this many seconds")
     args = parser.parse_args(argv)
     args.warmup_length = args.warmup_length or min(args.length, WARMUP_LENGTH)
     args.work, args.data_dir = args.work.resolve(), args.data_dir.resolve()  # the processes it starts run elsewhere
@@ -120,14 +124,24 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize(torch.device(device))
 
 
-def triton_cache_entries() -> int | None:
-    """Compiled kernels in Triton's cache folder (one folder each), to see whether a timed call compiled any."""
+def triton_cache() -> Path | None:
+    """Triton's cache folder (one folder per compiled kernel), None without Triton."""
     try:
         from triton import knobs
     except ImportError:
         return None
-    folder = Path(knobs.cache.dir)
-    return sum(1 for _ in folder.iterdir()) if folder.is_dir() else 0
+    return Path(knobs.cache.dir)
+
+
+def cached_kernels(folder: Path) -> set[str]:
+    return {entry.name for entry in folder.iterdir()} if folder.is_dir() else set()
+
+
+def kernel_names(folder: Path, entries: set[str]) -> dict[str, int]:
+    """How many of the cache's `entries` each kernel is (the name its `__grp__NAME.json` file gives)."""
+    names = Counter(group.name.removeprefix("__grp__").removesuffix(".json")
+                    for entry in entries for group in (folder / entry).glob("__grp__*.json"))
+    return dict(sorted(names.items()))
 
 
 # ----------------------------------------------------------------- the requests and the models
@@ -220,17 +234,18 @@ def timed_call(lm, requests, device: str) -> tuple[float, list[str]]:
 def generation_record(side: str, lm, requests, warmup, device: str) -> tuple[dict, list[str]]:
     """One side's warm-up call, then its timed call of every request -> (record, generated texts)."""
     warmup_seconds, _ = timed_call(lm, warmup, device)
-    compiled_before = triton_cache_entries()
+    cache = triton_cache()
+    compiled_before = cached_kernels(cache) if cache else set()
     model_seconds = getattr(lm, "seconds", None)
     seconds, texts = timed_call(lm, requests, device)
     record = {"part": "generate", "side": side, "impl": describe(lm), "status": "ok", "requests": len(requests),
               "batch_size": lm.batch_size, "prompt_tokens": sum(len(lm.tok_encode(r.args[0])) for r in requests),
               "warmup_requests": len(warmup), "warmup_s": round(warmup_seconds, 3), "seconds": round(seconds, 3),
-              "seconds_per_request": round(seconds / len(requests), 4)}
+              "seconds_per_request": round(seconds / len(requests), 4), "generated_characters": sum(map(len, texts))}
     if model_seconds is not None:  # our adapter's own timing of its model calls
         record["model_seconds"] = round(lm.seconds - model_seconds, 3)
-    if compiled_before is not None:
-        record["kernels_compiled_in_timed_call"] = triton_cache_entries() - compiled_before
+    if cache:  # kernels the warm-up did not compile (a shape or specialisation first met in the timed call)
+        record["kernels_compiled_in_timed_call"] = kernel_names(cache, cached_kernels(cache) - compiled_before)
     return record, texts
 
 
@@ -308,6 +323,8 @@ def eval_run_record(args, checkpoint: Path, requests, our_generation: dict | Non
     logged = [json.loads(line)["request"][0] for log in sorted((out / "samples").glob("*/*.jsonl"))
               for line in log.read_text().splitlines()]
     record = {"part": "run", "status": "ok", "wall_s": round(wall, 3), "run_wall_time_s": provenance.wall_time_s,
+              # before the model starts loading (start, imports, plan) and after its requests (writing, exit)
+              "outside_run_wall_time_s": round(wall - provenance.wall_time_s, 3),
               "generation_s": round(generation, 3), "wall_over_generation": round(wall / generation, 3),
               "target": EVAL_RUN_TARGET, "phases": phases, "requests_computed": provenance.requests_computed,
               "same_requests": sorted(map(tuple, logged), key=str) == sorted((r.args for r in requests), key=str),
