@@ -58,18 +58,19 @@ def test_both_sides_answer_alike_on_the_same_weights(tmp_path, monkeypatch):
                            "under TRITON_INTERPRET")
 def test_fla_and_ours_answer_alike_on_fla_weights(tmp_path, monkeypatch):
     """lm-eval's hf model over fla's own PaTH model, and ours over the checkpoint fla saved: the same
-    greedy texts (float32, Triton's float32 products exact, so that near ties fall alike). More than
-    100 s on an H200: fla compiles and autotunes its kernels for each new shape."""
+    greedy texts (float32, Triton's float32 products exact, so that near ties fall alike). Minutes on an
+    H200: fla compiles and autotunes its kernels for each new shape."""
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
-    args = end_to_end.parse_args(["--device", "cuda", "--dtype", "float32", "--length", "1024", "--requests", "3",
-                                  "--batch-size", "2", "--warmup-requests", "1", "--warmup-length", "512",
+    # the warm-up requests are the timed ones (same length, seed and count): fla compiles for one set of shapes
+    args = end_to_end.parse_args(["--device", "cuda", "--dtype", "float32", "--length", "512", "--requests", "2",
+                                  "--batch-size", "2", "--warmup-requests", "2", "--warmup-length", "512",
                                   "--parts", "generate", "--work", str(tmp_path / "work")])
     checkpoint = tmp_path / "fla"
     fla_model = end_to_end.fla_checkpoint("tiny", checkpoint, "cuda", torch.float32)
     ours, hf, speedup = end_to_end.run_bench(args, fla_model, checkpoint, lambda r: None)
     assert hf["impl"] == "lm-eval HFLM over fla PaTHAttentionForCausalLM"
-    assert speedup["same_generations"] == 3, speedup
+    assert speedup["same_generations"] == 2 and hf["generated_characters"] == ours["generated_characters"] > 0, speedup
 
 
 def test_kernels_compiled_are_named_from_tritons_cache(tmp_path):
