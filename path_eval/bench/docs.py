@@ -181,6 +181,71 @@ def data_parallel(results: Path) -> str:
                          "phase of the slowest process ([parallel.md](parallel.md#the-phases-of-a-run)).", *parts])
 
 
+def seconds(x) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def compiled(kernels) -> str:
+    """Kernels by name and count (older records: a count alone)."""
+    if isinstance(kernels, dict):
+        return ", ".join(f"{name} {count}" for name, count in kernels.items()) or "none"
+    return "-" if kernels is None else str(kernels)
+
+
+def end_to_end(results: Path) -> str:
+    """How to run `path_eval.bench.end_to_end`, and its runs in results/bench/end_to_end_*.json."""
+    parts = ["## End to end: RULER requests through lm-eval's hf model over fla, and ours",
+             "`python -m path_eval.bench.end_to_end --out results/bench/end_to_end_h200.json` on one GPU with fla "
+             "installed (about 7 minutes on an H200 for all three parts at the defaults; `--parts generate` and "
+             "`--parts cold,run` split it in two, `--requests N` makes it shorter, `--budget-s S` starts no part "
+             "after S seconds). It times the same RULER `generate_until` requests (niah_single_1 at 16K, 26 of "
+             "them, frozen as `eval.py run` freezes them) through lm-eval's own `hf` model over fla's PaTH model "
+             "and through our `path` model over the checkpoint fla saved (the same weights), each after a warm-up "
+             "call; then the compile and autotune cost of a cold start (a fresh process, an empty Triton cache); "
+             "then `eval.py run` of the same requests against its own generation time. The module's docstring "
+             "says how."]
+    for path in sorted((results / "bench").glob("end_to_end_*.json")):
+        data = load(path)
+        meta, records = data["meta"], data["records"]
+        shape = ", ".join(f"{k} {v}" for k, v in meta["shape"].items())
+        first = records[0]
+        parts += [f"Source: {source(path, results)}. " + machine_line(
+                      GPU=meta["machine"], **{name: version for name, version in meta["versions"].items() if version})
+                  + f" Models of shape {shape}, {meta['dtype']}; {meta['weights']}. Requests: {first['task']} at "
+                  f"{kilo(first['length'])} tokens (max_length {first['max_length']}).",
+                  command_block(meta["command"])]
+        if data.get("notes"):
+            parts.append(notes_block(data["notes"]))
+        sides = [r for r in records if r["part"] == "generate" and r.get("side") in ("hf", "path") and r["status"] == "ok"]
+        if sides:
+            parts.append(table(["side", "impl", "requests", "batch", "warm-up s", "timed s", "s / request",
+                                "kernels compiled in the timed call"],
+                               [[r["side"], r["impl"], str(r["requests"]), str(r["batch_size"]), seconds(r["warmup_s"]),
+                                 seconds(r["seconds"]), f"{r['seconds_per_request']:.2f}",
+                                 compiled(r.get("kernels_compiled_in_timed_call"))] for r in sides]))
+        for r in records:
+            if r["status"] != "ok":
+                parts.append(f"Part {r['part']}: {r['status']}.")
+            elif r.get("side") == "speedup":
+                parts.append(f"Speed-up of ours over lm-eval's hf model over fla: {ratio(r['speedup'])} (target "
+                             f"{ratio(r['target'])}); the same greedy text for {r['same_generations']} of "
+                             f"{r['requests']} requests.")
+            elif r["part"] == "cold":
+                parts.append(f"Cold start, in a fresh process: our model loaded in {seconds(r['load_s'])} s, the "
+                             f"warm-up call of {r['requests']} requests took {seconds(r['first_call_s'])} s, then "
+                             f"{seconds(r['second_call_s'])} s: compile and autotune "
+                             f"{seconds(r['compile_autotune_s'])} s.")
+            elif r["part"] == "run":
+                parts.append(table(
+                    ["eval.py run wall s", "from model load s", "requests phase s", "generation s",
+                     "wall / generation", "target", "wall / generate part's ours", "same requests"],
+                    [[seconds(r["wall_s"]), seconds(r["run_wall_time_s"]), seconds(r["phases"]["requests"]),
+                      seconds(r["generation_s"]), ratio(r["wall_over_generation"]), ratio(r["target"]),
+                      ratio(r["wall_over_generate_part"]) if "wall_over_generate_part" in r else "-",
+                      "yes" if r["same_requests"] else "NO"]]))
+    return "\n\n".join(parts)
+
+
 def kernel_header(path: Path, results: Path, data: dict) -> list[str]:
     parts = [f"Source: {source(path, results)}. "
              + machine_line(GPU=data.get("machine"), torch=data.get("torch"), triton=data.get("triton"), fla=data.get("fla")),
@@ -507,7 +572,7 @@ def render_zoo_doc(text: str, results: Path, name: str = "docs/zoo.md") -> str:
 
 def render_benchmarks(results: Path) -> str:
     sections = [kernels(results), kernel_trials(results), fla_parity(results), extrapolation(results),
-                suite_runs(results), data_parallel(results)]
+                end_to_end(results), suite_runs(results), data_parallel(results)]
     intro = ("# Measurements\n\n"
              f"Generated by `{REGENERATE}` from the JSON in `results/`: change a measurement by committing new "
              "JSON and regenerating, never by editing this file (`--check` fails when they differ, and so does "

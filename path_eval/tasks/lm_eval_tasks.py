@@ -61,9 +61,11 @@ def task_manager(folders: tuple[str, ...]):
 
 def task_manager_for(names: list[str | None]):
     """The task manager `simple_evaluate` gets for configs made from lm-eval tasks `names` (None: a
-    config of our own, made from no lm-eval task)."""
-    paths = task_yaml_paths()
-    return task_manager(tuple(sorted({str(Path(paths[name]).parent) for name in names if name is not None})))
+    config of our own, made from no lm-eval task). Configs of our own alone need no index of lm-eval's
+    tasks, which a fresh cache would spend seconds building."""
+    names = [name for name in names if name is not None]
+    paths = task_yaml_paths() if names else {}
+    return task_manager(tuple(sorted({str(Path(paths[name]).parent) for name in names})))
 
 
 def lm_eval_config(name: str, resolve_functions: bool = True) -> dict:

@@ -46,3 +46,14 @@ def test_the_map_is_read_back_and_rebuilt_when_stale(fresh_index, tmp_path, monk
 @pytest.mark.parametrize("name", ["piqa", "hellaswag", "wikitext", "lambada_openai", "longbench_gov_report_e"])
 def test_the_map_names_the_files_of_lm_evals_own_index(name):
     assert lm_eval_tasks.task_yaml_paths()[name] == str(full_task_manager().task_index[name].yaml_path)
+
+
+
+def test_configs_of_our_own_alone_read_no_index(monkeypatch):
+    """A run of generated tasks only (RULER, PhoneBook) never pays for lm-eval's index, which a fresh
+    cache spends seconds building; a config made from an lm-eval task reads it."""
+    read = []
+    monkeypatch.setattr(lm_eval_tasks, "task_yaml_paths", lambda: read.append(1) or {"piqa": "/tasks/piqa/piqa.yaml"})
+    monkeypatch.setattr(lm_eval_tasks, "task_manager", lambda folders: folders)
+    assert lm_eval_tasks.task_manager_for([None, None]) == () and read == []
+    assert lm_eval_tasks.task_manager_for(["piqa", None]) == ("/tasks/piqa",) and read == [1]

@@ -1,0 +1,87 @@
+"""The end-to-end bench's parts on tiny models: on the CPU, and fla's side on a GPU (the bench itself
+runs on a GPU)."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from path_eval.bench import end_to_end
+
+
+def bench_args(tmp_path, *extra):
+    return end_to_end.parse_args(["--device", "cpu", "--length", "512", "--requests", "2", "--batch-size", "2",
+                                  "--warmup-requests", "1", "--warmup-length", "400", "--work", str(tmp_path / "work"),
+                                  *extra])
+
+
+def tiny_llama(folder):
+    """A transformers Llama of the tiny shape (vocabulary 32000, the Mistral v1 tokenizer's) saved in `folder`."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=4096)
+    model = LlamaForCausalLM(config).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+def test_both_sides_answer_alike_on_the_same_weights(tmp_path, monkeypatch):
+    """lm-eval's hf model and ours over one checkpoint: the same kind of record and the same greedy texts
+    (the bench hands both sides the same requests and options); a cold start in its own process; and
+    `eval.py run` on the frozen samples asks the very requests the generate part timed."""
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    checkpoint = tmp_path / "llama"
+    hf_model = tiny_llama(checkpoint)
+    saved = []
+    records = end_to_end.run_bench(bench_args(tmp_path), hf_model, checkpoint, saved.append)
+    ours, hf, speedup, cold, run = records
+    assert saved[-1] == records
+    assert (ours["side"], hf["side"], speedup["side"]) == ("path", "hf", "speedup")
+    assert set(hf) == set(ours) - {"model_seconds"}
+    assert hf["impl"].startswith("lm-eval HFLM over transformers") and ours["impl"].startswith("path-eval PathEvalLM")
+    assert hf["requests"] == ours["requests"] == 2 and hf["prompt_tokens"] == ours["prompt_tokens"] > 2 * 200
+    assert speedup["speedup"] == pytest.approx(hf["seconds"] / ours["seconds"], rel=0.01)
+    assert speedup["same_generations"] == 2 and hf["generated_characters"] == ours["generated_characters"] > 0
+    assert cold["status"] == "ok" and cold["requests"] == 1 and cold["first_call_s"] > 0 and cold["load_s"] > 0
+    assert cold["compile_autotune_s"] == pytest.approx(cold["first_call_s"] - cold["second_call_s"], abs=0.002)
+    assert run["status"] == "ok" and run["same_requests"] and run["requests_computed"] == 2
+    assert run["wall_s"] > run["generation_s"] > 0
+    assert set(run["phases"]) >= {"samples", "requests"}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or importlib.util.find_spec("fla") is None,
+                    reason="needs fla and a CUDA GPU: fla's Triton kernels autotune, which needs a GPU driver even "
+                           "under TRITON_INTERPRET")
+def test_fla_and_ours_answer_alike_on_fla_weights(tmp_path, monkeypatch):
+    """lm-eval's hf model over fla's own PaTH model, and ours over the checkpoint fla saved: the same
+    greedy texts (float32, Triton's float32 products exact, so that near ties fall alike). Minutes on an
+    H200: fla compiles and autotunes its kernels for each new shape."""
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    # the warm-up requests are the timed ones (same length, seed and count): fla compiles for one set of shapes
+    args = end_to_end.parse_args(["--device", "cuda", "--dtype", "float32", "--length", "512", "--requests", "2",
+                                  "--batch-size", "2", "--warmup-requests", "2", "--warmup-length", "512",
+                                  "--parts", "generate", "--work", str(tmp_path / "work")])
+    checkpoint = tmp_path / "fla"
+    fla_model = end_to_end.fla_checkpoint("tiny", checkpoint, "cuda", torch.float32)
+    ours, hf, speedup = end_to_end.run_bench(args, fla_model, checkpoint, lambda r: None)
+    assert hf["impl"] == "lm-eval HFLM over fla PaTHAttentionForCausalLM"
+    assert speedup["same_generations"] == 2 and hf["generated_characters"] == ours["generated_characters"] > 0, speedup
+
+
+def test_kernels_compiled_are_named_from_tritons_cache(tmp_path):
+    for entry, name in (("a", "_path_attn_fwd"), ("b", "_path_attn_fwd"), ("c", "_fold")):
+        (tmp_path / entry).mkdir()
+        for file in (f"__grp__{name}.json", f"{name}.json", f"{name}.cubin"):
+            (tmp_path / entry / file).write_text("{}")
+    new = end_to_end.cached_kernels(tmp_path) - {"c"}
+    assert end_to_end.kernel_names(tmp_path, new) == {"_path_attn_fwd": 2}
+
+
+def test_a_part_it_does_not_know_is_one_line(capsys):
+    assert end_to_end.main(["--parts", "generate,warp", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == "error: --parts generate,warp: choose from generate, cold, run\n"
