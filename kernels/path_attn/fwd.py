@@ -210,14 +210,21 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
 
 def default_super_chunks(head_dim: int, tokens: int) -> int:
     """Chunks per super-chunk of the coarse walk (1: no coarse walk). The coarse walk costs the
-    super-chunk transport up front (`coarse.py`, O(T D^2)) and saves a part of the walk, which grows
-    with T^2."""
-    return 16 if tokens >= 8192 else 1
+    super-chunk transport up front (`coarse.py`, O(T D^2): about 2 ms per 64K tokens of 16 heads of
+    128 on an H200) and saves a part of the walk, which grows with T^2. Measured on an H200
+    (results/bench/kernels_coarse_walk.json): at D = 128, S = 16 is the fastest from 8K tokens (1.21x
+    S = 1 at 8K, 1.64x at 64K) and S = 8 at 4K (1.02x S = 1); at D = 64 only 4K was measured, where
+    S = 1 wins (1.02x S = 16), so the coarse walk stays off there until a measurement says from
+    where it pays."""
+    if head_dim <= 64:
+        return 1
+    return 16 if tokens >= 8192 else 8 if tokens >= 4096 else 1
 
 
-# Warps and pipeline stages are tuned on the GPU (first call per kernel variant); the interpreter
-# cannot autotune, so it gets one fixed configuration, as do GPU test runs with PATH_EVAL_AUTOTUNE=0
-# (tuning every test shape costs minutes).
+# Warps and pipeline stages are tuned on the GPU (first call per kernel variant; the timings are kept
+# in Triton's cache directory, so later processes skip the tuning); the interpreter cannot autotune,
+# so it gets one fixed configuration, as do GPU test runs with PATH_EVAL_AUTOTUNE=0 (tuning every
+# test shape costs minutes).
 TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_AUTOTUNE") != "0"
 CAPPED = 168  # registers: three programs of 4 warps per SM
 
@@ -234,7 +241,7 @@ if TUNED:
     _path_attn_fwd = triton.autotune(
         configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
         + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)],
-        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"],
+        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"], cache_results=True,
         prune_configs_by={"early_config_prune": _prune})(_path_attn_fwd)
 
 

@@ -360,6 +360,18 @@ def decode_speed(records: list[dict]) -> str:
                      "ours faster than fla by", "ours / SDPA (GPU)"], rows))
 
 
+def launch_configs(records: list[dict]) -> str:
+    """ms per call of each kernel step under each launch configuration `path_eval.bench.launch_configs` timed."""
+    rows = [[r["step"], str(r["D"]), kilo(r["B"] * r["T"]),
+             "-" if r["config"] is None else ", ".join(f"{k}={v}" for k, v in r["config"].items()),
+             "failed" if r["ms"] is None else f"{r['ms']:.2f}"] for r in records]
+    return ("The preparation's kernels and the coarse walk's super-chunk transport under each launch configuration "
+            "(`preparation`: the whole preparation with the transition kernel's configuration varied; `queries`: "
+            "the same with the query kernel's varied; `transport`: the super-chunk transport at S = 8; `transport "
+            "torch`: the torch version it replaced), ms per call.\n\n"
+            + table(["step", "D", "tokens", "configuration", "ms"], rows))
+
+
 def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
@@ -367,10 +379,15 @@ def kernels(results: Path) -> str:
     walk_path = results / "bench" / "kernels_coarse_walk.json"
     walk = load(walk_path) if walk_path.exists() else None
     sweep = None if walk is None else coarse_walk(walk["records"])
+    launch_path = results / "bench" / "launch_configs.json"
+    launch = load(launch_path) if launch_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
                         *([] if sweep is None else ["### Coarse walk", *kernel_header(walk_path, results, walk), sweep]),
+                        *([] if launch is None else ["### Launch configurations",
+                                                     *kernel_header(launch_path, results, launch),
+                                                     launch_configs(launch["records"])]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records)])
 

@@ -27,15 +27,19 @@ def test_programs_per_sm_follow_hopper_limits(regs, warps, shared_kb, expected):
 
 @pytest.mark.skipif(not (TOOLS / "ptxas").exists() or not (TOOLS / "cuobjdump").exists(),
                     reason="this Triton build ships no ptxas / cuobjdump")
-def test_preparation_transition_kernel_fits_three_programs_per_sm():
-    """The design of the two-launch preparation (at most 168 registers at D = 64, so three programs
-    share an SM) as compiled for sm_90; a one-kernel preparation would allow one program per SM."""
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_preparation_transition_kernel_fits_three_programs_per_sm(head_dim):
+    """The design of the two-launch preparation in column blocks (at most 168 registers, so three
+    programs share an SM, at D = 64 and D = 128) as compiled for sm_90; a one-kernel preparation,
+    or D = 128 in one D-wide tile, allows one program per SM."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "path_eval.bench.kernel_resources", "--head-dims", "64",
+    out = subprocess.run([sys.executable, "-m", "path_eval.bench.kernel_resources", "--head-dims", str(head_dim),
                           "--workloads", "path forward"], capture_output=True, text=True, env=env, timeout=600,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr[-2000:]
     rows = {line.split()[0]: line.split() for line in out.stdout.splitlines() if line.startswith("_")}
-    _, _, regs, _, shared_kb, per_sm = rows["_chunk_transition"][:6]
-    assert int(regs) <= 168 and float(shared_kb) <= 76 and int(per_sm) >= 3, rows["_chunk_transition"]
+    _, _, regs, spill, shared_kb, per_sm = rows["_chunk_transition"][:6]
+    # spills of at most a few hundred bytes under the cap (176 at D = 128 with Triton 3.9, 128 with 3.6);
+    # one D-wide tile at D = 128 spills 1.8 KB under it
+    assert int(regs) <= 168 and int(spill) <= 256 and float(shared_kb) <= 76 and int(per_sm) >= 3, rows["_chunk_transition"]
     assert {"_chunk_queries", "_path_attn_fwd"} <= set(rows)
