@@ -7,10 +7,11 @@ the super-chunk's chunks last to first, it keeps its rows of the suffix S_i = P_
 (P = I - U, U = W^T (T W); S is the identity at the last chunk) in float32 and
   - moves chunk i's keys to the super-chunk end: k'' = k_end S_i^T, its DR columns of them;
   - steps the suffix through the chunk in the WY form: S_{i-1} = S_i - (S_i W^T) (T W),
-two C x D x DR-sized products instead of the dense D x D transition U, which is never read; at the
-end its rows of U_super = I - S_first. Per chunk the program reads the chunk's keys, w and T W
-(float32 keys and T W: 2 KB per token at D = 128), where the torch version, through
-`segment_transport`'s scan, reads every chunk's float32 U (D x D) and makes D x D suffix products.
+three products of C x D x DR multiply-adds per chunk (the keys, S W^T and (S W^T)(T W)) instead of
+the dense D x D transition U, which is never read; at the end its rows of U_super = I - S_first.
+Per chunk a program reads the chunk's float32 keys and T W and its w (at D = 128, 1 KB per token of
+float32 keys and T W), where the torch version, through `segment_transport`'s scan, reads every
+chunk's float32 U (D x D) and makes D x D suffix products.
 Rows of S are independent (S P only mixes columns), so D splits across programs without
 communication; DR = `prep.column_block(D)`.
 
@@ -24,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.prep import _tf32, column_block
+from path_eval.kernels.path_attn.prep import _tf32, column_block, product_precision
 
 
 @triton.jit
@@ -60,7 +61,7 @@ def _super_chunk_transport(
              (eye - S).to(US.dtype.element_ty))
 
 
-def _transport_launch(head_dim: int) -> dict:
+def _transport_launch() -> dict:
     """4 warps and no software pipelining of the chunk loop (its three D-wide float32 loads per stage
     would take 96 KB of shared memory at D = 128): the fastest of those timed on an H200
     (results/bench/launch_configs.json: 1.73 ms at D = 128 and 0.66 ms at D = 64 for 64K tokens,
@@ -75,16 +76,18 @@ def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch
     B, H, _, C, D = k32.shape
     keys = torch.empty(B, H, count * size * C, D, dtype=dtype, device=k32.device)
     U = torch.empty(B, H, count, D, D, dtype=dtype, device=k32.device)
+    if not (k32.is_contiguous() and tw.is_contiguous()):
+        raise ValueError("the super-chunk transport takes the preparation's contiguous k32 and tw")
     if w.stride(-1) != 1:
         w = w.contiguous()
-    prec = "tf32x3" if dtype == torch.float32 else "tf32"
+    prec, round_tf32 = product_precision(dtype)
     DR = column_block(D)
     _super_chunk_transport[(count, B * H, D // DR)](
         k32, w, tw, keys, U, H,
         k32.stride(0), k32.stride(1), k32.stride(2), w.stride(0), w.stride(1), w.stride(2),
         tw.stride(0), tw.stride(1), tw.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
         U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SIZE=size, DR=DR, PREC=prec, ROUND_TF32=prec == "tf32" and torch.version.hip is None,
-        **_transport_launch(D),
+        D=D, C=C, SIZE=size, DR=DR, PREC=prec, ROUND_TF32=round_tf32,
+        **_transport_launch(),
     )
     return keys, U

@@ -215,7 +215,7 @@ def _chunk_queries(
         tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + dc[None, :], q_start)
 
 
-def _transition_launch(head_dim: int) -> dict:
+def _transition_launch() -> dict:
     """Warps and register cap of the transition kernel: 4 warps capped at 168 registers, so that
     three programs share an SM, the fastest of those timed on an H200 at D = 64 and D = 128
     (results/bench/launch_configs.json: at D = 128 3.38 ms a preparation against 3.61 uncapped and
@@ -223,10 +223,19 @@ def _transition_launch(head_dim: int) -> dict:
     return dict(num_warps=4, maxnreg=168)
 
 
-def _queries_launch(head_dim: int) -> dict:
+def _queries_launch() -> dict:
     """Warps of the query kernel: 4 (155 registers at D = 128, three programs per SM; faster than 8 on
     an H200, results/bench/launch_configs.json)."""
     return dict(num_warps=4)
+
+
+def product_precision(dtype: torch.dtype) -> tuple[str, bool]:
+    """(input_precision, round float32 factors to tf32 first) of the products with a computed float32
+    factor, for inputs of `dtype`: tf32x3 for float32 inputs; one tf32 pass for 16-bit ones, its
+    factors rounded to nearest on NVIDIA GPUs and in the interpreter (`_tf32`; tf32 is NVIDIA's)."""
+    if dtype == torch.float32:
+        return "tf32x3", False
+    return "tf32", torch.version.hip is None
 
 
 def column_block(head_dim: int) -> int:
@@ -252,7 +261,6 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = Fal
         raise ValueError(f"the preparation kernel takes chunks of 16, 32 or 64 rows, not {C}")
     n = T // C
     dev = q.device
-    exact = "tf32x3"
     q, k, w = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, w))
     qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=dev)
     intra = torch.empty(B, H, n, group, C, C, dtype=torch.float32, device=dev)
@@ -263,8 +271,8 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = Fal
     U32 = torch.empty(U.shape, dtype=torch.float32, device=dev) if state else U
     tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
     cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
-    in_prec, prec = exact, exact if q.dtype == torch.float32 else "tf32"
-    round_tf32 = prec == "tf32" and torch.version.hip is None  # tf32 is NVIDIA's (and the interpreter's)
+    in_prec = "tf32x3"
+    prec, round_tf32 = product_precision(q.dtype)
     DB = column_block(D)
     _chunk_transition[(n, B * H)](
         k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
@@ -272,14 +280,14 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = Fal
         beta.stride(0), beta.stride(1), beta.stride(2), intra.stride(0), intra.stride(1), intra.stride(2),
         k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
         D=D, C=C, SUB=16, DB=DB, STATE=state, KEYS32=keys32, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3",
-        ROUND_TF32=round_tf32, **_transition_launch(D),
+        ROUND_TF32=round_tf32, **_transition_launch(),
     )
     _chunk_queries[(n, B * HQ)](
         q, k, w, tw, cm, qs, intra, HQ, group,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         w.stride(0), w.stride(1), w.stride(2), qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3),
         intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
-        D=D, C=C, DB=DB, IN_PREC=in_prec, PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(D),
+        D=D, C=C, DB=DB, IN_PREC=in_prec, PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(),
     )
     return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None,
                     k32 if coarse else None, tw if coarse else None)

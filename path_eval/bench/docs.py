@@ -201,7 +201,7 @@ def end_to_end(results: Path) -> str:
              "after S seconds). It times the same RULER `generate_until` requests (niah_single_1 at 16K, 26 of "
              "them, frozen as `eval.py run` freezes them) through lm-eval's own `hf` model over fla's PaTH model "
              "and through our `path` model over the checkpoint fla saved (the same weights), each after a warm-up "
-             "call; then the compile and autotune cost of a cold start (a fresh process, an empty Triton cache); "
+             "call of the same requests; then the compile and autotune cost of a cold start (a fresh process, an empty Triton cache); "
              "then `eval.py run` of the same requests against its own generation time. The module's docstring "
              "says how."]
     for path in sorted((results / "bench").glob("end_to_end_*.json")):
@@ -227,9 +227,13 @@ def end_to_end(results: Path) -> str:
             if r["status"] != "ok":
                 parts.append(f"Part {r['part']}: {r['status']}.")
             elif r.get("side") == "speedup":
+                compiling = [side["side"] for side in sides if side.get("kernels_compiled_in_timed_call")]
+                caveat = ("" if not compiling else f" The timed call of {' and '.join(compiling)} still compiled "
+                          "kernels (above): that speed-up counts their compile and autotune time, so it is not "
+                          "the steady-state ratio.")
                 parts.append(f"Speed-up of ours over lm-eval's hf model over fla: {ratio(r['speedup'])} (target "
                              f"{ratio(r['target'])}); the same greedy text for {r['same_generations']} of "
-                             f"{r['requests']} requests.")
+                             f"{r['requests']} requests.{caveat}")
             elif r["part"] == "cold":
                 parts.append(f"Cold start, in a fresh process: our model loaded in {seconds(r['load_s'])} s, the "
                              f"warm-up call of {r['requests']} requests took {seconds(r['first_call_s'])} s, then "

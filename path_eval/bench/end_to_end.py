@@ -3,8 +3,8 @@ model against our `path` model, `eval.py run` against its requests' generation t
 
     python -m path_eval.bench.end_to_end --out results/bench/end_to_end_h200.json
 
-(about 400 s on an H200, most of it fla's side: `--parts generate`, then `--parts cold,run` with another
-`--out`, split it into two commands of about 290 s and 150 s.)
+(about 500 s on an H200, most of it fla's side: `--parts generate`, then `--parts cold,run` with another
+`--out`, split it into two commands.)
 
 The requests are those of `eval.py run --suite ruler --tasks TASK --lengths LENGTH --limit N` (default
 niah_single_1, whose noise haystack needs no data files, at 16K, 26 requests), generated offline by our
@@ -16,12 +16,14 @@ checkpoint, unconverted, so both sides hold the same weights (bfloat16 on a GPU)
 order (`--parts` picks some):
 
   - generate: each side answers the requests in one `generate_until` call at `--batch-size` (8) after a
-    warm-up call of `--warmup-requests` short requests (`--warmup-length` tokens: longer than one
-    prefill chunk, so that the chunked-prefill kernels compile too), timed apart: greedy, the task's
-    `max_gen_toks` and `until` on both sides. The hf side is `lm_eval.models.huggingface.HFLM` over
+    warm-up call of the same requests (fla compiles and autotunes for each new shape, so shorter
+    warm-up requests would leave its compiling to the timed call), timed apart: greedy, the task's
+    `max_gen_toks` and `until` on both sides; the record names any kernel the timed call still compiled. The hf side is `lm_eval.models.huggingface.HFLM` over
     fla's model; ours is `path_eval.lm.PathEvalLM` over our model. Speed-up = hf seconds / ours.
-  - cold: a fresh process with an empty TRITON_CACHE_DIR loads our model and makes the warm-up call
-    twice; the first call's extra time over the second is the compile and autotune cost.
+  - cold: a fresh process with an empty TRITON_CACHE_DIR loads our model and makes a call of
+    `--warmup-requests` requests of `--warmup-length` tokens (longer than one prefill chunk, so that
+    the chunked-prefill kernels compile too) twice; the first call's extra time over the second is
+    the compile and autotune cost (and the first-call costs of any process).
   - run: `eval.py run` of the same requests on the frozen samples (a fresh run folder, so nothing is
     resumed), our model; its wall time against its requests' generation time (the adapter's own timing,
     from the run's provenance, and the generate part's timing of our side).
@@ -32,6 +34,7 @@ made it, the machine and the versions; the JSON is written after each record.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -56,7 +59,6 @@ PARTS = ("generate", "cold", "run")
 SUITE = "ruler"
 EVAL_RUN_TARGET = 1.15  # issue 18: `eval.py run` spends at most 15% more than its requests' generation
 SPEEDUP_TARGET = 6.0  # issue 18: our side at least 6x lm-eval's hf model over fla's
-WARMUP_LENGTH = 9216  # past the adapter's 8192-token prefill chunk: the warm-up compiles the cached-chunk kernels too
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -67,9 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--length", type=int, default=16384, help="the requests' context length in tokens")
     parser.add_argument("--requests", type=int, default=26)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--warmup-requests", type=int, default=2)
-    parser.add_argument("--warmup-length", type=int, help="default: the requests' length, at most 9216 (a prefill "
-                                                          "chunk of 8192 and more)")
+    parser.add_argument("--warmup-requests", type=int, default=2, help="the cold start's requests")
+    parser.add_argument("--warmup-length", type=int, help="their length (default: the requests' length, at most "
+                                                          "one prefill chunk of ours and 1K more)")
     parser.add_argument("--shape", choices=SHAPES, default="760m")
     parser.add_argument("--seed", type=int, default=1234, help="the samples' seed (eval.py run's --seed)")
     parser.add_argument("--device", default="cuda")
@@ -81,7 +83,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the checkpoint, the run folder and the warm-up requests go here")
     parser.add_argument("--budget-s", type=float, default=1e9, help="start no part after this many seconds")
     args = parser.parse_args(argv)
-    args.warmup_length = args.warmup_length or min(args.length, WARMUP_LENGTH)
+    for option in ("length", "warmup_length"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            raise PathEvalError(f"--{option.replace('_', '-')} {getattr(args, option)}: give 1 or more tokens")
+    if args.warmup_length is None:
+        args.warmup_length = min(args.length, warmup_length())
     args.work, args.data_dir = args.work.resolve(), args.data_dir.resolve()  # the processes it starts run elsewhere
     args.parts = [part.strip() for part in args.parts.split(",") if part.strip()]
     unknown = sorted(set(args.parts) - set(PARTS))
@@ -91,6 +97,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if getattr(args, option) < 1:
             raise PathEvalError(f"--{option.replace('_', '-')} {getattr(args, option)}: give 1 or more")
     return args
+
+
+def warmup_length() -> int:
+    """A cold start's warm-up requests: one prefill chunk of our adapter and 1K more, so that the
+    kernels of a chunk on a cache compile too."""
+    import inspect
+
+    from path_eval.lm import PathEvalLM
+
+    return inspect.signature(PathEvalLM.__init__).parameters["prefill_chunk"].default + 1024
+
+
+def check_task(task: str) -> None:
+    """One clear line for a task the ruler suite does not have, before the slow model building."""
+    from path_eval.suites import load_suite
+
+    names = [t.name for t in load_suite(SUITE).tasks]
+    if task not in names:
+        raise PathEvalError(f"--task {task}: the {SUITE} suite has {', '.join(names)}")
 
 
 def bench_command(argv: list[str]) -> str:
@@ -162,10 +187,11 @@ def fla_checkpoint(shape: str, folder: Path, device: str, dtype: torch.dtype, se
     torch.manual_seed(seed)
     config = PaTHAttentionConfig(hidden_size=size["hidden_size"], num_hidden_layers=size["num_hidden_layers"],
                                  num_heads=size["num_heads"], vocab_size=size["vocab_size"])
-    model = AutoModelForCausalLM.from_config(config).to(dtype=dtype)
+    with torch.device(device):  # initialising 760M float32 weights on the host takes minutes
+        model = AutoModelForCausalLM.from_config(config).to(dtype=dtype)
     shutil.rmtree(folder, ignore_errors=True)
     model.save_pretrained(folder)
-    return model.to(device).eval()
+    return model.eval()
 
 
 def ruler_requests(args, checkpoint: Path, tokenizer, length: int, count: int) -> tuple[list, int]:
@@ -231,17 +257,20 @@ def timed_call(lm, requests, device: str) -> tuple[float, list[str]]:
     return time.perf_counter() - start, texts
 
 
-def generation_record(side: str, lm, requests, warmup, device: str) -> tuple[dict, list[str]]:
-    """One side's warm-up call, then its timed call of every request -> (record, generated texts)."""
-    warmup_seconds, _ = timed_call(lm, warmup, device)
+def generation_record(side: str, lm, requests, device: str) -> tuple[dict, list[str]]:
+    """One side's warm-up call of the very requests it then times (fla compiles and autotunes for each
+    new shape, so shorter warm-up requests leave compiling to the timed call), then the timed call
+    -> (record, generated texts). `kernels_compiled_in_timed_call` says what still compiled."""
+    warmup_seconds, _ = timed_call(lm, requests, device)
     cache = triton_cache()
     compiled_before = cached_kernels(cache) if cache else set()
     model_seconds = getattr(lm, "seconds", None)
     seconds, texts = timed_call(lm, requests, device)
     record = {"part": "generate", "side": side, "impl": describe(lm), "status": "ok", "requests": len(requests),
               "batch_size": lm.batch_size, "prompt_tokens": sum(len(lm.tok_encode(r.args[0])) for r in requests),
-              "warmup_requests": len(warmup), "warmup_s": round(warmup_seconds, 3), "seconds": round(seconds, 3),
-              "seconds_per_request": round(seconds / len(requests), 4), "generated_characters": sum(map(len, texts))}
+              "warmup": "the same requests, one call before", "warmup_s": round(warmup_seconds, 3),
+              "seconds": round(seconds, 3), "seconds_per_request": round(seconds / len(requests), 4),
+              "generated_characters": sum(map(len, texts))}
     if model_seconds is not None:  # our adapter's own timing of its model calls
         record["model_seconds"] = round(lm.seconds - model_seconds, 3)
     if cache:  # kernels the warm-up did not compile (a shape or specialisation first met in the timed call)
@@ -269,7 +298,8 @@ def load_requests(source: Path) -> list:
 
 def cold_start(checkpoint: str, requests_file: str, device: str, dtype: str, batch_size: int, max_length: int) -> dict:
     """In a fresh process (`cold_record` starts it): load our model, then make the warm-up call twice
-    (dtype "": the device's default)."""
+    (dtype "": the device's default). The first call's extra time over the second is compile and
+    autotune, and the first-call costs of any process (cuBLAS handles, the allocator's growth)."""
     from path_eval.models.tokenizer import load_tokenizer
 
     args = argparse.Namespace(device=device, dtype=dtype or None, batch_size=batch_size)
@@ -291,18 +321,34 @@ def cold_record(args, checkpoint: Path, warmup, max_length: int) -> dict:
             "print(json.dumps(cold_start(a[0], a[1], a[2], a[3], int(a[4]), int(a[5]))))")
     command = [sys.executable, "-c", code, str(checkpoint), str(requests_file), args.device, args.dtype or "",
                str(args.batch_size), str(max_length)]
+    env = {name: value for name, value in os.environ.items() if name != "PATH_EVAL_AUTOTUNE"}  # tuning is measured
     with tempfile.TemporaryDirectory(prefix="triton-cold-") as cache:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "TRITON_CACHE_DIR": cache})
-    if done.returncode != 0:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**env, "TRITON_CACHE_DIR": cache})
+    result = last_json_line(done.stdout)
+    if done.returncode != 0 or result is None:
         return {"part": "cold", "status": f"failed (exit {done.returncode})", "stderr": done.stderr[-2000:],
                 "command": shlex.join(command)}
-    return {"part": "cold", "status": "ok", "triton_cache": "empty (a fresh TRITON_CACHE_DIR)",
-            **json.loads(done.stdout.splitlines()[-1]), "command": shlex.join(command)}
+    return {"part": "cold", "status": "ok", "triton_cache": "empty (a fresh TRITON_CACHE_DIR)", **result,
+            "command": shlex.join(command)}
+
+
+def last_json_line(text: str) -> dict | None:
+    """The last line of `text` that is a JSON object (what `cold_start` prints), None if there is none."""
+    for line in reversed(text.splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
 
 
 def eval_run_record(args, checkpoint: Path, requests, our_generation: dict | None) -> dict:
-    """`eval.py run` of the same requests on their frozen samples, in a fresh run folder."""
+    """`eval.py run` of the same requests on their frozen samples, in a fresh run folder. Its wall time
+    against its own generation time (the adapter's seconds in its model calls, which include any
+    compile and autotune a fresh process does) and, when the generate part ran, against that part's
+    warm generation of the same requests."""
     from path_eval.results import load_results
 
     out = args.work / "run"
@@ -318,6 +364,8 @@ def eval_run_record(args, checkpoint: Path, requests, our_generation: dict | Non
         return {"part": "run", "status": f"failed (exit {done.returncode})", "stderr": done.stderr[-2000:],
                 "command": shlex.join(command)}
     provenance = load_results(out)[0].provenance
+    if not provenance.tokens_per_second:
+        return {"part": "run", "status": "failed (the run recorded no generation rate)", "command": shlex.join(command)}
     generation = provenance.tokens / provenance.tokens_per_second  # the adapter's own seconds in its model calls
     [phases] = json.loads((out / "timings.json").read_text())["processes"]
     logged = [json.loads(line)["request"][0] for log in sorted((out / "samples").glob("*/*.jsonl"))
@@ -328,7 +376,8 @@ def eval_run_record(args, checkpoint: Path, requests, our_generation: dict | Non
               "generation_s": round(generation, 3), "wall_over_generation": round(wall / generation, 3),
               "target": EVAL_RUN_TARGET, "phases": phases, "requests_computed": provenance.requests_computed,
               "same_requests": sorted(map(tuple, logged), key=str) == sorted((r.args for r in requests), key=str),
-              "triton_cache": "the one the earlier parts filled"}
+              "triton_cache": ("the one the generate part filled" if our_generation is not None
+                               else "Triton's, as this machine had it")}
     if our_generation is not None:
         record["wall_over_generate_part"] = round(wall / our_generation["seconds"], 3)
     return record | {"command": shlex.join(command)}
@@ -364,15 +413,15 @@ def run_bench(args, hf_model, checkpoint: Path, save, began: float | None = None
     ours = None
     if "generate" in args.parts and not over_budget("generate"):
         lm = path_lm(checkpoint, tokenizer, args, max_length)
-        ours, our_texts = generation_record("path", lm, requests, warmup, args.device)
+        ours, our_texts = generation_record("path", lm, requests, args.device)
         add(ours)
         del lm
         hf, hf_texts = generation_record("hf", hf_lm(hf_model, load_tokenizer(checkpoint), args, max_length),
-                                         requests, warmup, args.device)
+                                         requests, args.device)
         add(hf)
         add(speedup_record(hf, ours, hf_texts, our_texts))
     if torch.device(args.device).type == "cuda":
-        torch.cuda.empty_cache()  # the processes below have the GPU's memory to themselves
+        torch.cuda.empty_cache()  # what the generate part cached goes back; fla's model stays resident
     if "cold" in args.parts and not over_budget("cold"):
         add(cold_record(args, checkpoint, warmup, max_length))
     if "run" in args.parts and not over_budget("run"):
@@ -388,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
         from path_eval.models.loading import check_device_and_backend, resolve_dtype
 
         check_device_and_backend(args.device, None)
+        check_task(args.task)
+        if importlib.util.find_spec("lm_eval") is None:
+            raise PathEvalError("the hf side is lm-eval's own hf model: install lm-eval (pip install lm-eval)")
         args.work.mkdir(parents=True, exist_ok=True)
         checkpoint = args.work / "checkpoint"
         dtype = resolve_dtype(args.dtype, args.device)

@@ -52,11 +52,10 @@ def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
             for step, configs, slot in (("preparation", TRANSITION, "_transition_launch"),
                                         ("queries", QUERIES, "_queries_launch")):
                 for config in configs:
-                    setattr(prep, slot, lambda _d, c=config: c)
+                    setattr(prep, slot, lambda c=config: c)
                     ms = _timed(lambda: prep.prepare_path(q, k, w, beta, 64, False), warmup, rep)
                     records.append(dict(step=step, D=D, B=B, H=H, T=T, config=config, ms=ms))
                     log(records[-1])
-                    setattr(prep, slot, default_t if slot == "_transition_launch" else default_q)
         finally:
             prep._transition_launch, prep._queries_launch = default_t, default_q
         size = 8
@@ -65,7 +64,7 @@ def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
         default_c = coarse._transport_launch
         try:
             for config in TRANSPORT:
-                coarse._transport_launch = lambda _d, c=config: c
+                coarse._transport_launch = lambda c=config: c
                 ms = _timed(lambda: coarse.super_chunk_transport_triton(prepared.k32, w, prepared.tw, size, count, q.dtype),
                             warmup, rep)
                 records.append(dict(step="transport", D=D, B=B, H=H, T=T, super_chunks=size, config=config, ms=ms))

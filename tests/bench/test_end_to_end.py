@@ -2,6 +2,7 @@
 runs on a GPU)."""
 from __future__ import annotations
 
+import copy
 import importlib.util
 
 import pytest
@@ -36,11 +37,13 @@ def test_both_sides_answer_alike_on_the_same_weights(tmp_path, monkeypatch):
     checkpoint = tmp_path / "llama"
     hf_model = tiny_llama(checkpoint)
     saved = []
-    records = end_to_end.run_bench(bench_args(tmp_path), hf_model, checkpoint, saved.append)
+    records = end_to_end.run_bench(bench_args(tmp_path), hf_model, checkpoint,
+                                   lambda records: saved.append(copy.deepcopy(records)))
     ours, hf, speedup, cold, run = records
-    assert saved[-1] == records
+    assert [len(s) for s in saved] == [1, 2, 3, 4, 5] and saved[-1] == records  # saved after each record
     assert (ours["side"], hf["side"], speedup["side"]) == ("path", "hf", "speedup")
     assert set(hf) == set(ours) - {"model_seconds"}
+    assert ours["warmup_s"] > 0 and hf["kernels_compiled_in_timed_call"] == {}  # the warm-up is the timed requests
     assert hf["impl"].startswith("lm-eval HFLM over transformers") and ours["impl"].startswith("path-eval PathEvalLM")
     assert hf["requests"] == ours["requests"] == 2 and hf["prompt_tokens"] == ours["prompt_tokens"] > 2 * 200
     assert speedup["speedup"] == pytest.approx(hf["seconds"] / ours["seconds"], rel=0.01)
@@ -85,3 +88,16 @@ def test_kernels_compiled_are_named_from_tritons_cache(tmp_path):
 def test_a_part_it_does_not_know_is_one_line(capsys):
     assert end_to_end.main(["--parts", "generate,warp", "--device", "cpu"]) == 2
     assert capsys.readouterr().err == "error: --parts generate,warp: choose from generate, cold, run\n"
+
+
+def test_a_task_or_length_it_cannot_run_is_one_line_before_any_model_is_built(capsys, monkeypatch):
+    monkeypatch.setattr(end_to_end, "fla_checkpoint", lambda *a, **k: pytest.fail("built a model"))
+    assert end_to_end.main(["--task", "niah_single_9", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.startswith("error: --task niah_single_9: the ruler suite has niah_single_1, ")
+    assert end_to_end.main(["--warmup-length", "0", "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == "error: --warmup-length 0: give 1 or more tokens\n"
+
+
+def test_the_cold_start_result_is_the_last_json_line():
+    assert end_to_end.last_json_line('autotuning...\n{"load_s": 1.5}\nbye\n') == {"load_s": 1.5}
+    assert end_to_end.last_json_line("Traceback (most recent call last):\n") is None

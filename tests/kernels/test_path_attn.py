@@ -41,7 +41,7 @@ SHAPES = [  # B, T, HQ, H, D, chunk, block_m
     (2, 100, 4, 2, 16, 32, 16),
     (1, 130, 6, 2, 32, 64, 32),
     (2, 77, 2, 1, 64, 32, 32),
-    (1, 70, 2, 1, 128, 64, 32),   # D = 128: the torch preparation feeds the kernel
+    (1, 70, 2, 1, 128, 64, 32),   # D = 128: the preparation in two column blocks
 ]
 
 
@@ -161,6 +161,19 @@ def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype):
     assert keys.dtype == U.dtype == dtype
     assert rel(keys.double().cpu(), ref_keys) <= bound
     assert rel(U.double().cpu(), ref_U) <= bound
+
+
+def test_coarse_walk_returns_the_per_chunk_transport():
+    """With a coarse walk the forward still hands back the per-chunk `Transport` that moves a cache:
+    the one of the walk over every chunk, within 1e-5 of float64, beside equal outputs."""
+    x = random_inputs("path", 1, 160, 2, 1, 32, seed=3)
+    args = as_dtype(x, torch.float32)
+    out_fine, fine = path_attention(**args, chunk_size=16, block_m=16, super_chunks=1, transport=True)
+    out_coarse, coarse = path_attention(**args, chunk_size=16, block_m=16, super_chunks=4, transport=True)
+    assert torch.equal(coarse.k_end, fine.k_end) and torch.equal(coarse.U, fine.U)
+    ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, 16, torch.float64).transport()
+    assert rel(coarse.k_end.double().cpu(), ref.k_end) <= 1e-5 and rel(coarse.U.double().cpu(), ref.U) <= 1e-5
+    assert rel(out_coarse.double().cpu(), out_fine.double().cpu()) <= 1e-5
 
 
 def test_coarse_walk_half_precision_within_rounding():

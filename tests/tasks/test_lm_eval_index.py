@@ -48,7 +48,6 @@ def test_the_map_names_the_files_of_lm_evals_own_index(name):
     assert lm_eval_tasks.task_yaml_paths()[name] == str(full_task_manager().task_index[name].yaml_path)
 
 
-
 def test_configs_of_our_own_alone_read_no_index(monkeypatch):
     """A run of generated tasks only (RULER, PhoneBook) never pays for lm-eval's index, which a fresh
     cache spends seconds building; a config made from an lm-eval task reads it."""
