@@ -73,11 +73,11 @@ def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch
     """k32, tw [B, H, N, C, D] float32 (the preparation's); w [B, T, H, D] or any view with unit
     stride along D -> keys at their super-chunk end [B, H, count * size * C, D] and U_super
     [B, H, count, D, D] in `dtype`, for the first `count` super-chunks of `size` chunks."""
+    if not (k32.is_contiguous() and tw.is_contiguous()):
+        raise ValueError("the super-chunk transport takes the preparation's contiguous k32 and tw")
     B, H, _, C, D = k32.shape
     keys = torch.empty(B, H, count * size * C, D, dtype=dtype, device=k32.device)
     U = torch.empty(B, H, count, D, D, dtype=dtype, device=k32.device)
-    if not (k32.is_contiguous() and tw.is_contiguous()):
-        raise ValueError("the super-chunk transport takes the preparation's contiguous k32 and tw")
     if w.stride(-1) != 1:
         w = w.contiguous()
     prec, round_tf32 = product_precision(dtype)

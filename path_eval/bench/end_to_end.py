@@ -102,11 +102,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def warmup_length() -> int:
     """A cold start's warm-up requests: one prefill chunk of our adapter and 1K more, so that the
     kernels of a chunk on a cache compile too."""
-    import inspect
+    from path_eval.lm.adapter import PREFILL_CHUNK
 
-    from path_eval.lm import PathEvalLM
-
-    return inspect.signature(PathEvalLM.__init__).parameters["prefill_chunk"].default + 1024
+    return PREFILL_CHUNK + 1024
 
 
 def check_task(task: str) -> None:

@@ -47,6 +47,9 @@ def checkpoint_max_length(config) -> int | None:
     return None
 
 
+PREFILL_CHUNK = 8192  # tokens per forward of a long prompt, the cache carrying the earlier ones
+
+
 @register_model("path")
 class PathEvalLM(TemplateLM):
     """lm-eval model: `lm_eval.simple_evaluate(model="path", model_args="pretrained=DIR,...")` after
@@ -54,7 +57,7 @@ class PathEvalLM(TemplateLM):
 
     def __init__(self, pretrained: str | None = None, *, model=None, tokenizer=None, device: str = "cpu",
                  dtype: str | None = None, attention: str | None = None, batch_size: int | str = 1,
-                 max_length: int | None = None, max_gen_toks: int = 256, prefill_chunk: int = 8192,
+                 max_length: int | None = None, max_gen_toks: int = 256, prefill_chunk: int = PREFILL_CHUNK,
                  max_batch_size: int | None = None, parallel: DataParallel | None = None, **unused):
         """parallel: the run's process group when the caller made it before loading the model (else
         made here under a launcher)."""
