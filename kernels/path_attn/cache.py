@@ -9,8 +9,15 @@ arrives, the keys move to the new end: one in-place pass over the cache with P (
 a segment, with the segment's whole product), instead of fla's rewrite of every key after every
 token. A multi-token segment runs the Triton forward over the folded cache. Buffers are
 preallocated and grow by doubling.
+
+A decoding step touches only device memory (the lengths included, `lengths`), so it can be
+captured in a CUDA graph: inside `capturing()` a step leaves the host's bookkeeping (the pending
+count, the fold when the tail is full) to `advance()`, which the graph's owner calls after each
+replay; `reserve` makes room first, since a replay cannot grow the buffers.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import torch
 
@@ -38,7 +45,9 @@ class PathKVCache:
         self.pending_len = 0
         self.k = self.v = self.g_end = self.valid = None
         self.tail_k = self.P = self.tail_g = self.tail_valid = None
+        self.lengths: torch.Tensor | None = None  # int32 [folded, pending_len] on the device, for the kernels
         self._step: dict[str, torch.Tensor] = {}
+        self._capturing = False
 
     @property
     def length(self) -> int:
@@ -57,9 +66,9 @@ class PathKVCache:
             self._tail_state(q, k, w is not None, g is not None)
             out = decode_step(self, q, k, v, w, beta, g, None if key_valid is None else key_valid.view(torch.int8),
                               scale, gate_scale, splits)
-            self.pending_len += 1
-            if self.pending_len == self.fold_every:
-                self._fold_pending()
+            self.lengths[1:] += 1
+            if not self._capturing:
+                self.advance()
             return out
         self._fold_pending()
         if splits is None:  # a short segment: spread the cache over the SMs (one-chunk segments only)
@@ -75,6 +84,29 @@ class PathKVCache:
                 self.valid[:, f:f + T] = True if key_valid is None else key_valid
             self._fold_segment(k, w, g, key_valid, transport)
         return out
+
+    def advance(self) -> None:
+        """The host's side of one decoding step: count the token, fold the tail when it is full."""
+        self.pending_len += 1
+        if self.pending_len == self.fold_every:
+            self._fold_pending()
+
+    @contextmanager
+    def capturing(self):
+        """Steps inside change device memory only (a CUDA graph records them); call `advance()`
+        once per step replayed, since the host's count does not move while recording."""
+        self._capturing = True
+        try:
+            yield self
+        finally:
+            self._capturing = False
+
+    def reserve(self, tokens: int) -> None:
+        """Room for exactly `tokens` more decoding steps, so that none grows a buffer (which a
+        replayed graph could not follow) or doubles it. Needs a cache that holds tokens already."""
+        hq = 0 if self.g_end is None else self.g_end.shape[2]
+        self._ensure(self.length + tokens + self.window, self.k, self.v, hq, self.g_end is not None,
+                     self.valid is not None, exact=True)
 
     def step_buffers(self, splits: int) -> dict[str, torch.Tensor]:
         """Scratch of a decoding step: per-split partial outputs and log-sum-exps, kept between steps."""
@@ -93,6 +125,7 @@ class PathKVCache:
         if self.tail_k is None:
             self.tail_k = torch.zeros(B, self.window, H, D, dtype=torch.float32, device=q.device)
             self._step = dict(hq=HQ, dummy=torch.zeros(1, dtype=torch.float32, device=q.device))
+            self.lengths = torch.tensor([self.folded, self.pending_len], dtype=torch.int32, device=q.device)
         if transform and self.P is None:
             self.P = torch.eye(D, dtype=torch.float32, device=q.device).repeat(B, H, 1, 1)
         if gates and self.tail_g is None:
@@ -107,11 +140,12 @@ class PathKVCache:
         return dict(cache_k=self.k[:, :f], cache_v=self.v[:, :f], cache_g=self.g_end[:, :f] if gates else None,
                     cache_valid=None if self.valid is None else self.valid[:, :f])
 
-    def _ensure(self, need: int, like_k, like_v, hq: int, gates: bool, masked: bool) -> None:
+    def _ensure(self, need: int, like_k, like_v, hq: int, gates: bool, masked: bool, exact: bool = False) -> None:
+        """Room for `need` positions: doubling (token-by-token growth), or just `need` when the total is known."""
         cap = 0 if self.k is None else self.k.shape[1]
         if need <= cap and (not masked or self.valid is not None) and (not gates or self.g_end is not None):
             return
-        new_cap = max(need, 2 * cap, 256) if need > cap else cap
+        new_cap = (need if exact else max(need, 2 * cap, 256)) if need > cap else cap
         B, _, H, D = like_k.shape
 
         def grow(old, shape, dtype, fill=0):
@@ -147,6 +181,12 @@ class PathKVCache:
             self.tail_valid.fill_(1)
         self.folded = f + p
         self.pending_len = 0
+        self._lengths_to_device()
+
+    def _lengths_to_device(self) -> None:
+        if self.lengths is not None:
+            self.lengths[0].fill_(self.folded)  # fills take the value as a launch argument: no host copy
+            self.lengths[1].fill_(self.pending_len)
 
     def _fold_segment(self, k, w, g, key_valid, transport) -> None:
         """Move cache + segment keys to the segment end (the segment's dense chunk products)."""
@@ -165,3 +205,4 @@ class PathKVCache:
                 self.g_end[:, :f] += g.sum(1, keepdim=True)
             self.g_end[:, f:f + n] = gates_to_end(g)
         self.folded = f + n
+        self._lengths_to_device()

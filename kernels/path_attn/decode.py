@@ -9,7 +9,9 @@ and then the state moves on: P <- P H_t, k^_b <- H_t k^_b, k^_t = k (rank-one up
 only). So a step reads K~ and V once, as plain attention's decode does, with no rewrite of the
 cache; `PathKVCache` folds P into K~ in place (`fold.py`) when the tail is full.
 
-Two launches per step: `_decode_attend`, one program per (cache split, batch x query head), a
+The folded and pending lengths are read from `cache.lengths` in device memory, not passed as
+launch arguments, so a step captured once in a CUDA graph replays at every later position (the
+number of cache splits, fixed at capture, only spreads the work). Two launches per step: `_decode_attend`, one program per (cache split, batch x query head), a
 partial softmax over its split (split 0 also takes the tail and the token itself); `_decode_commit`,
 one program per batch x query head, merges the splits by log-sum-exp, writes the output, and (one
 program per key head) moves the state and stores the token's value at its final place.
@@ -43,6 +45,13 @@ def _heads(pid, HQ, GROUP):
 
 
 @triton.jit
+def _lengths(LEN):
+    """The cache's folded length and pending-tail length, read from device memory so that one
+    captured step (a CUDA graph) serves every position."""
+    return tl.load(LEN), tl.load(LEN + 1)
+
+
+@triton.jit
 def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ,
                sq_b, sq_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
                D: tl.constexpr, WINDOW: tl.constexpr, TRANSFORM: tl.constexpr, GATE: tl.constexpr,
@@ -72,8 +81,8 @@ def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ,
 @triton.jit
 def _decode_attend(
     Q, KN, VN, WN, BETA, GN, OKN,
-    KC, VC, GE, CV, KT, P, GT, TV, OP, LSE,
-    L, pend, cap, HQ, GROUP, qk_scale, gate_scale, per_split,
+    KC, VC, GE, CV, KT, P, GT, TV, OP, LSE, LEN,
+    cap, HQ, GROUP, qk_scale, gate_scale,
     sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
     D: tl.constexpr, BN: tl.constexpr, WINDOW: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
@@ -83,6 +92,8 @@ def _decode_attend(
     b, hq, h = _heads(pid, HQ, GROUP)
     H = HQ // GROUP
     d = tl.arange(0, D)
+    L, pend = _lengths(LEN)
+    per_split = tl.cdiv(tl.cdiv(tl.maximum(L, 1), tl.num_programs(0)), 64) * 64
     q, qp, w, beta, ok, G = _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ, sq_b, sq_h, sw_b, sw_h,
                                        sb_b, sb_h, sg_b, sg_h, sok_b, D, WINDOW, TRANSFORM, GATE, MASK)
     qt = qp
@@ -137,8 +148,8 @@ def _decode_attend(
 @triton.jit
 def _decode_commit(
     Q, KN, VN, WN, BETA, GN, OKN,
-    VC, KT, P, GT, TV, OP, LSE, O,
-    L, pend, cap, HQ, GROUP, splits,
+    VC, KT, P, GT, TV, OP, LSE, O, LEN,
+    cap, HQ, GROUP, splits,
     sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
     D: tl.constexpr, WINDOW: tl.constexpr, SPLITS: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
@@ -148,6 +159,7 @@ def _decode_commit(
     b, hq, h = _heads(pid, HQ, GROUP)
     H = HQ // GROUP
     d = tl.arange(0, D)
+    L, pend = _lengths(LEN)
     sp = tl.arange(0, SPLITS)
     lse = tl.load(LSE + sp * n_prog + pid, mask=sp < splits, other=-float("inf"))
     wt = tl.exp2(lse - tl.max(lse, 0))
@@ -188,11 +200,8 @@ def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale:
     `splits` (cache splits) defaults to enough programs to fill the GPU."""
     B, _, HQ, D = q.shape
     H = k.shape[2]
-    L, pend = cache.folded, cache.pending_len
-    if splits is None:
-        splits = max(1, min(64, triton.cdiv(L, 256), triton.cdiv(4 * _sm_count(q.device), B * HQ)))
-    splits = max(1, min(splits, triton.cdiv(L, 64)))
-    per_split = triton.cdiv(triton.cdiv(max(L, 1), splits), 64) * 64
+    L = cache.folded
+    splits = max(1, min(default_splits(L, B * HQ, q.device) if splits is None else splits, triton.cdiv(L, 64)))
     st = cache.step_buffers(splits)
     dummy = st["dummy"]
     q, k, v, w = (t if t is None or t.stride(-1) == 1 else t.contiguous() for t in (q, k, v, w))
@@ -206,14 +215,20 @@ def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale:
     cap, group = cache.v.shape[1], HQ // H
     _decode_attend[(splits, B * HQ)](
         *new, cache.k, cache.v, dummy if cache.g_end is None else cache.g_end,
-        dummy if cache.valid is None else cache.valid, *state, st["part"], st["lse"],
-        L, pend, cap, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split, *strides,
+        dummy if cache.valid is None else cache.valid, *state, st["part"], st["lse"], cache.lengths,
+        cap, HQ, group, scale * LOG2E, gate_scale * LOG2E, *strides,
         D=D, BN=64, WINDOW=cache.window, **flags, num_warps=4)
     out = torch.empty(B, 1, HQ, D, dtype=q.dtype, device=q.device)
     _decode_commit[(B * HQ,)](
-        *new, cache.v, *state, st["part"], st["lse"], out, L, pend, cap, HQ, group, splits, *strides,
+        *new, cache.v, *state, st["part"], st["lse"], out, cache.lengths, cap, HQ, group, splits, *strides,
         D=D, WINDOW=cache.window, SPLITS=triton.next_power_of_2(splits), **flags, num_warps=4)
     return out
+
+
+def default_splits(cached: int, rows: int, device: torch.device) -> int:
+    """Cache splits of a step over `cached` folded tokens for `rows` (batch x query heads): about
+    four programs per SM, at least 256 tokens per split, at most 64 splits."""
+    return max(1, min(64, triton.cdiv(cached, 256), triton.cdiv(4 * _sm_count(device), rows)))
 
 
 def _strides(t, *dims) -> tuple[int, ...]:

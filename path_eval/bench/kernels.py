@@ -4,7 +4,8 @@ Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"} (Pa
 "super_chunks": the coarse walk's chunks per super-chunk, 1 for none); ops path_fwd,
 path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128), path_prefill_chunk
 (64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
-760M-shaped model: 24 heads of 64, cache of T tokens); path_prep times our preparation alone (the
+760M-shaped model: 24 heads of 64, cache of T tokens; impl "path-eval" eager, "path-eval graph"
+replayed from a CUDA graph, with "splits" the cache splits); path_prep times our preparation alone (the
 two Triton launches of `prep.py`), path_prep_coarse the preparation with the coarse walk's
 super-chunk transport. `--super-chunks` sweeps the coarse walk's S: impl "path-eval" is the
 default S, "path-eval S=k" the others. FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 from path_eval.kernels.path_attn.cache import PathKVCache
+from path_eval.kernels.path_attn.decode import default_splits
 from path_eval.kernels.path_attn.fwd import default_super_chunks, path_attention, prepare_walk
 from path_eval.kernels.path_attn.prep import prepare_path
 from path_eval.models.attention import AttentionInputs, blockwise
@@ -224,6 +226,13 @@ def bench_decode(args, out, save):
                        ms=sorted(times[1:])[1], fa_equiv_tflops=None)
             out["records"].append(rec)
             log(rec)
+            auto = default_splits(T, B * H, torch.device("cuda"))
+            for factor in args.decode_split_factors:
+                ms = graphed_decode_ms(x, T, steps, auto * factor)
+                graphed = dict(rec, impl="path-eval graph" + ("" if factor == 1 else f" splits x{factor}"),
+                               ms=ms, splits=auto * factor)
+                out["records"].append(graphed)
+                log(graphed)
             # fla: the decode branch of fla.layers.path_attn (rank-one update of every cached key, concatenation,
             # attn_decoding_one_step over the flattened batch)
             try:
@@ -276,6 +285,32 @@ def bench_decode(args, out, save):
             torch.cuda.empty_cache()
 
 
+def graphed_decode_ms(x, T: int, steps: int, splits: int) -> float:
+    """Wall clock per token of one layer's decoding step replayed from a CUDA graph, as it runs
+    inside a captured whole-model step (`path_eval.models.decode_graph`): the host's `advance` and
+    the folds every 64 tokens included. The replayed token's inputs stay fixed; their values do
+    not change the step's work."""
+    cache = PathKVCache()
+    cache.attend(**tokens(x, 0, T))
+    cache.attend(**tokens(x, T, T + 1), splits=splits)  # allocates the tail, compiles this launch shape
+    repeats = 4
+    cache.reserve(repeats * steps)
+    token = tokens(x, T + 1, T + 2)
+    graph = torch.cuda.CUDAGraph()
+    with cache.capturing(), torch.cuda.graph(graph):
+        cache.attend(**token, splits=splits)
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            graph.replay()
+            cache.advance()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / steps * 1e3)
+    return sorted(times[1:])[1]
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="results/bench/kernels.json")
@@ -283,6 +318,8 @@ def main(argv=None) -> None:
     p.add_argument("--lengths", default="4096,8192,16384,32768,65536")
     p.add_argument("--check-lengths", default="4096,65536")
     p.add_argument("--decode-lengths", default="4096,16384,65536")
+    p.add_argument("--decode-split-factors", default="1",
+                   help="graphed decoding: multiples of the default cache splits to time, e.g. 1,2,4")
     p.add_argument("--ops", default=",".join(GATED), help="the forward part's ops")
     p.add_argument("--head-dims", default="64,128", help="the forward part's head dims, in this order")
     p.add_argument("--super-chunks", default="",
@@ -293,6 +330,9 @@ def main(argv=None) -> None:
     args.lengths = [int(t) for t in args.lengths.split(",")]
     args.check_lengths = [int(t) for t in args.check_lengths.split(",") if t]  # "" = decoding checks only
     args.decode_lengths = [int(t) for t in args.decode_lengths.split(",")]
+    args.decode_split_factors = [int(f) for f in args.decode_split_factors.split(",")]
+    if any(f < 1 for f in args.decode_split_factors):
+        p.error(f"--decode-split-factors takes multiples of 1 or more, not {args.decode_split_factors}")
     args.ops = args.ops.split(",")
     if set(args.ops) - set(GATED):
         p.error(f"unknown --ops {sorted(set(args.ops) - set(GATED))}: choose from {', '.join(GATED)}")

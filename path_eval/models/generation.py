@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from path_eval.models.cache import DecoderCache
+from path_eval.models.decode_graph import CapturedDecodeStep, graph_decoding, reserve_decoding
 
 
 @torch.no_grad()
@@ -34,11 +35,12 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
              temperature: float = 1.0, top_k: int | None = None, eos_token_id: int | list[int] | None = None,
              pad_token_id: int | None = None, prefill_chunk_size: int | None = None,
              generator: torch.Generator | None = None, use_cache: bool = True,
-             should_stop=None) -> torch.LongTensor:
+             should_stop=None, cuda_graph: bool | None = None) -> torch.LongTensor:
     """Like transformers' `generate`: returns [B, prompt + new] token ids; rows that produced an
     end-of-sequence token are filled with `pad_token_id` afterwards. Prompts of a batch are
     left-padded, with `attention_mask` 0 on the padding. `should_stop(new_tokens [B, n])` may
-    end rows early too (e.g. when a stop string appeared)."""
+    end rows early too (e.g. when a stop string appeared). `cuda_graph` replays one recorded
+    decoding step per token (`decode_graph`); None: wherever the model and its cache allow it."""
     if not use_cache:
         raise ValueError("generation always uses the cache: it gives the same tokens as full forwards")
     if max_new_tokens is None:
@@ -56,6 +58,10 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     if max_new_tokens <= 0:
         return sequences
     logits, cache = prefill(model, input_ids, mask, prefill_chunk_size)
+    graph = max_new_tokens > 2 and graph_decoding(model, cache, cuda_graph)
+    if graph:  # the first step runs eagerly (it allocates the tail and compiles), the rest replay
+        reserve_decoding(cache, max_new_tokens - 1)
+    captured = None
     finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
     for step in range(max_new_tokens):
         scores = logits[:, -1].float()
@@ -74,6 +80,11 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
             finished |= should_stop(sequences[:, input_ids.shape[1]:])
         if bool(finished.all()) or step == max_new_tokens - 1:
             break
-        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
-        logits = model(token[:, None], attention_mask=mask, past_key_values=cache, use_cache=True).logits
+        # The new token is never padding (the cache keeps the prompt's), so a decoding step takes no mask.
+        if captured is not None:
+            logits = captured(token)
+            continue
+        logits = model(token[:, None], past_key_values=cache, use_cache=True).logits
+        if graph:  # the last token needs no step
+            captured = CapturedDecodeStep(model, cache, max_new_tokens - 2)
     return sequences

@@ -132,7 +132,10 @@ class DecoderAttention(nn.Module):
             full = torch.cat([history.to(raw.dtype), raw], 1)
             raw = F.silu(F.conv1d(full.transpose(1, 2), self.w_conv1d.weight, self.w_conv1d.bias,
                                   groups=self.kv_dim).transpose(1, 2))
-            new_state = full[:, -(self.conv_size - 1):]
+            last = full[:, -(self.conv_size - 1):]
+            # Updated in place, so a captured decoding step (CUDA graph) keeps writing the buffer the
+            # next replay reads; a fresh history is a copy, not a view that would keep `full` alive.
+            new_state = conv_state.copy_(last) if conv_state is not None else last.clone()
         w = raw.view(B, T, self.num_kv_heads, self.head_dim).to(_float_dtype(raw))
         return w * torch.rsqrt(w.square().sum(-1, keepdim=True) + 1e-6), new_state
 
@@ -271,7 +274,11 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
             if use_cache:
                 cache.layers[i] = state
         if use_cache:
-            cache.next_position = start + (valid.long().sum(1) if valid is not None else T)
+            advanced = valid.long().sum(1) if valid is not None else T
+            if cache.next_position is None:
+                cache.next_position = start + advanced
+            else:  # in place, as a captured decoding step (CUDA graph) needs
+                cache.next_position.add_(advanced)
         return self.model.norm(h), (cache if use_cache else None)
 
     def logits_of(self, hidden: torch.Tensor) -> torch.Tensor:

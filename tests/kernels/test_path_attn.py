@@ -369,3 +369,28 @@ def test_padding_mask_arriving_mid_tail(variant):
     tail["key_valid"] = torch.ones(2, 5, dtype=torch.bool, device=DEVICE)
     assert rel(cache.attend(**tail).double().cpu(), ref[:, 75:80]) <= 1e-5
 
+
+
+def test_recorded_steps_leave_the_host_count_to_advance():
+    """Inside `capturing()` a decoding step changes device memory only (what a CUDA graph records):
+    the host's lengths stay put until `advance()`, the kernels read the device's, and with room
+    reserved no step replaces a buffer. Stepping so, through folds, gives the definition's rows."""
+    x = random_inputs("path_fox", 2, 150, 4, 2, 16, seed=12, pad_left=[0, 9])
+    ref = definition(x)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache(fold_every=8)
+    cache.attend(**segment(args, slice(0, 129)))
+    cache.attend(**segment(args, slice(129, 130)))  # the first step allocates the tail's buffers
+    cache.reserve(20)
+    buffers = [cache.k, cache.v, cache.g_end, cache.valid, cache.tail_k, cache.P, cache.lengths]
+    for t in range(130, 150):
+        before = (cache.folded, cache.pending_len)
+        with cache.capturing():
+            out = cache.attend(**segment(args, slice(t, t + 1)))
+        assert (cache.folded, cache.pending_len) == before
+        cache.advance()
+        assert cache.lengths.tolist() == [cache.folded, cache.pending_len]
+        assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+    assert cache.folded == 145 and cache.pending_len == 5  # 129 prefilled, then folds of 8 at 137 and 145
+    assert all(a is b for a, b in zip(buffers, [cache.k, cache.v, cache.g_end, cache.valid, cache.tail_k, cache.P,
+                                                 cache.lengths]))

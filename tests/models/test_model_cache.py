@@ -109,3 +109,12 @@ def test_triton_backend_model_agrees_with_torch_backend(variant):
         for t in range(90, 100):
             step = model(ids[:, t:t + 1], past_key_values=cache, use_cache=True).logits
             assert rel(step[:, -1], full[:, t]) <= 1e-4, t
+
+
+def test_graph_decoding_asked_for_on_the_cpu_says_why_not():
+    from path_eval.errors import PathEvalError
+    model = tiny_model("path_fox", seed=9)
+    prompt = torch.randint(3, 97, (1, 10), generator=torch.Generator().manual_seed(10))
+    with pytest.raises(PathEvalError, match="not on a CUDA device; pass cuda_graph=False"):
+        generate(model, prompt, max_new_tokens=5, eos_token_id=[], cuda_graph=True)
+    assert generate(model, prompt, max_new_tokens=5, eos_token_id=[]).shape == (1, 15)
