@@ -24,41 +24,49 @@ import torch
 from path_eval.lm.scoring import next_token_nll
 from path_eval.bench.random_checkpoint import SHAPES, random_model
 from path_eval.models.attention import default_backend
+from path_eval.models.config import PathEvalConfig
 from path_eval.results.store import write_json_atomic
 
 SHAPE = SHAPES["760m"]
 MODELS = ("path", "path_fox", "fox", "rope-sdpa", "fla-path")
 
 
-def build(name: str, device: str, attention: str):
-    """A 760M-shaped model in bfloat16 on `device`, and the attention implementation it runs. Built
-    on the device itself: initialising 760M float32 weights on the host takes longer than scoring."""
+def build(name: str, device: str, attention: str, shape: str = "760m"):
+    """A model of `shape` (a key of SHAPES) in bfloat16 on `device`, and the attention implementation
+    it runs. Built on the device itself: initialising 760M float32 weights on the host takes longer
+    than scoring."""
     torch.manual_seed(0)
     with torch.device(device):
-        return _build(name, device, attention)
+        return _build(name, device, attention, shape)
 
 
-def _build(name: str, device: str, attention: str):
+def _build(name: str, device: str, attention: str, shape: str):
+    dims = SHAPES[shape]
     if name in ("path", "path_fox", "fox"):
-        model = random_model(name, "760m")
+        model = random_model(name, shape)
         model.attention_backend = attention
         impl = f"path-eval {attention}"
     elif name == "rope-sdpa":
         from transformers import LlamaConfig, LlamaForCausalLM
-        config = LlamaConfig(hidden_size=SHAPE["hidden_size"], num_hidden_layers=SHAPE["num_hidden_layers"],
-                             num_attention_heads=SHAPE["num_heads"], intermediate_size=4096,
-                             vocab_size=SHAPE["vocab_size"], max_position_embeddings=262144)
+        config = LlamaConfig(hidden_size=dims["hidden_size"], num_hidden_layers=dims["num_hidden_layers"],
+                             num_attention_heads=dims["num_heads"],
+                             intermediate_size=PathEvalConfig(**dims).intermediate_size,
+                             vocab_size=dims["vocab_size"], max_position_embeddings=262144)
         model = LlamaForCausalLM._from_config(config, attn_implementation="sdpa")
         impl = "transformers Llama, sdpa"
     else:
         from transformers import AutoConfig, AutoModelForCausalLM
         import fla  # noqa: F401  (registers path_attn with the Auto classes)
-        config = AutoConfig.for_model("path_attn", hidden_size=SHAPE["hidden_size"],
-                                      num_hidden_layers=SHAPE["num_hidden_layers"], num_heads=SHAPE["num_heads"],
-                                      vocab_size=SHAPE["vocab_size"], use_cache=False)
+        config = AutoConfig.for_model("path_attn", hidden_size=dims["hidden_size"],
+                                      num_hidden_layers=dims["num_hidden_layers"], num_heads=dims["num_heads"],
+                                      vocab_size=dims["vocab_size"], use_cache=False)
         model = AutoModelForCausalLM.from_config(config)
         impl = f"fla {fla.__version__} parallel_path_attn"
     return model.to(device=device, dtype=torch.bfloat16).eval(), impl
+
+
+def weight_bytes(model) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
 def measure(model, length: int, prefill_chunk: int) -> dict:
@@ -67,7 +75,7 @@ def measure(model, length: int, prefill_chunk: int) -> dict:
     block = torch.randint(0, SHAPE["vocab_size"], (length,), generator=torch.Generator().manual_seed(length)).tolist()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    others = torch.cuda.memory_allocated() - sum(p.numel() * p.element_size() for p in model.parameters())
+    others = torch.cuda.memory_allocated() - weight_bytes(model)
     torch.cuda.synchronize()
     start = time.perf_counter()
     try:

@@ -11,7 +11,10 @@
 #   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k,
 #   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments),
 # launch (path_eval.bench.launch_configs: the preparation's and the super-chunk transport's launch configurations timed),
-# model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments).
+# model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments),
+# generation (path_eval.bench.generation: whole-model decoding tokens/s of ours, eager and CUDA graphs, against the same-shape
+#   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
+#   started after 3/4 of it; GEN_ARGS= further arguments).
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -38,6 +41,8 @@ for step in "$@"; do
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
     parity) timeout 530 python3 -m path_eval.bench.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;
+    generation) timeout ${GEN_S:-400} python3 -m path_eval.bench.generation --budget-s $(( ${GEN_S:-400} * 3 / 4 )) ${GEN_ARGS:-} \
+        --out "$OUT/generation_h200.json" ;;
     extrapolation) timeout 560 python3 -m path_eval.bench.extrapolation_speed --budget-s 400 --out "$OUT/extrapolation_h200.json" ;;
     long-context)
       python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
