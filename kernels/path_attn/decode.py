@@ -78,7 +78,7 @@ def _new_token(Q, WN, BETA, GN, OKN, GT, b, hq, h, pend, HQ,
     return q, qp, w, beta, ok, G
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["cap"])  # a cache reserved to a new size keeps the compiled step
 def _decode_attend(
     Q, KN, VN, WN, BETA, GN, OKN,
     KC, VC, GE, CV, KT, P, GT, TV, OP, LSE, LEN,
@@ -145,7 +145,7 @@ def _decode_attend(
     tl.store(LSE + at + tl.arange(0, 1), tl.where(l_i > 0, m_i + tl.log2(l_safe), -float("inf")))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["cap"])  # a cache reserved to a new size keeps the compiled step
 def _decode_commit(
     Q, KN, VN, WN, BETA, GN, OKN,
     VC, KT, P, GT, TV, OP, LSE, O, LEN,

@@ -11,6 +11,8 @@
 #   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k,
 #   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments),
 # launch (path_eval.bench.launch_configs: the preparation's and the super-chunk transport's launch configurations timed),
+# decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
+#   DT_S= the limit, 150 s),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments),
 # generation (path_eval.bench.generation: whole-model decoding tokens/s of ours, eager and CUDA graphs, against the same-shape
 #   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
@@ -29,6 +31,9 @@ for step in "$@"; do
   case $step in
     kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels -k "${KT_K:-not test_model_full_forward}" > "$OUT/kernel_tests.log" 2>&1
       grep -E "rel err|correlated|cache errors|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
+    decode-tests) PATH_EVAL_AUTOTUNE=0 timeout ${DT_S:-150} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py \
+        tests/kernels/test_path_attn.py -k "captured or graph_decoding or decod or recorded or tail or cache_segments" > "$OUT/decode_tests.log" 2>&1
+      grep -E "graph vs eager|passed|failed|Error" "$OUT/decode_tests.log" | tail -30 ;;
     model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;
     walk) PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \

@@ -292,9 +292,9 @@ def graphed_decode_ms(x, T: int, steps: int, splits: int) -> float:
     not change the step's work."""
     cache = PathKVCache()
     cache.attend(**tokens(x, 0, T))
-    cache.attend(**tokens(x, T, T + 1), splits=splits)  # allocates the tail, compiles this launch shape
     repeats = 4
-    cache.reserve(repeats * steps)
+    cache.reserve(repeats * steps + 1)
+    cache.attend(**tokens(x, T, T + 1), splits=splits)  # allocates the tail, compiles this launch shape
     token = tokens(x, T + 1, T + 2)
     graph = torch.cuda.CUDAGraph()
     with cache.capturing(), torch.cuda.graph(graph):
