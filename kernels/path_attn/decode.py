@@ -84,7 +84,7 @@ def _decode_attend(
     KC, VC, GE, CV, KT, P, GT, TV, OP, LSE, LEN,
     cap, HQ, GROUP, qk_scale, gate_scale,
     sq_b, sq_h, sk_b, sk_h, sv_b, sv_h, sw_b, sw_h, sb_b, sb_h, sg_b, sg_h, sok_b,
-    D: tl.constexpr, BN: tl.constexpr, WINDOW: tl.constexpr,
+    D: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr, WINDOW: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, MASK: tl.constexpr,
 ):
     split = tl.program_id(0)
@@ -107,19 +107,21 @@ def _decode_attend(
     lo = split * per_split
     hi = tl.minimum(L, lo + per_split)
     n_idx = tl.arange(0, BN)
-    for start in range(lo, hi, BN):
+    for start in tl.range(lo, hi, BN, num_stages=STAGES):
         cols = (start + n_idx).to(tl.int64)
         col_ok = cols < hi
         at = (b * cap + cols) * row + h * D
-        kc = tl.load(KC + at[:, None] + d[None, :], mask=col_ok[:, None], other=0.0).to(tl.float32)
-        s = tl.sum(kc * qt[None, :], 1) * qk_scale
+        # keys and values issued together: the step is bound by reading them (a padded key's value is
+        # finite and gets weight 0)
+        kc = tl.load(KC + at[:, None] + d[None, :], mask=col_ok[:, None], other=0.0)
+        vc = tl.load(VC + at[:, None] + d[None, :], mask=col_ok[:, None], other=0.0)
+        s = tl.sum(kc.to(tl.float32) * qt[None, :], 1) * qk_scale
         if GATE:
             s += (tl.load(GE + (b * cap + cols) * HQ + hq, mask=col_ok, other=0.0) + G) * gate_scale
         if MASK:
             col_ok &= tl.load(CV + b * cap + cols, mask=col_ok, other=0) != 0
         s = tl.where(col_ok, s, MASKED)
-        vc = tl.load(VC + at[:, None] + d[None, :], mask=col_ok[:, None], other=0.0).to(tl.float32)
-        acc, m_i, l_i = _online_step(acc, m_i, l_i, s, vc)
+        acc, m_i, l_i = _online_step(acc, m_i, l_i, s, vc.to(tl.float32))
     if split == 0:  # the pending tail and the token itself
         tb = tl.arange(0, WINDOW)
         in_tail = tb < pend
@@ -217,12 +219,17 @@ def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale:
         *new, cache.k, cache.v, dummy if cache.g_end is None else cache.g_end,
         dummy if cache.valid is None else cache.valid, *state, st["part"], st["lse"], cache.lengths,
         cap, HQ, group, scale * LOG2E, gate_scale * LOG2E, *strides,
-        D=D, BN=64, WINDOW=cache.window, **flags, num_warps=4)
+        D=D, WINDOW=cache.window, **flags, **_attend_launch())
     out = torch.empty(B, 1, HQ, D, dtype=q.dtype, device=q.device)
     _decode_commit[(B * HQ,)](
         *new, cache.v, *state, st["part"], st["lse"], out, cache.lengths, cap, HQ, group, splits, *strides,
         D=D, WINDOW=cache.window, SPLITS=triton.next_power_of_2(splits), **flags, num_warps=4)
     return out
+
+
+def _attend_launch() -> dict:
+    """Block of cached tokens per iteration, pipeline stages and warps of `_decode_attend`."""
+    return dict(BN=64, STAGES=1, num_warps=4)
 
 
 def default_splits(cached: int, rows: int, device: torch.device) -> int:

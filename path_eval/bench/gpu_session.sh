@@ -9,8 +9,9 @@
 # kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes; KT_K= picks tests by -k),
 # walk (the coarse walk: its compiled tests and the forward ones, one fixed kernel configuration, then the forward bench
 #   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k,
-#   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments),
-# launch (path_eval.bench.launch_configs: the preparation's and the super-chunk transport's launch configurations timed),
+#   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments; WT_S=0 skips the tests),
+# launch (path_eval.bench.launch_configs: the preparation's and the super-chunk transport's launch configurations timed;
+#   LC_ARGS="--parts decode" LC_OUT=decode_launch_configs the decoding step's),
 # decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
 #   DT_S= the limit, 150 s),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments),
@@ -36,12 +37,12 @@ for step in "$@"; do
       grep -E "graph vs eager|passed|failed|Error" "$OUT/decode_tests.log" | tail -30 ;;
     model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;
-    walk) PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
+    walk) [ "${WT_S:-200}" = 0 ] || PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
         -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
       grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
       timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
         --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
-    launch) timeout ${LC_S:-200} python3 -m path_eval.bench.launch_configs --out "$OUT/launch_configs.json" ;;
+    launch) timeout ${LC_S:-200} python3 -m path_eval.bench.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;

@@ -3,13 +3,17 @@ configurations (warps, register cap, pipeline stages), so the fixed choices in `
 `coarse.py` (`_transition_launch`, `_queries_launch`, `_transport_launch`) come from a measurement.
 
     python -m path_eval.bench.launch_configs --out results/bench/launch_configs.json
+    python -m path_eval.bench.launch_configs --parts decode --out results/bench/decode_launch_configs.json
 
 bf16 inputs as the bench's (float32 w), B x T = 64K tokens at T = 8192, 32 heads of 64 / 16 of 128.
 Each record: the kernel step, the head dim, the configuration and triton.testing.do_bench's median.
 The step "preparation" times the whole `prepare_path` (both launches) with the transition kernel's
 configuration varied and the query kernel's fixed, and the reverse for "queries"; "transport" times
 `super_chunk_transport_triton` at S = 8, beside the torch version it replaced ("transport torch").
-These are not autotuned at run time: each candidate is a compile, and a cold run's cost counts.
+The part "decode" times `_decode_attend` (`decode.py`, `_attend_launch`: block of cached tokens,
+pipeline stages, warps) as a CUDA-graph replay of one 760M-shaped layer's decoding step
+(`path_eval.bench.kernels.graphed_decode_ms`: 24 heads of 64, wall clock per token, folds included)
+at batch 1 and 8. These are not autotuned at run time: each candidate is a compile, and a cold run's cost counts.
 """
 from __future__ import annotations
 
@@ -28,6 +32,36 @@ TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=
 QUERIES = [dict(num_warps=4), dict(num_warps=8)]
 TRANSPORT = [dict(num_warps=4, num_stages=1), dict(num_warps=8, num_stages=1), dict(num_warps=8, num_stages=1, maxnreg=128),
              dict(num_warps=8, num_stages=2)]
+
+
+DECODE = [dict(BN=bn, STAGES=stages, num_warps=warps) for bn in (64, 128) for stages in (1, 2, 3) for warps in (4, 8)]
+DECODE_SHAPES = [(1, 16384), (8, 16384), (1, 65536)]  # (batch, cached tokens)
+
+
+def measure_decode(shapes) -> list[dict]:
+    from path_eval.bench.kernels import graphed_decode_ms
+    from path_eval.kernels.path_attn import decode
+    H, D, steps = 24, 64, 64
+    records = []
+    default = decode._attend_launch
+    try:
+        for B, T in shapes:
+            x = inputs(B, T + 1, H, D, True, False, seed=1)
+            splits = decode.default_splits(T, B * H, torch.device("cuda"))
+            for config in DECODE:
+                decode._attend_launch = lambda c=config: c
+                try:
+                    ms = graphed_decode_ms(x, T, steps, splits)
+                except Exception as e:  # noqa: BLE001  (a configuration that does not fit is recorded as such)
+                    log("failed", repr(e)[:200])
+                    ms = None
+                records.append(dict(step="decode attend", D=D, B=B, H=H, T=T, splits=splits, config=config, ms=ms))
+                log(records[-1])
+            del x
+            torch.cuda.empty_cache()
+    finally:
+        decode._attend_launch = default
+    return records
 
 
 def _timed(fn, warmup: int, rep: int) -> float | None:
@@ -90,15 +124,21 @@ def main(argv=None) -> None:
     p.add_argument("--length", type=int, default=8192)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--rep", type=int, default=50)
+    p.add_argument("--parts", default="prep", help="prep (the preparation and transport), decode, or both")
     args = p.parse_args(argv)
+    parts = args.parts.split(",")
+    if set(parts) - {"prep", "decode"}:
+        p.error(f"--parts takes prep and decode, not {args.parts}")
     import triton
     out = {"machine": torch.cuda.get_device_name(), "host": platform.node(), "torch": torch.__version__,
            "triton": triton.__version__,
            "command": "python -m path_eval.bench.launch_configs " + " ".join(argv or __import__("sys").argv[1:]),
-           "records": measure([int(d) for d in args.head_dims.split(",")], args.length, args.warmup, args.rep)}
+           "records": (measure([int(d) for d in args.head_dims.split(",")], args.length, args.warmup, args.rep)
+                       if "prep" in parts else []) + (measure_decode(DECODE_SHAPES) if "decode" in parts else [])}
     write_json_atomic(out, Path(args.out))
     for r in out["records"]:
-        print(f"{r['step']:16s} D={r['D']:3d} {json.dumps(r['config']):55s} {r['ms'] if r['ms'] is None else round(r['ms'], 3)}")
+        print(f"{r['step']:16s} D={r['D']:3d} B={r['B']} T={r['T']:<6d} {json.dumps(r['config']):55s} "
+              f"{r['ms'] if r['ms'] is None else round(r['ms'], 3)}")
 
 
 if __name__ == "__main__":
