@@ -213,11 +213,11 @@ def default_super_chunks(head_dim: int, tokens: int) -> int:
     super-chunk transport up front (`coarse.py`, O(T D^2): about 2 ms per 64K tokens of 16 heads of
     128 on an H200) and saves a part of the walk, which grows with T^2. Measured on an H200
     (results/bench/kernels_coarse_walk.json): at D = 128, S = 16 is the fastest from 8K tokens (1.21x
-    S = 1 at 8K, 1.64x at 64K) and S = 8 at 4K (1.02x S = 1); at D = 64 only 4K was measured, where
-    S = 1 wins (1.02x S = 16), so the coarse walk stays off there until a measurement says from
-    where it pays."""
+    S = 1 at 8K, 1.64x at 64K) and S = 8 at 4K (1.02x S = 1). At D = 64 S = 1 wins at 4K (1.02x
+    S = 16) and S = 16 from 8K (results/bench/kernels_coarse_walk_d64.json: PaTH 1.07x S = 1 at 8K,
+    1.26x at 64K; S = 8 is 5% faster for PaTH at 16K only)."""
     if head_dim <= 64:
-        return 1
+        return 16 if tokens >= 8192 else 1
     return 16 if tokens >= 8192 else 8 if tokens >= 4096 else 1
 
 

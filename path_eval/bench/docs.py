@@ -435,15 +435,18 @@ def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
     records = data["records"]
-    walk_path = results / "bench" / "kernels_coarse_walk.json"
-    walk = load(walk_path) if walk_path.exists() else None
-    sweep = None if walk is None else coarse_walk(walk["records"])
+    walks = []  # each coarse-walk sweep: its header and table
+    for walk_path in sorted((results / "bench").glob("kernels_coarse_walk*.json")):
+        walk = load(walk_path)
+        sweep = coarse_walk(walk["records"])
+        if sweep is not None:
+            walks += [*kernel_header(walk_path, results, walk), sweep]
     launch_path = results / "bench" / "launch_configs.json"
     launch = load(launch_path) if launch_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
-                        *([] if sweep is None else ["### Coarse walk", *kernel_header(walk_path, results, walk), sweep]),
+                        *(["### Coarse walk", *walks] if walks else []),
                         *([] if launch is None else ["### Launch configurations",
                                                      *kernel_header(launch_path, results, launch),
                                                      launch_configs(launch["records"])]),

@@ -33,7 +33,7 @@ for step in "$@"; do
     kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels -k "${KT_K:-not test_model_full_forward}" > "$OUT/kernel_tests.log" 2>&1
       grep -E "rel err|correlated|cache errors|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
     decode-tests) PATH_EVAL_AUTOTUNE=0 timeout ${DT_S:-150} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py \
-        tests/kernels/test_path_attn.py -k "captured or graph_decoding or decod or recorded or tail or cache_segments" > "$OUT/decode_tests.log" 2>&1
+        tests/kernels/test_path_attn.py -k "${DT_K:-captured or graph_decoding or decod or recorded or tail or cache_segments}" > "$OUT/decode_tests.log" 2>&1
       grep -E "graph vs eager|passed|failed|Error" "$OUT/decode_tests.log" | tail -30 ;;
     model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;

@@ -46,7 +46,7 @@ def measure_decode(shapes) -> list[dict]:
     default = decode._attend_launch
     try:
         for B, T in shapes:
-            x = inputs(B, T + 1, H, D, True, False, seed=1)
+            x = inputs(B, T + 2, H, D, True, False, seed=1)  # the cache, the eager step's token, the graph's
             splits = decode.default_splits(T, B * H, torch.device("cuda"))
             for config in DECODE:
                 decode._attend_launch = lambda c=config: c
