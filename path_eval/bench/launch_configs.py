@@ -34,7 +34,7 @@ TRANSPORT = [dict(num_warps=4, num_stages=1), dict(num_warps=8, num_stages=1), d
              dict(num_warps=8, num_stages=2)]
 
 
-DECODE = [dict(BN=bn, STAGES=stages, num_warps=warps) for bn in (64, 128) for stages in (1, 2, 3) for warps in (4, 8)]
+DECODE = [dict(BN=bn, STAGES=stages, num_warps=warps) for bn in (64, 128) for stages in (1, 3) for warps in (4, 8)]
 DECODE_SHAPES = [(1, 16384), (8, 16384), (1, 65536)]  # (batch, cached tokens)
 
 
