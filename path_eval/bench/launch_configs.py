@@ -49,7 +49,7 @@ def measure_decode(shapes) -> list[dict]:
             x = inputs(B, T + 2, H, D, True, False, seed=1)  # the cache, the eager step's token, the graph's
             splits = decode.default_splits(T, B * H, torch.device("cuda"))
             for config in DECODE:
-                decode._attend_launch = lambda c=config: c
+                decode._attend_launch = lambda rows, sms, c=config: c
                 try:
                     ms = graphed_decode_ms(x, T, steps, splits)
                 except Exception as e:  # noqa: BLE001  (a configuration that does not fit is recorded as such)

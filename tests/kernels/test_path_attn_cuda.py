@@ -152,3 +152,30 @@ def test_graph_decoding_needs_the_triton_backend():
     with pytest.raises(PathEvalError, match="torch attention backend keeps no device-only cache"):
         generate(model, ids, max_new_tokens=5, cuda_graph=True)
     assert generate(model, ids, max_new_tokens=5).shape == (1, 55)  # None: eager where no graph can be
+
+
+@pytest.mark.parametrize("variant", ["path", "path_fox"])
+def test_decoding_with_as_many_rows_as_sms(variant):
+    """Batch x heads at least the SM count, as a 760M layer at B = 8: the decoding step's blocks of
+    128 cached tokens (fewer rows take blocks of 64, which the other GPU tests cover), token by
+    token through a fold, against one float32 pass of the torch backend."""
+    from path_eval.kernels.path_attn.cache import PathKVCache
+    B, T, new, H, D = 8, 1500, 70, 24, 64
+    assert B * H >= torch.cuda.get_device_properties(0).multi_processor_count
+    g = torch.Generator(device="cuda").manual_seed(3)
+    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
+    q, k, v = r(B, T + new, H, D), r(B, T + new, H, D), r(B, T + new, H, D)
+    w, beta = F.normalize(r(B, T + new, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T + new, H))
+    gates = F.logsigmoid(r(B, T + new, H) + 4) if variant == "path_fox" else None
+    gate_scale = D ** -0.5 if variant == "path_fox" else 1.0
+    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
+
+    def part(a, b):
+        return dict(q=q[:, a:b], k=k[:, a:b], v=v[:, a:b], w=w[:, a:b], beta=beta[:, a:b],
+                    g=None if gates is None else gates[:, a:b], scale=D ** -0.5, gate_scale=gate_scale)
+    cache = PathKVCache()
+    cache.attend(**part(0, T))
+    steps = torch.cat([cache.attend(**part(t, t + 1)) for t in range(T, T + new)], 1)
+    err = rel(steps, ref[:, T:])
+    print(f"{variant} B={B} H={H}: decoding rel err {err:.2e}")
+    assert err <= 1e-4
