@@ -122,37 +122,35 @@ def fla_parity(results: Path) -> str:
 
 
 def extrapolation(results: Path) -> str:
-    paths = sorted((results / "bench").glob("extrapolation_*.json"))
-    runs = [(path, load(path)) for path in paths]
-    cells: dict[tuple[int, str], str] = {}
-    models: list[str] = []
-    impls: dict[str, str] = {}
-    for _, data in runs:
+    """Each run of `path_eval.bench.extrapolation_speed` (results/bench/extrapolation_*.json) as its own
+    table: runs of different revisions and backends are not mixed in one."""
+    parts = ["## Scoring one block of the extrapolation protocol",
+             "One block scored as the `extrapolation` suite scores it; memory is the allocator's peak for "
+             "that model, weights included. A cell that was not measured says why."]
+    for path in sorted((results / "bench").glob("extrapolation_*.json")):
+        data = load(path)
+        cells: dict[tuple[int, str], str] = {}
+        models: list[str] = []
+        impls: dict[str, str] = {}
         for r in data["records"]:
             if r["model"] not in models:
                 models.append(r["model"])
             if "impl" in r:
                 impls[r["model"]] = r["impl"]
-            key = (r["tokens"], r["model"])
-            if r["status"] == "ok":
-                cells[key] = f"{r['tokens_per_second']:.0f} tok/s, {r['peak_memory_gib']:.1f} GiB"
-            else:
-                cells.setdefault(key, r["status"])
-    lengths = sorted({tokens for tokens, _ in cells})
-    header = ["tokens"] + [f"{m} ({impls[m]})" if m in impls else m for m in models]
-    rows = [[kilo(t)] + [cells.get((t, m), "-") for m in models] for t in lengths]
-    parts = ["## Scoring one block of the extrapolation protocol"]
-    for path, data in runs:
+            cells[(r["tokens"], r["model"])] = (f"{r['tokens_per_second']:.0f} tok/s, {r['peak_memory_gib']:.2f} GiB"
+                                                if r["status"] == "ok" else r["status"])
+        lengths = sorted({tokens for tokens, _ in cells})
+        header = ["tokens"] + [f"{m} ({impls[m]})" if m in impls else m for m in models]
+        rows = [[kilo(t)] + [cells.get((t, m), "-") for m in models] for t in lengths]
         meta = data["meta"]
         shape = ", ".join(f"{k} {v}" for k, v in meta["shape"].items())
         parts += [f"Source: {source(path, results)}. "
                   + machine_line(GPU=meta.get("gpu"), torch=meta.get("torch"), Python=meta.get("python"))
                   + f" Models of shape {shape}, random weights, {meta['dtype']}, chunked prefill of "
-                  f"{meta['prefill_chunk']} tokens.",
-                  command_block(meta["command"])]
-    parts += ["One block scored as the `extrapolation` suite scores it; memory is the allocator's peak for "
-              "that model, weights included. A cell that was not measured says why.",
-              table(header, rows)]
+                  f"{meta['prefill_chunk']} tokens where a block does not fit one pass.",
+                  command_block(meta["command"]),
+                  *([notes_block(data["notes"])] if data.get("notes") else []),
+                  table(header, rows)]
     return "\n\n".join(parts)
 
 
@@ -403,20 +401,37 @@ def chunked_prefill(records: list[dict]) -> str:
 
 def decode_speed(records: list[dict]) -> str:
     by_key = {(r["impl"], r["B"], r["T"]): r for r in records if r["op"] == "path_decode"}
+    graphed = any(impl == "path-eval graph" for impl, _, _ in by_key)
     rows = []
     for b, t in sorted({(b, t) for _, b, t in by_key}):
         ours, fla, sdpa = by_key[("path-eval", b, t)], by_key.get(("fla", b, t)), by_key[("sdpa", b, t)]
-        rows.append([str(b), kilo(t), f"{ours['ms']:.3f}", "-" if fla is None else f"{fla['ms']:.3f}",
-                     f"{sdpa['ms']:.3f}", f"{sdpa['ms_wall_loop']:.3f}",
-                     "-" if fla is None else f"{fla['ms'] / ours['ms']:.1f}x", ratio(ours["ms"] / sdpa["ms"])])
+        graph = by_key.get(("path-eval graph", b, t))
+        rows.append([str(b), kilo(t), f"{ours['ms']:.3f}"]
+                    + ([] if not graphed else ["-" if graph is None else f"{graph['ms']:.3f}"])
+                    + ["-" if fla is None else f"{fla['ms']:.3f}", f"{sdpa['ms']:.3f}", f"{sdpa['ms_wall_loop']:.3f}",
+                       "-" if fla is None else f"{fla['ms'] / ours['ms']:.1f}x", ratio(ours["ms"] / sdpa["ms"])]
+                    + ([] if not graphed else ["-" if graph is None else ratio(graph["ms"] / sdpa["ms"])]))
     any_record = next(iter(by_key.values()))
     return (f"Per-token time of one layer's attention ({any_record['H']} heads of {any_record['D']}, "
             f"{any_record['dtype']}) with T tokens cached. Ours (`PathKVCache.attend`) and fla (the decode branch "
-            "of `fla.layers.path_attn`) are the wall clock per token over consecutive steps, a fold included; "
-            "SDPA is one query on a preallocated cache, as GPU time of one call (`ms`) and as wall clock in "
+            "of `fla.layers.path_attn`) are the wall clock per token over consecutive steps, a fold included"
+            + ("; ours graphed is the same step replayed from a CUDA graph, as inside a captured whole-model step"
+               if graphed else "")
+            + "; SDPA is one query on a preallocated cache, as GPU time of one call (`ms`) and as wall clock in "
             "the same loop as ours (`ms_wall_loop`).\n\n"
-            + table(["B", "cached tokens", "ours ms/token", "fla ms/token", "SDPA ms (GPU)", "SDPA ms (loop)",
-                     "ours faster than fla by", "ours / SDPA (GPU)"], rows))
+            + table(["B", "cached tokens", "ours ms/token"] + (["ours graphed ms/token"] if graphed else [])
+                    + ["fla ms/token", "SDPA ms (GPU)", "SDPA ms (loop)", "ours faster than fla by", "ours / SDPA (GPU)"]
+                    + (["graphed / SDPA (GPU)"] if graphed else []), rows))
+
+
+def decode_launch_configs(records: list[dict]) -> str:
+    """ms per token of the graphed decoding step under each launch of `_decode_attend`."""
+    rows = [[str(r["B"]), kilo(r["T"]), str(r["splits"]), ", ".join(f"{k}={v}" for k, v in r["config"].items()),
+             "failed" if r["ms"] is None else f"{r['ms']:.3f}"] for r in records]
+    return ("The decoding step's attention kernel (`_decode_attend`) under each launch: BN cached tokens per "
+            "block, STAGES pipeline stages, warps; one 760M-shaped layer (24 heads of 64, bf16) replayed from "
+            "a CUDA graph, ms per token, folds included.\n\n"
+            + table(["B", "cached tokens", "cache splits", "configuration", "ms per token"], rows))
 
 
 def launch_configs(records: list[dict]) -> str:
@@ -443,6 +458,10 @@ def kernels(results: Path) -> str:
             walks += [*kernel_header(walk_path, results, walk), sweep]
     launch_path = results / "bench" / "launch_configs.json"
     launch = load(launch_path) if launch_path.exists() else None
+    decode_launch_path = results / "bench" / "decode_launch_configs.json"
+    decode_launch = load(decode_launch_path) if decode_launch_path.exists() else None
+    decode_path = results / "bench" / "kernels_decode.json"
+    decode = load(decode_path) if decode_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
@@ -450,8 +469,12 @@ def kernels(results: Path) -> str:
                         *([] if launch is None else ["### Launch configurations",
                                                      *kernel_header(launch_path, results, launch),
                                                      launch_configs(launch["records"])]),
+                        *([] if decode_launch is None else [*kernel_header(decode_launch_path, results, decode_launch),
+                                                            decode_launch_configs(decode_launch["records"])]),
                         "### Chunked prefill", chunked_prefill(records),
-                        "### Decoding", decode_speed(records)])
+                        "### Decoding", decode_speed(records),
+                        *([] if decode is None else [*kernel_header(decode_path, results, decode),
+                                                     decode_speed(decode["records"])])])
 
 
 def kernel_trials(results: Path) -> str:
