@@ -102,8 +102,9 @@ class PathKVCache:
             self._capturing = False
 
     def reserve(self, tokens: int) -> None:
-        """Room for exactly `tokens` more decoding steps, so that none grows a buffer (which a
-        replayed graph could not follow) or doubles it. Needs a cache that holds tokens already."""
+        """Room for `tokens` more decoding steps (and the tail window a step asks for), grown to just
+        that size, so that no step grows a buffer (which a replayed graph could not follow) or
+        doubles it. Needs a cache that holds tokens already."""
         hq = 0 if self.g_end is None else self.g_end.shape[2]
         self._ensure(self.length + tokens + self.window, self.k, self.v, hq, self.g_end is not None,
                      self.valid is not None, exact=True)

@@ -11,7 +11,9 @@ cache; `PathKVCache` folds P into K~ in place (`fold.py`) when the tail is full.
 
 The folded and pending lengths are read from `cache.lengths` in device memory, not passed as
 launch arguments, so a step captured once in a CUDA graph replays at every later position (the
-number of cache splits, fixed at capture, only spreads the work). Two launches per step: `_decode_attend`, one program per (cache split, batch x query head), a
+number of cache splits, fixed at capture, only spreads the work).
+
+Two launches per step: `_decode_attend`, one program per (cache split, batch x query head), a
 partial softmax over its split (split 0 also takes the tail and the token itself); `_decode_commit`,
 one program per batch x query head, merges the splits by log-sum-exp, writes the output, and (one
 program per key head) moves the state and stores the token's value at its final place.
@@ -230,9 +232,11 @@ def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale:
 def _attend_launch(rows: int, sms: int) -> dict:
     """Block of cached tokens per iteration, pipeline stages and warps of `_decode_attend` for
     `rows` (batch x query heads) on `sms` SMs. Three stages keep the next blocks' keys and values
-    in flight while one is reduced; blocks of 128 pay off once there are as many rows as SMs.
-    Timed on an H200 for a 760M layer (results/bench/decode_launch_configs.json): at 16K tokens
-    0.046 ms a step at B = 1 and 0.263 at B = 8, against 0.064 and 0.385 with one stage."""
+    in flight while one is reduced. Timed on an H200 for a 760M layer
+    (results/bench/decode_launch_configs.json): at 16K tokens 0.046 ms a step at B = 1 (24 rows,
+    blocks of 64) and 0.263 at B = 8 (192 rows, blocks of 128), against 0.064 and 0.385 with one
+    stage and blocks of 64; blocks of 128 lose at 24 rows and win at 192, so the cut at the SM
+    count (132) lies between the two measured points."""
     return dict(BN=128 if rows >= sms else 64, STAGES=3, num_warps=4)
 
 

@@ -216,7 +216,9 @@ def default_super_chunks(head_dim: int, tokens: int) -> int:
     S = 1 at 8K, 1.64x at 64K) and S = 8 at 4K (1.02x S = 1). At D = 64 S = 1 wins at 4K (1.02x
     S = 16) and S = 16 from 8K (results/bench/kernels_coarse_walk_d64.json: PaTH 1.07x S = 1 at 8K,
     1.26x at 64K; S = 8 is 5% faster for PaTH at 16K only)."""
-    if head_dim <= 64:
+    if head_dim < 64:  # not measured: the walk over every chunk
+        return 1
+    if head_dim == 64:
         return 16 if tokens >= 8192 else 1
     return 16 if tokens >= 8192 else 8 if tokens >= 4096 else 1
 

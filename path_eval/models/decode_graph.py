@@ -15,55 +15,69 @@ from contextlib import ExitStack
 import torch
 
 from path_eval.errors import PathEvalError
-from path_eval.kernels.path_attn.cache import PathKVCache
 from path_eval.models.cache import DecoderCache
 
 
-def graph_decoding(model, cache: DecoderCache, asked: bool | None) -> bool:
+def graph_unavailable(model) -> str | None:
+    """Why this model cannot decode through a CUDA graph, or None when it can: the step must touch
+    device memory only, which the triton backend's cache (`PathKVCache`) does on a CUDA device."""
+    if model.lm_head.weight.device.type != "cuda":
+        return "the model is not on a CUDA device"
+    if model.backend_name != "triton":
+        return f"the {model.backend_name} attention backend keeps no device-only cache (use the triton backend)"
+    return None
+
+
+def graph_decoding(model, asked: bool | None) -> bool:
     """Whether to decode through a CUDA graph: `asked` True insists (one clear line when this model
-    and cache cannot), None takes it wherever they can, False never."""
+    cannot), None takes it wherever it can, False never."""
     if asked is False:
         return False
-    why = None
-    if model.lm_head.weight.device.type != "cuda":
-        why = "the model is not on a CUDA device"
-    elif any(layer is None or not isinstance(layer.kv, PathKVCache) for layer in cache.layers):
-        why = f"the {model.backend_name} attention backend keeps no device-only cache (use the triton backend)"
+    why = graph_unavailable(model)
     if why is not None and asked:
         raise PathEvalError(f"cannot decode through a CUDA graph: {why}; pass cuda_graph=False")
     return why is None
 
 
 def reserve_decoding(cache: DecoderCache, tokens: int) -> None:
-    """Room in every layer's cache for `tokens` decoding steps, made before the first step so the
-    buffers grow once, to their final size."""
+    """Room in every layer's cache that can keep it (the triton backend's) for `tokens` decoding
+    steps, made before the first step so the buffers grow once, to their final size."""
     for layer in cache.layers:
-        layer.kv.reserve(tokens)
+        reserve = getattr(layer.kv, "reserve", None)
+        if reserve is not None:
+            reserve(tokens)
 
 
 class CapturedDecodeStep:
     """`step(token [B]) -> logits [B, 1, vocab]` for up to `tokens` tokens after the cache's own,
     continuing `cache` exactly as `model(token[:, None], past_key_values=cache, use_cache=True)`
     would. Build it after one eager decoding step (which allocates the caches' tail buffers and
-    compiles the kernels); the logits tensor is the graph's and is overwritten by the next step."""
+    compiles the kernels), and step the cache only through it from then on; the logits tensor is
+    the graph's and is overwritten by the next step."""
 
     def __init__(self, model, cache: DecoderCache, tokens: int):
-        graph_decoding(model, cache, asked=True)
-        reserve_decoding(cache, tokens)
+        graph_decoding(model, asked=True)
         self.caches = [layer.kv for layer in cache.layers]
+        if any(kv.tail_k is None for kv in self.caches):
+            raise PathEvalError("run one eager decoding step on this cache before capturing its step "
+                                "(it allocates the pending tail's buffers)")
+        reserve_decoding(cache, tokens)
+        self.buffers = [kv.k for kv in self.caches]  # what the graph writes into; never replaced while it lives
         self.remaining = tokens
-        batch = self.caches[0].k.shape[0]
-        self.ids = torch.zeros(batch, 1, dtype=torch.long, device=model.lm_head.weight.device)
+        device = model.lm_head.weight.device
+        self.ids = torch.zeros(self.caches[0].k.shape[0], 1, dtype=torch.long, device=device)
         self.graph = torch.cuda.CUDAGraph()
         with ExitStack() as recording:
             for kv in self.caches:
                 recording.enter_context(kv.capturing())
-            with torch.cuda.graph(self.graph):
+            with torch.cuda.device(device), torch.cuda.graph(self.graph):
                 self.logits = model(self.ids, past_key_values=cache, use_cache=True).logits
 
     def __call__(self, token: torch.Tensor) -> torch.Tensor:
         if self.remaining <= 0:
             raise PathEvalError("the captured decoding step has used the room it reserved; capture a new one")
+        if any(kv.k is not k for kv, k in zip(self.caches, self.buffers)):
+            raise PathEvalError("the cache grew outside the captured decoding step; capture a new one")
         self.ids.copy_(token[:, None])
         self.graph.replay()
         for kv in self.caches:

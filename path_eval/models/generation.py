@@ -57,11 +57,11 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     sequences = input_ids
     if max_new_tokens <= 0:
         return sequences
+    graph = graph_decoding(model, cuda_graph) and max_new_tokens > 2  # (an impossible request fails before the prefill)
     logits, cache = prefill(model, input_ids, mask, prefill_chunk_size)
-    graph = max_new_tokens > 2 and graph_decoding(model, cache, cuda_graph)
-    if graph:  # the first step runs eagerly (it allocates the tail and compiles), the rest replay
+    if max_new_tokens > 1:
         reserve_decoding(cache, max_new_tokens - 1)
-    captured = None
+    captured = None  # with `graph`: the first step runs eagerly (it allocates the tail, compiles), the rest replay
     finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
     for step in range(max_new_tokens):
         scores = logits[:, -1].float()

@@ -120,8 +120,9 @@ class DecoderAttention(nn.Module):
             self.qk_norm_names = ("q_norm", "k_norm")
 
     def _householder_directions(self, x: torch.Tensor, conv_state: torch.Tensor | None,
-                                valid: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """w = l2norm(silu(causal depthwise conv(w_proj(x)))) per head, and the new conv history."""
+                                valid: torch.Tensor | None, use_cache: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """w = l2norm(silu(causal depthwise conv(w_proj(x)))) per head, and the new conv history
+        (None unless `use_cache`: a call that does not extend the cache leaves its history alone)."""
         B, T, _ = x.shape
         raw = self.w_proj(x)
         if valid is not None:  # padding must look like the zero history before a sequence starts
@@ -132,10 +133,11 @@ class DecoderAttention(nn.Module):
             full = torch.cat([history.to(raw.dtype), raw], 1)
             raw = F.silu(F.conv1d(full.transpose(1, 2), self.w_conv1d.weight, self.w_conv1d.bias,
                                   groups=self.kv_dim).transpose(1, 2))
-            last = full[:, -(self.conv_size - 1):]
-            # Updated in place, so a captured decoding step (CUDA graph) keeps writing the buffer the
-            # next replay reads; a fresh history is a copy, not a view that would keep `full` alive.
-            new_state = conv_state.copy_(last) if conv_state is not None else last.clone()
+            if use_cache:
+                last = full[:, -(self.conv_size - 1):]
+                # Updated in place, so a captured decoding step (CUDA graph) keeps writing the buffer the
+                # next replay reads; a fresh history is a copy, not a view that would keep `full` alive.
+                new_state = conv_state.copy_(last) if conv_state is not None else last.clone()
         w = raw.view(B, T, self.num_kv_heads, self.head_dim).to(_float_dtype(raw))
         return w * torch.rsqrt(w.square().sum(-1, keepdim=True) + 1e-6), new_state
 
@@ -156,7 +158,7 @@ class DecoderAttention(nn.Module):
         elif self.variant == "fox":
             g = F.logsigmoid(self.f_proj(x).to(f))
         elif self.variant in ("path", "path_fox"):
-            w, conv_state = self._householder_directions(x, state.conv if state else None, valid)
+            w, conv_state = self._householder_directions(x, state.conv if state else None, valid, use_cache)
             beta = 2 * torch.sigmoid(self.bt_proj(x).to(f))
             if self.variant == "path_fox":
                 g, gate_scale = F.logsigmoid(self.g_proj(x).to(f)), scale  # PaTH-FoX scales the gate too

@@ -6,6 +6,7 @@ beta over (0, 2) with a third of the values within 1e-4 of 2 and some exactly 1,
 enough that decay matters, T not a multiple of any block.
 """
 import copy
+import itertools
 
 import pytest
 import torch
@@ -373,24 +374,32 @@ def test_padding_mask_arriving_mid_tail(variant):
 
 def test_recorded_steps_leave_the_host_count_to_advance():
     """Inside `capturing()` a decoding step changes device memory only (what a CUDA graph records):
-    the host's lengths stay put until `advance()`, the kernels read the device's, and with room
-    reserved no step replaces a buffer. Stepping so, through folds, gives the definition's rows."""
-    x = random_inputs("path_fox", 2, 150, 4, 2, 16, seed=12, pad_left=[0, 9])
+    the host's lengths stay put until `advance()`, so steps made while the host count is stale
+    (as replays are) must take the lengths from the device; `reserve` grows the buffers once, to
+    just the room asked for, and no step replaces one. Stepping so, through folds, gives the
+    definition's rows."""
+    x = random_inputs("path_fox", 2, 260, 4, 2, 16, seed=12, pad_left=[0, 9])
     ref = definition(x)
     args = as_dtype(x, torch.float32)
     cache = PathKVCache(fold_every=8)
-    cache.attend(**segment(args, slice(0, 129)))
-    cache.attend(**segment(args, slice(129, 130)))  # the first step allocates the tail's buffers
-    cache.reserve(20)
+    cache.attend(**segment(args, slice(0, 235)))  # capacity 256: the steps below would outgrow it
+    cache.attend(**segment(args, slice(235, 236)))  # the first step allocates the tail's buffers
+    cache.reserve(24)
+    assert cache.k.shape[1] == 236 + 24 + cache.window
     buffers = [cache.k, cache.v, cache.g_end, cache.valid, cache.tail_k, cache.P, cache.lengths]
-    for t in range(130, 150):
+    t, stretches = 236, itertools.cycle((3, 1, 2))
+    while t < 260:  # a stale stretch ends at a fold (which `advance` makes) or at the end
+        steps = min(next(stretches), cache.fold_every - cache.pending_len, 260 - t)
         before = (cache.folded, cache.pending_len)
         with cache.capturing():
-            out = cache.attend(**segment(args, slice(t, t + 1)))
+            for _ in range(steps):
+                out = cache.attend(**segment(args, slice(t, t + 1)))
+                assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+                t += 1
         assert (cache.folded, cache.pending_len) == before
-        cache.advance()
+        for _ in range(steps):
+            cache.advance()
         assert cache.lengths.tolist() == [cache.folded, cache.pending_len]
-        assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
-    assert cache.folded == 145 and cache.pending_len == 5  # 129 prefilled, then folds of 8 at 137 and 145
+    assert cache.folded == 259 and cache.pending_len == 1  # 235 prefilled, then folds of 8 at 243, 251, 259
     assert all(a is b for a, b in zip(buffers, [cache.k, cache.v, cache.g_end, cache.valid, cache.tail_k, cache.P,
                                                  cache.lengths]))

@@ -137,7 +137,9 @@ def test_captured_decoding_step_equals_eager_steps(variant, dtype):
     errors = [rel(a, b) for a, b in zip(graphed, eager)]
     print(variant, dtype, "graph vs eager max", max(errors))
     assert max(errors) <= (1e-5 if dtype == torch.float32 else 1e-2)
-    assert cache.layers[0].kv.length == 700 + 150
+    for layer in cache.layers:
+        kv = layer.kv
+        assert kv.length == 700 + 150 and kv.lengths.tolist() == [kv.folded, kv.pending_len]
     if dtype == torch.float32:
         kwargs = dict(max_new_tokens=140, eos_token_id=[], prefill_chunk_size=256)
         assert torch.equal(generate(model, ids, mask, cuda_graph=True, **kwargs),
@@ -150,8 +152,8 @@ def test_graph_decoding_needs_the_triton_backend():
     model = tiny_model("path").cuda()
     ids = torch.randint(3, 97, (1, 50)).cuda()
     with pytest.raises(PathEvalError, match="torch attention backend keeps no device-only cache"):
-        generate(model, ids, max_new_tokens=5, cuda_graph=True)
-    assert generate(model, ids, max_new_tokens=5).shape == (1, 55)  # None: eager where no graph can be
+        generate(model, ids, max_new_tokens=5, eos_token_id=[], cuda_graph=True)
+    assert generate(model, ids, max_new_tokens=5, eos_token_id=[]).shape == (1, 55)  # None: eager where no graph can be
 
 
 @pytest.mark.parametrize("variant", ["path", "path_fox"])

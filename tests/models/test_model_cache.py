@@ -1,5 +1,9 @@
 """One full forward == chunked prefill (any chunk size) == token-by-token decode, for every variant,
 and cached generation gives the tokens of a loop of full forwards."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -118,3 +122,30 @@ def test_graph_decoding_asked_for_on_the_cpu_says_why_not():
     with pytest.raises(PathEvalError, match="not on a CUDA device; pass cuda_graph=False"):
         generate(model, prompt, max_new_tokens=5, eos_token_id=[], cuda_graph=True)
     assert generate(model, prompt, max_new_tokens=5, eos_token_id=[]).shape == (1, 15)
+
+
+@pytest.mark.parametrize("variant", ["path", "path_fox"])
+def test_scoring_without_use_cache_leaves_the_cache_as_it_was(variant):
+    """Two continuations scored from one prefix cache with use_cache=False: each gives the logits of
+    a full forward (the short-conv history of the prefix is read, not overwritten)."""
+    model = tiny_model(variant, seed=11)
+    g = torch.Generator().manual_seed(12)
+    prefix, a, b = (torch.randint(3, 97, (2, n), generator=g) for n in (40, 7, 9))
+    with torch.no_grad():
+        _, cache = prefill(model, prefix)
+        for continuation in (a, b, a):
+            scored = model(continuation, past_key_values=cache, use_cache=False).logits
+            full = model(torch.cat([prefix, continuation], 1)).logits[:, 40:]
+            assert rel(scored, full) <= 1e-4
+
+
+def test_generation_imports_and_runs_without_triton():
+    """triton is optional (absent on some machines): generation on the torch backend must not import it."""
+    code = ("import sys; sys.modules['triton'] = None\n"
+            "import torch\n"
+            "from path_eval.models.generation import generate\n"
+            "from tests.helpers import tiny_model\n"
+            "out = generate(tiny_model('path_fox'), torch.randint(3, 97, (1, 8)), max_new_tokens=4, eos_token_id=[])\n"
+            "assert out.shape == (1, 12), out.shape\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
