@@ -39,7 +39,7 @@ for step in "$@"; do
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;
     walk) [ "${WT_S:-200}" = 0 ] || PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
         -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
-      grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
+      [ -f "$OUT/walk_tests.log" ] && grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
       timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
         --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
     launch) timeout ${LC_S:-200} python3 -m path_eval.bench.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
