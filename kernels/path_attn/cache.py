@@ -8,7 +8,7 @@ a step reads K~ and V once, like plain attention. When the tail fills, or a mult
 arrives, the keys move to the new end: one in-place pass over the cache with P (`fold.py`; after
 a segment, with the segment's whole product), instead of fla's rewrite of every key after every
 token. A multi-token segment runs the Triton forward over the folded cache. Buffers are
-preallocated and grow by doubling.
+preallocated and grow by doubling, or once to the size `reserve` asks for.
 
 A decoding step touches only device memory (the lengths included, `lengths`), so it can be
 captured in a CUDA graph: inside `capturing()` a step leaves the host's bookkeeping (the pending

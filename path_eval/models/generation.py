@@ -40,7 +40,8 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     end-of-sequence token are filled with `pad_token_id` afterwards. Prompts of a batch are
     left-padded, with `attention_mask` 0 on the padding. `should_stop(new_tokens [B, n])` may
     end rows early too (e.g. when a stop string appeared). `cuda_graph` replays one recorded
-    decoding step per token (`decode_graph`); None: wherever the model and its cache allow it."""
+    decoding step per token (`decode_graph`); None: wherever the model allows it (on CUDA, with the
+    triton backend)."""
     if not use_cache:
         raise ValueError("generation always uses the cache: it gives the same tokens as full forwards")
     if max_new_tokens is None:
