@@ -46,6 +46,7 @@ class PathKVCache:
         self.k = self.v = self.g_end = self.valid = None
         self.tail_k = self.P = self.tail_g = self.tail_valid = None
         self.lengths: torch.Tensor | None = None  # int32 [folded, pending_len] on the device, for the kernels
+        self.planned = 0  # the length `reserve` made room for: decoding steps split the cache as for it
         self._step: dict[str, torch.Tensor] = {}
         self._capturing = False
 
@@ -106,6 +107,7 @@ class PathKVCache:
         that size, so that no step grows a buffer (which a replayed graph could not follow) or
         doubles it. Needs a cache that holds tokens already."""
         hq = 0 if self.g_end is None else self.g_end.shape[2]
+        self.planned = max(self.planned, self.length + tokens)
         self._ensure(self.length + tokens + self.window, self.k, self.v, hq, self.g_end is not None,
                      self.valid is not None, exact=True)
 

@@ -201,11 +201,14 @@ def _decode_commit(
 def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale: float, splits: int | None):
     """One token (q [B, 1, HQ, D]; k, v, w [B, 1, H, D]; beta [B, 1, H]; g [B, 1, HQ]; key_valid
     [B, 1]) against a `PathKVCache` whose buffers hold room for it; returns out [B, 1, HQ, D].
-    `splits` (cache splits) defaults to enough programs to fill the GPU."""
+    `splits` (cache splits) defaults to enough programs to fill the GPU for the cache's planned length
+    (`PathKVCache.reserve`); splits past the current length are empty and weigh nothing."""
     B, _, HQ, D = q.shape
     H = k.shape[2]
-    L = cache.folded
-    splits = max(1, min(default_splits(L, B * HQ, q.device) if splits is None else splits, triton.cdiv(L, 64)))
+    # Split as for the longest cache this generation reserved: every step of it, eager or replayed from
+    # a graph (where the count is fixed at capture), then splits alike, and gives the same numbers.
+    span = max(cache.folded, cache.planned)
+    splits = max(1, min(default_splits(span, B * HQ, q.device) if splits is None else splits, triton.cdiv(span, 64)))
     st = cache.step_buffers(splits)
     dummy = st["dummy"]
     q, k, v, w = (t if t is None or t.stride(-1) == 1 else t.contiguous() for t in (q, k, v, w))

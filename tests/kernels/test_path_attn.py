@@ -403,3 +403,26 @@ def test_recorded_steps_leave_the_host_count_to_advance():
     assert cache.folded == 259 and cache.pending_len == 1  # 235 prefilled, then folds of 8 at 243, 251, 259
     assert all(a is b for a, b in zip(buffers, [cache.k, cache.v, cache.g_end, cache.valid, cache.tail_k, cache.P,
                                                  cache.lengths]))
+
+
+def test_reserved_steps_split_the_cache_as_for_its_planned_length(monkeypatch):
+    """After `reserve`, every decoding step takes its default cache splits from the planned length
+    (so eager steps and a replayed graph, whose count is fixed at capture, split alike), the splits
+    past the current length are empty, and the rows are the definition's. The SM count is that of
+    a large GPU, so that the default asks for more than one split here."""
+    from path_eval.kernels.path_attn import decode
+    monkeypatch.setattr(decode, "_sm_count", lambda device: 132)
+    spans = []
+    default = decode.default_splits
+    monkeypatch.setattr(decode, "default_splits", lambda cached, rows, device: spans.append(cached) or default(cached, rows, device))
+    x = random_inputs("path", 1, 130, 4, 2, 16, seed=14)
+    ref = definition(x)
+    args = as_dtype(x, torch.float32)
+    cache = PathKVCache(fold_every=8)
+    cache.attend(**segment(args, slice(0, 110)))
+    cache.reserve(700)  # planned 810 tokens: 4 splits, of which the cache fills only the first two
+    assert default(810, 4, None) == 4
+    for t in range(110, 130):
+        out = cache.attend(**segment(args, slice(t, t + 1)))
+        assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+    assert spans == [810] * 20
