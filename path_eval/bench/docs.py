@@ -216,6 +216,7 @@ def generation(results: Path) -> str:
              + f" Models of shape {shape}, random weights, {meta['dtype']}: "
              + "; ".join(f"{model} = {impl}" for model, impl in impls.items()) + ".",
              command_block(meta["command"]),
+             *([notes_block(data["notes"])] if data.get("notes") else []),
              f"Greedy decoding of {meta['new_tokens']} new tokens after a random prompt, never stopping early, after "
              "an untimed warm-up of the same call (its seconds: warm-up s). Tokens per second per row = "
              f"({meta['new_tokens']} - 1) / (seconds of the {meta['new_tokens']}-token call - seconds of the 1-token "

@@ -50,11 +50,7 @@ def measure_decode(shapes) -> list[dict]:
             splits = decode.default_splits(T, B * H, torch.device("cuda"))
             for config in DECODE:
                 decode._attend_launch = lambda rows, sms, c=config: c
-                try:
-                    ms = graphed_decode_ms(x, T, steps, splits)
-                except Exception as e:  # noqa: BLE001  (a configuration that does not fit is recorded as such)
-                    log("failed", repr(e)[:200])
-                    ms = None
+                ms = _or_none(lambda: graphed_decode_ms(x, T, steps, splits))
                 records.append(dict(step="decode attend", D=D, B=B, H=H, T=T, splits=splits, config=config, ms=ms))
                 log(records[-1])
             del x
@@ -64,13 +60,18 @@ def measure_decode(shapes) -> list[dict]:
     return records
 
 
-def _timed(fn, warmup: int, rep: int) -> float | None:
-    from triton.testing import do_bench
+def _or_none(time_it) -> float | None:
+    """ms from `time_it()`, or None (logged) for a configuration that does not fit the GPU."""
     try:
-        return do_bench(fn, warmup=warmup, rep=rep)
+        return time_it()
     except Exception as e:  # noqa: BLE001  (a configuration that does not fit the GPU is recorded as such)
         log("failed", repr(e)[:200])
         return None
+
+
+def _timed(fn, warmup: int, rep: int) -> float | None:
+    from triton.testing import do_bench
+    return _or_none(lambda: do_bench(fn, warmup=warmup, rep=rep))
 
 
 def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
