@@ -37,7 +37,7 @@ import triton.language as tl
 
 from path_eval.kernels.path_attn.chunks import Transport, chunk_gates, super_chunk_gates
 from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
-from path_eval.kernels.path_attn.prep import Prepared, prepare_path
+from path_eval.kernels.path_attn.prep import Prepared, chunk_queries, chunk_transitions, prepare_path, prepared, unit_stride
 from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
 MASKED = tl.constexpr(-1.0e30)
@@ -231,20 +231,30 @@ TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_
 CAPPED = 168  # registers: three programs of 4 warps per SM
 
 
+# Every configuration the forward can take; `_prune` picks those tuned for a variant.
+CONFIGS = ([triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
+           + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)])
+TUNING_KEY = ["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"]
+
+
 def _prune(configs, named_args, **kwargs):
-    """The register-capped configuration only for the coarse walk at D <= 64: there the kernel needs
-    about 210 registers at 4 warps (two programs per SM) and capped at 168 spills about 100 bytes
-    (three programs); the walk over every chunk fits 168 uncapped, and D = 128 would spill far more."""
+    """The configurations tuned for a variant. At D <= 64: 4 warps at 3 stages, and for the coarse
+    walk also 4 warps at 2 stages capped at 168 registers (about 210 uncapped: two programs per SM;
+    capped, three, with about 100 bytes spilled). Every configuration timed on an H200 for the
+    760M shape's prefill variants (results/bench/forward_autotune.json) put these first: 8 warps
+    2-3x slower, 1 or 2 stages uncapped 1.1-1.4x slower. Tuning fewer shortens a cold start by 1-2 s
+    per configuration (compiling and timing it); a variant with one left is not timed at all. At
+    D = 128 all uncapped ones (unmeasured there; capped, it would spill far more)."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
-    return [c for c in configs if c.maxnreg is None or (meta["D"] <= 64 and meta["SUPER"] > 1)]
+    if meta["D"] > 64:
+        return [c for c in configs if c.maxnreg is None]
+    return [c for c in configs if (c.maxnreg is None and c.num_warps == 4 and c.num_stages == 3)
+            or (c.maxnreg is not None and meta["SUPER"] > 1)]
 
 
 if TUNED:
-    _path_attn_fwd = triton.autotune(
-        configs=[triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
-        + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)],
-        key=["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"], cache_results=True,
-        prune_configs_by={"early_config_prune": _prune})(_path_attn_fwd)
+    _path_attn_fwd = triton.autotune(configs=CONFIGS, key=TUNING_KEY, cache_results=True,
+                                     prune_configs_by={"early_config_prune": _prune})(_path_attn_fwd)
 
 
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
@@ -310,14 +320,21 @@ def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
                  transport: bool) -> tuple[Prepared, Coarse | None]:
     """The PaTH preparation (with its per-chunk `Transport` when `transport` is asked for) and the
     coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
-    (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None."""
+    (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None.
+    The super-chunk transport runs between the transition and query kernels, so that the float32
+    keys it reads are freed (unless the `Transport` keeps them) before the queries are made: the
+    preparation's peak is then one float32 buffer of the queries' size lower."""
     count = (q.shape[1] // chunk_size - 1) // super_chunks
     if super_chunks == 1 or count == 0:
         return prepare_path(q, k, w, beta, chunk_size, transport), None
-    prep = prepare_path(q, k, w, beta, chunk_size, transport, coarse=True)
-    keys, U = super_chunk_transport_triton(prep.k32, w, prep.tw, super_chunks, count, q.dtype)
+    q, k, w = unit_stride(q, k, w)
+    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, transport, keys32=True)
+    keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype)
+    if not transport:
+        t = replace(t, k32=None)
+    qs, intra = chunk_queries(q, k, w, t)
     g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
-    return replace(prep, k32=None, tw=None), Coarse(super_chunks, keys, U, g_end, g_total)
+    return prepared(qs, intra, t, transport), Coarse(super_chunks, keys, U, g_end, g_total)
 
 
 def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,

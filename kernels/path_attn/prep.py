@@ -75,10 +75,10 @@ def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND: tl.co
 
 @triton.jit
 def _chunk_transition(
-    K, W, BETA, S, KE, UO, KE32, U32, TW_OUT, CM_OUT,
-    H,
+    K, W, BETA, A_SCRATCH, KE, UO, KE32, U32, TW_OUT, CM_OUT,
+    H, a_slot,
     sk_b, sk_t, sk_h, sw_b, sw_t, sw_h, sb_b, sb_t, sb_h,
-    ss_b, ss_h, ss_n, ske_b, ske_h, ske_n, su_b, su_h, su_n,
+    ske_b, ske_h, ske_n, su_b, su_h, su_n,
     D: tl.constexpr, C: tl.constexpr, SUB: tl.constexpr, DB: tl.constexpr, STATE: tl.constexpr,
     KEYS32: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr, SOLVE_PREC: tl.constexpr,
     ROUND_TF32: tl.constexpr,
@@ -94,7 +94,7 @@ def _chunk_transition(
     h = (pid_bh % H).to(tl.int64)
     ci = tl.arange(0, C)
     rows = n * C + ci
-    scratch = (b * H + h) * tl.num_programs(0) + n          # this chunk's slot in TW_OUT and CM_OUT
+    scratch = (b * H + h) * tl.num_programs(0) + n          # this chunk's slot in TW_OUT, CM_OUT and A_SCRATCH
     w_rows = W + b * sw_b + h * sw_h + rows[:, None] * sw_t
     k_rows = K + b * sk_b + h * sk_h + rows[:, None] * sk_t
     beta = tl.load(BETA + b * sb_b + h * sb_h + rows * sb_t).to(tl.float32)
@@ -107,13 +107,13 @@ def _chunk_transition(
 
     # X = (I + A)^-1. Diagonal blocks of SUB rows first, by forward substitution in float32 vector
     # arithmetic (all blocks at once, a row of each per step). The rows of A are read back from
-    # memory, from this chunk's first in-chunk-logits tile (the query kernel writes it later),
-    # which hands each step its row in the layout the product wants instead of extracting it from
-    # registers.
+    # this chunk's slot of A_SCRATCH (a C x C tile `a_slot` elements apart per chunk, in a buffer
+    # written for good later), which hands each step its row in the layout the product wants
+    # instead of extracting it from registers.
     NB: tl.constexpr = C // SUB
     nb = tl.arange(0, NB)
     r = tl.arange(0, SUB)
-    a_tile = S + b * ss_b + h * ss_h + n * ss_n
+    a_tile = A_SCRATCH + scratch * a_slot
     tl.store(a_tile + ci[:, None] * C + ci[None, :], A)
     tl.debug_barrier()
     X_diag = tl.zeros([NB, SUB, SUB], tl.float32)
@@ -244,50 +244,94 @@ def column_block(head_dim: int) -> int:
     return min(head_dim, 64)
 
 
-def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = False) -> Prepared:
-    """q [B, T, HQ, D]; k, w [B, T, H, D]; beta [B, T, H] zero at padding; T a multiple of chunk_size.
-    `state`: the float32 `Transport` too; `coarse`: k32 and tw too. Products with a float32 factor run in float32 accuracy for float32 inputs
-    ("tf32x3", three tf32 tensor-core passes) and as one tf32 pass
-    for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and U are
-    rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
-    transport state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T
-    and the UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is
-    near 2)."""
-    B, T, HQ, D = q.shape
-    H = k.shape[2]
-    group = HQ // H
+@dataclass
+class Transitions:
+    """The transition kernel's outputs (`chunk_transitions`), what the query kernel and the super-chunk
+    transport read: intra [B, H, N, group, C, C] (written by the query kernel; until then scratch),
+    T W tw and Cm cm in float32 (cm may share intra's memory, see `chunk_transitions`), keys at their
+    chunk end k_end and U in the input dtype, their float32 copies k32 / U32 when asked for."""
+
+    intra: torch.Tensor
+    tw: torch.Tensor
+    cm: torch.Tensor
+    k_end: torch.Tensor
+    U: torch.Tensor
+    k32: torch.Tensor | None
+    U32: torch.Tensor | None
+
+
+def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys32: bool) -> Transitions:
+    """The transition kernel: per chunk and key head T, T W, U, Cm and the keys at their chunk end.
+    k, w [B, T, H, D] (unit stride along D), beta [B, T, H]. `state`: U in float32 too; `keys32`:
+    the keys at their chunk end in float32 too (for the `Transport` or the super-chunk transport).
+    Without grouped queries and with D >= C, Cm is kept in the in-chunk-logits buffer (the one query
+    program of a chunk reads it before writing its logits there) and the solve's scratch for A in
+    T W's: one float32 buffer fewer, 0.375 GiB per layer at 64K tokens of 24 heads of 64."""
+    B, T, H, D = k.shape
     C = chunk_size
     if C not in (16, 32, 64):
         raise ValueError(f"the preparation kernel takes chunks of 16, 32 or 64 rows, not {C}")
     n = T // C
-    dev = q.device
-    q, k, w = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, w))
-    qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=dev)
+    dev = k.device
     intra = torch.empty(B, H, n, group, C, C, dtype=torch.float32, device=dev)
-    k_end = torch.empty(B, H, n, C, D, dtype=q.dtype, device=dev)
-    U = torch.empty(B, H, n, D, D, dtype=q.dtype, device=dev)
-    keys32 = state or coarse
-    k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if keys32 else k_end
-    U32 = torch.empty(U.shape, dtype=torch.float32, device=dev) if state else U
+    k_end = torch.empty(B, H, n, C, D, dtype=k.dtype, device=dev)
+    U = torch.empty(B, H, n, D, D, dtype=k.dtype, device=dev)
+    k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if keys32 else None
+    U32 = torch.empty(U.shape, dtype=torch.float32, device=dev) if state else None
     tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
-    cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
-    in_prec = "tf32x3"
-    prec, round_tf32 = product_precision(q.dtype)
-    DB = column_block(D)
+    shared = group == 1 and D >= C
+    cm = intra.view(B, H, n, C, C) if shared else torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
+    a_scratch, a_slot = (tw, C * D) if shared else (intra, group * C * C)
+    prec, round_tf32 = product_precision(k.dtype)
     _chunk_transition[(n, B * H)](
-        k, w, beta, intra, k_end, U, k32, U32, tw, cm, H,
+        k, w, beta, a_scratch, k_end, U, k_end if k32 is None else k32, U if U32 is None else U32, tw, cm, H, a_slot,
         k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
-        beta.stride(0), beta.stride(1), beta.stride(2), intra.stride(0), intra.stride(1), intra.stride(2),
+        beta.stride(0), beta.stride(1), beta.stride(2),
         k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=16, DB=DB, STATE=state, KEYS32=keys32, IN_PREC=in_prec, PREC=prec, SOLVE_PREC="tf32x3",
-        ROUND_TF32=round_tf32, **_transition_launch(),
+        D=D, C=C, SUB=16, DB=column_block(D), STATE=state, KEYS32=keys32, IN_PREC="tf32x3", PREC=prec,
+        SOLVE_PREC="tf32x3", ROUND_TF32=round_tf32, **_transition_launch(),
     )
+    return Transitions(intra, tw, cm, k_end, U, k32, U32)
+
+
+def chunk_queries(q, k, w, t: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
+    """The query kernel: (queries at their chunk start [B, H, N, group, C, D], float32; the in-chunk
+    logits, t.intra, now written). q [B, T, HQ, D]; k, w as `chunk_transitions` took them."""
+    B, T, HQ, D = q.shape
+    H, n, group, C = t.intra.shape[1:5]
+    qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=q.device)
+    prec, round_tf32 = product_precision(q.dtype)
+    intra = t.intra
     _chunk_queries[(n, B * HQ)](
-        q, k, w, tw, cm, qs, intra, HQ, group,
+        q, k, w, t.tw, t.cm, qs, intra, HQ, group,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         w.stride(0), w.stride(1), w.stride(2), qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3),
         intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
-        D=D, C=C, DB=DB, IN_PREC=in_prec, PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(),
+        D=D, C=C, DB=column_block(D), IN_PREC="tf32x3", PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(),
     )
-    return Prepared(qs, intra, k_end.flatten(2, 3), U, Transport(k32, U32) if state else None,
-                    k32 if coarse else None, tw if coarse else None)
+    return qs, intra
+
+
+def unit_stride(*tensors):
+    """The tensors with unit stride along their last dim (the kernels' loads assume it)."""
+    return tuple(t if t.stride(-1) == 1 else t.contiguous() for t in tensors)
+
+
+def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = False) -> Prepared:
+    """q [B, T, HQ, D]; k, w [B, T, H, D]; beta [B, T, H] zero at padding; T a multiple of chunk_size.
+    `state`: the float32 `Transport` too; `coarse`: k32 and tw too (`fwd.prepare_walk` instead runs the
+    two kernels itself, with the super-chunk transport between them). Products with a float32 factor
+    run in float32 accuracy for float32 inputs ("tf32x3", three tf32 tensor-core passes) and as one
+    tf32 pass for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and
+    U are rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
+    transport state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T and the
+    UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2)."""
+    q, k, w = unit_stride(q, k, w)
+    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, state, keys32=state or coarse)
+    qs, intra = chunk_queries(q, k, w, t)
+    return prepared(qs, intra, t, state, t.k32 if coarse else None, t.tw if coarse else None)
+
+
+def prepared(qs, intra, t: Transitions, state: bool, k32=None, tw=None) -> Prepared:
+    """The forward's `Prepared` from the two kernels' outputs."""
+    return Prepared(qs, intra, t.k_end.flatten(2, 3), t.U, Transport(t.k32, t.U32) if state else None, k32, tw)
