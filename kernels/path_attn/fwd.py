@@ -240,11 +240,14 @@ TUNING_KEY = ["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MA
 def _prune(configs, named_args, **kwargs):
     """The configurations tuned for a variant. At D <= 64: 4 warps at 3 stages, and for the coarse
     walk also 4 warps at 2 stages capped at 168 registers (about 210 uncapped: two programs per SM;
-    capped, three, with about 100 bytes spilled). Every configuration timed on an H200 for the
-    760M shape's prefill variants (results/bench/forward_autotune.json) put these first: 8 warps
-    2-3x slower, 1 or 2 stages uncapped 1.1-1.4x slower. Tuning fewer shortens a cold start by 1-2 s
-    per configuration (compiling and timing it); a variant with one left is not timed at all. At
-    D = 128 all uncapped ones (unmeasured there; capped, it would spill far more)."""
+    capped, three, with about 100 bytes spilled). Of every configuration timed on an H200 for the
+    760M shape's prefill variants (results/bench/forward_autotune.json) the capped one was the
+    fastest and 4 warps at 3 stages within 1.08x of it; 1 or 2 stages uncapped were 1.1-1.5x slower,
+    8 warps 1.5-3.5x. The walk over every chunk does not tune the capped one, though it was 1.08x
+    faster on a cache (the one such variant timed): it then compiles one configuration and times
+    none, which keeps a cold start of the 760M model at 17.6 s (results/bench/end_to_end_h200_cold.json;
+    each configuration tuned costs 1-2 s). At D = 128 all uncapped ones (unmeasured there; capped,
+    it would spill far more)."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
     if meta["D"] > 64:
         return [c for c in configs if c.maxnreg is None]

@@ -447,6 +447,22 @@ def launch_configs(records: list[dict]) -> str:
             + table(["step", "D", "tokens", "configuration", "ms"], rows))
 
 
+def forward_autotune(records: list[dict]) -> str:
+    """ms of each forward configuration (rows) per kernel variant (columns), as `forward_autotune` timed them."""
+    def mean_ratio(config: str) -> tuple[float, str]:  # fastest on average first; ties by name
+        ratios = [r["ms_by_config"][config] / min(r["ms_by_config"].values()) for r in records if config in r["ms_by_config"]]
+        return sum(ratios) / len(ratios), config
+
+    configs = sorted({config for r in records for config in r["ms_by_config"]}, key=mean_ratio)
+    rows = [[config.replace("num_ctas: 1, ", "")]
+            + [f"{r['ms_by_config'][config]:.2f} ({r['ms_by_config'][config] / min(r['ms_by_config'].values()):.2f}x)"
+               if config in r["ms_by_config"] else "-" for r in records] for config in configs]
+    rows.append(["first call s (compiling and timing all)"] + [f"{r['first_call_s']:.1f}" for r in records])
+    return ("The forward kernel's launch configurations, all of `fwd.CONFIGS`, timed by Triton's autotuner per "
+            "kernel variant: ms per call (and x the fastest of the variant); `fwd._prune` tunes only some.\n\n"
+            + table(["configuration", *(r["case"] for r in records)], rows))
+
+
 def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
@@ -463,6 +479,8 @@ def kernels(results: Path) -> str:
     decode_launch = load(decode_launch_path) if decode_launch_path.exists() else None
     decode_path = results / "bench" / "kernels_decode.json"
     decode = load(decode_path) if decode_path.exists() else None
+    autotune_path = results / "bench" / "forward_autotune.json"
+    autotune = load(autotune_path) if autotune_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
@@ -472,6 +490,8 @@ def kernels(results: Path) -> str:
                                                      launch_configs(launch["records"])]),
                         *([] if decode_launch is None else [*kernel_header(decode_launch_path, results, decode_launch),
                                                             decode_launch_configs(decode_launch["records"])]),
+                        *([] if autotune is None else [*kernel_header(autotune_path, results, autotune),
+                                                       forward_autotune(autotune["records"])]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records),
                         *([] if decode is None else [*kernel_header(decode_path, results, decode),

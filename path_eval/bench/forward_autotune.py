@@ -22,10 +22,10 @@ from path_eval.bench.kernels import inputs
 from path_eval.results.store import write_json_atomic
 
 CASES = {  # name: (B, T, heads, D, gate, cached tokens, padding mask)
-    "path D=64 8K chunk, padding mask": (8, 8192, 24, 64, False, 0, True),
-    "path D=64 8K chunk on an 8K cache, padding mask": (8, 8192, 24, 64, False, 8192, True),
-    "path D=64 1K last chunk on an 8K cache, padding mask": (8, 1024, 24, 64, False, 8192, True),
-    "path_fox D=64 8K, no mask": (8, 8192, 32, 64, True, 0, False),
+    "path D=64 8K chunk with a padding mask": (8, 8192, 24, 64, False, 0, True),
+    "path D=64 8K chunk on an 8K cache with a padding mask": (8, 8192, 24, 64, False, 8192, True),
+    "path D=64 1K last chunk on an 8K cache with a padding mask": (8, 1024, 24, 64, False, 8192, True),
+    "path_fox D=64 8K without a mask": (8, 8192, 32, 64, True, 0, False),
 }
 
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if not fwd.TUNED:
         raise SystemExit("the forward is not autotuned here (interpreter or PATH_EVAL_AUTOTUNE=0): run on a GPU")
     fwd._path_attn_fwd = triton.autotune(configs=fwd.CONFIGS, key=fwd.TUNING_KEY)(fwd._path_attn_fwd.fn)
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+    meta = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
             "command": "python -m path_eval.bench.forward_autotune " + " ".join(argv or [])}
     records = []
     for name in args.cases.split(","):
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             record = {"case": name, **timed_case(fwd, *CASES[name])}
         records.append(record)
         print(name, record, flush=True)
-        write_json_atomic({"meta": meta, "records": records}, args.out)
+        write_json_atomic({**meta, "records": records}, args.out)
     return 0
 
 

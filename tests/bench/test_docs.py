@@ -94,3 +94,12 @@ def test_a_super_chunk_sweep_gets_its_table():
     text = docs.coarse_walk(records)
     assert "| PaTH forward | 128 | 16K | 30.00 | 20.00 | 24.00 | 4 | 1.50x | 25.00 | 1.25x | 0.40x | 9.50 | 12.25 | - |" in text
     assert "| PaTH-FoX forward | 128 | 16K | 33.00 | 22.00 | - | 4 | 1.50x | - | - | 0.36x | 9.50 | 12.25 | - |" in text
+
+
+def test_forward_autotune_table_ranks_configs_against_each_variants_fastest():
+    records = [{"case": "a", "first_call_s": 3.0, "ms_by_config": {"w4": 2.0, "w8": 5.0}},
+               {"case": "b", "first_call_s": 4.0, "ms_by_config": {"w4": 3.0, "w8": 1.5}},
+               {"case": "c", "first_call_s": 1.0, "ms_by_config": {"w4": 1.0}}]
+    rows = [line for line in docs.forward_autotune(records).splitlines() if line.startswith("| w")]
+    assert rows == ["| w4 | 2.00 (1.00x) | 3.00 (2.00x) | 1.00 (1.00x) |",
+                    "| w8 | 5.00 (2.50x) | 1.50 (1.00x) | - |"]
