@@ -16,6 +16,7 @@ from transformers import PreTrainedModel
 from path_eval.models.attention import AttentionInputs, default_backend, get_backend
 from path_eval.models.cache import DecoderCache, LayerCache
 from path_eval.models.config import PathEvalConfig
+from path_eval.models.decode_graph import graph_unavailable
 
 
 @dataclass
@@ -247,6 +248,12 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
     def backend_name(self) -> str:
         weight = self.lm_head.weight
         return self.attention_backend or default_backend(weight.device, weight.dtype, self.config.head_dim)
+
+    @property
+    def decoding_path(self) -> str:
+        """How `generation.generate` decodes this model by default: "cuda graph" (one recorded step
+        replayed per token) or "eager". The two round differently in 16-bit, so a run records it."""
+        return "eager" if graph_unavailable(self) else "cuda graph"
 
     def hidden_states(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
                       past_key_values: DecoderCache | None = None,

@@ -91,6 +91,7 @@ def model_identity(path: Path, lm, device: str, tokenizer_hash: str) -> dict:
         "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_hash,
         "max_length": lm.max_length, "dtype": lm.precision,
         "device": device, "attention_backend": getattr(lm.model, "backend_name", None),
+        "decoding": getattr(lm.model, "decoding_path", None),
     }
 
 

@@ -31,6 +31,9 @@ class Provenance(BaseModel):
     dtype: str
     device: str
     attention_backend: str | None
+    # how generate_until decoded: "cuda graph" or "eager" for path-eval's models, None for a transformers
+    # model (its own generate) or a record written before the field existed
+    decoding: str | None = None
     batch_size: int
     harness_version: str
     git_revision: str | None

@@ -115,10 +115,10 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                         parallel=parallel)
         lm.started = began  # the provenance's wall time counts loading the model and freezing its samples
         identity = model_identity(model.path, lm, options.device, tokenizer_hash)
-        log.info("%s: %s (%s) on %s, %s, attention backend %s, tokenizer %s, max_length %d, data %s", model.name,
-                 identity["model_type"], identity["variant"] or "transformers", options.device, identity["dtype"],
-                 identity["attention_backend"] or "transformers' own", identity["tokenizer"], lm.max_length,
-                 plan.data_dir)
+        log.info("%s: %s (%s) on %s, %s, attention backend %s, decoding %s, tokenizer %s, max_length %d, data %s",
+                 model.name, identity["model_type"], identity["variant"] or "transformers", options.device,
+                 identity["dtype"], identity["attention_backend"] or "transformers' own",
+                 identity["decoding"] or "transformers' generate", identity["tokenizer"], lm.max_length, plan.data_dir)
         lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.process_index))
         caches.append(lm.request_cache)
         with times.phase("requests"):

@@ -2,14 +2,12 @@
 and cached generation gives the tokens of a loop of full forwards."""
 import subprocess
 import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 from path_eval.models import VARIANTS
 from path_eval.models.generation import generate, prefill
-from tests.helpers import LargestTensor, tiny_model
+from tests.helpers import LargestTensor, save_tiny_model, tiny_model
 
 
 def rel(a, b):
@@ -122,6 +120,28 @@ def test_graph_decoding_asked_for_on_the_cpu_says_why_not():
     with pytest.raises(PathEvalError, match="not on a CUDA device; pass cuda_graph=False"):
         generate(model, prompt, max_new_tokens=5, eos_token_id=[], cuda_graph=True)
     assert generate(model, prompt, max_new_tokens=5, eos_token_id=[]).shape == (1, 15)
+
+
+def test_the_decoding_path_a_run_records_is_the_one_generate_takes(monkeypatch, tmp_path):
+    """A run's provenance says how generate_until decoded ("eager" or "cuda graph": they round
+    differently in 16-bit), the same rule `generate` applies by default; a model that is not ours
+    decodes through transformers' generate and records None."""
+    import types
+
+    from path_eval.models import decode_graph, modeling
+    from path_eval.results.provenance import model_identity
+
+    model = tiny_model("path", seed=9)
+    assert model.decoding_path == "eager" and decode_graph.graph_decoding(model, None) is False
+    monkeypatch.setattr(modeling, "graph_unavailable", lambda m: None)  # as on a CUDA device with the triton backend
+    assert model.decoding_path == "cuda graph"
+    monkeypatch.undo()
+    checkpoint = save_tiny_model(tmp_path / "ckpt")
+    fake = types.SimpleNamespace(model=types.SimpleNamespace(config=None), tokenizer=types.SimpleNamespace(name_or_path="t"),
+                                 max_length=8, precision="float32")
+    assert model_identity(checkpoint, fake, "cpu", "h")["decoding"] is None
+    fake.model = model
+    assert model_identity(checkpoint, fake, "cpu", "h")["decoding"] == "eager"
 
 
 @pytest.mark.parametrize("variant", ["path", "path_fox"])
