@@ -245,9 +245,11 @@ def _prune(configs, named_args, **kwargs):
     fastest and 4 warps at 3 stages within 1.08x of it; 1 or 2 stages uncapped were 1.1-1.5x slower,
     8 warps 1.5-3.5x. The walk over every chunk does not tune the capped one, though it was 1.08x
     faster on a cache (the one such variant timed): it then compiles one configuration and times
-    none, which keeps a cold start of the 760M model at 17.6 s (results/bench/end_to_end_h200_cold.json;
-    each configuration tuned costs 1-2 s). At D = 128 all uncapped ones (unmeasured there; capped,
-    it would spill far more)."""
+    none, which keeps a cold start of the 760M model at 17.6 s against 30.0 tuning all
+    (results/bench/end_to_end_h200_cold.json; a variant's first call took 12-17 s for seven
+    configurations in forward_autotune.json, about 2 s each). D = 64 was measured; D = 16 and 32
+    follow it unmeasured. At D = 128 all uncapped ones (unmeasured there; capped, it would spill
+    far more)."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
     if meta["D"] > 64:
         return [c for c in configs if c.maxnreg is None]
@@ -325,8 +327,9 @@ def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
     coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
     (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None.
     The super-chunk transport runs between the transition and query kernels, so that the float32
-    keys it reads are freed (unless the `Transport` keeps them) before the queries are made: the
-    preparation's peak is then one float32 buffer of the queries' size lower."""
+    keys it reads are freed (unless the `Transport` keeps them) before the queries are made: with
+    Cm in the logits buffer (`chunk_transitions`), three float32 buffers of the queries' size are
+    alive at once instead of five."""
     count = (q.shape[1] // chunk_size - 1) // super_chunks
     if super_chunks == 1 or count == 0:
         return prepare_path(q, k, w, beta, chunk_size, transport), None

@@ -206,6 +206,7 @@ def _chunk_queries(
         qk += tl.dot(q_c, tl.trans(tl.load(k_rows + dc[None, :])), input_precision=IN_PREC)
     qw = _tf32(tl.where(ci[:, None] >= ci[None, :], qw, 0.0), ROUND_TF32)
     Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])  # T W and Cm come rounded
+    tl.debug_barrier()  # every row of Cm read before the logits take its slot (Cm may live in S)
     intra = qk - tl.dot(qw, Cm, input_precision=PREC)
     tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
     for c in tl.static_range(D // DB):
@@ -266,7 +267,7 @@ def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys
     the keys at their chunk end in float32 too (for the `Transport` or the super-chunk transport).
     Without grouped queries and with D >= C, Cm is kept in the in-chunk-logits buffer (the one query
     program of a chunk reads it before writing its logits there) and the solve's scratch for A in
-    T W's: one float32 buffer fewer, 0.375 GiB per layer at 64K tokens of 24 heads of 64."""
+    T W's: one float32 buffer fewer, 0.375 GiB in a call of 64K tokens of 24 heads of 64."""
     B, T, H, D = k.shape
     C = chunk_size
     if C not in (16, 32, 64):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/bench/forward_autotune.json"))
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated names from CASES")
     args = parser.parse_args(argv)
+    names = [name.strip() for name in args.cases.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CASES]
+    if unknown or not names:
+        raise SystemExit(f"--cases {args.cases!r}: choose from {', '.join(CASES)}")
     from path_eval.kernels.path_attn import fwd
 
     if not torch.cuda.is_available():
@@ -61,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("the forward is not autotuned here (interpreter or PATH_EVAL_AUTOTUNE=0): run on a GPU")
     fwd._path_attn_fwd = triton.autotune(configs=fwd.CONFIGS, key=fwd.TUNING_KEY)(fwd._path_attn_fwd.fn)
     meta = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "command": "python -m path_eval.bench.forward_autotune " + " ".join(argv or [])}
+            "command": " ".join(["python -m path_eval.bench.forward_autotune", *(sys.argv[1:] if argv is None else argv)])}
     records = []
-    for name in args.cases.split(","):
+    for name in names:
         with tempfile.TemporaryDirectory(prefix="triton-tune-") as cache:
             os.environ["TRITON_CACHE_DIR"] = cache
             fwd._path_attn_fwd.cache.clear()

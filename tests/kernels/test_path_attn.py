@@ -86,23 +86,29 @@ def test_preparation_kernel_with_correlated_w_rows():
     assert max(errors.values()) <= 1e-4, errors
 
 
-@pytest.mark.parametrize("group, D, shared", [(1, 64, True), (2, 64, False), (1, 32, False)])
-def test_cm_shares_the_in_chunk_logits_buffer_only_where_one_query_program_reads_it(group, D, shared):
+@pytest.mark.parametrize("group, D, C, shared", [(1, 64, 32, True), (1, 64, 64, True), (2, 64, 64, False),
+                                                 (1, 32, 64, False)])
+def test_cm_shares_the_in_chunk_logits_buffer_only_where_one_query_program_reads_it(group, D, C, shared):
     """Cm in the in-chunk-logits buffer (one float32 buffer fewer: the 64K scoring peak on an H200
     fell from 5.40 to 4.85 GiB, results/bench/extrapolation_64k_h200_prep_memory.json) only
     without grouped queries, where a chunk's one query program reads Cm before writing its logits
-    there, and with D >= C, where the solve's scratch for A fits T W's buffer; the logits equal
-    the torch preparation's either way."""
+    there, and with D >= C, where the solve's scratch for A fits T W's buffer (D > C: a scratch slot
+    of C x C would overlap the next chunk's); everything the two kernels make equals the torch
+    preparation's either way."""
     from path_eval.kernels.path_attn.prep import chunk_queries, chunk_transitions
 
-    H, C = 2, 64
+    H = 2
     x = random_inputs("path", 1, 128, H * group, H, D, seed=3)
     args = as_dtype(x, torch.float32)
-    t = chunk_transitions(args["k"], args["w"], args["beta"], group, C, state=False, keys32=False)
+    t = chunk_transitions(args["k"], args["w"], args["beta"], group, C, state=True, keys32=True)
     assert (t.cm.data_ptr() == t.intra.data_ptr()) is shared
-    _, intra = chunk_queries(args["q"], args["k"], args["w"], t)
+    qs, intra = chunk_queries(args["q"], args["k"], args["w"], t)
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
+    ref_t = ref.transport()
     assert rel(intra.double().cpu(), ref.intra) <= 1e-5
+    assert rel(qs.double().cpu(), ref.q) <= 1e-5
+    assert rel(t.k_end.flatten(2, 3).double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
+    assert rel(t.U32.double().cpu(), ref_t.U) <= 1e-5
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

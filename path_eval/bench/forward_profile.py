@@ -1,0 +1,62 @@
+"""GPU time of each kernel in one PaTH / PaTH-FoX forward, by torch.profiler: the forward kernel,
+the preparation's transition and query kernels, the super-chunk transport, and any torch op between
+them. B x T = 64K tokens, 32 heads of 64 / 16 of 128, bf16 (w float32), at the default super-chunk
+size; ms per call, averaged over five calls after three warm-up calls.
+
+    python -m path_eval.bench.forward_profile --out results/bench/forward_profile.json
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from path_eval.bench.kernels import inputs, ours
+from path_eval.results.store import write_json_atomic
+
+
+def kernel_ms(x: dict, calls: int = 5) -> dict[str, float]:
+    """ms per call of each CUDA kernel `ours(x)` launches."""
+    for _ in range(3):
+        ours(x)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            ours(x)
+        torch.cuda.synchronize()
+    rows = {}
+    for event in prof.key_averages():
+        total = getattr(event, "device_time_total", 0) or getattr(event, "cuda_time_total", 0)
+        if total > 0:
+            rows[event.key[:60]] = round(total / calls / 1000, 3)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("results/bench/forward_profile.json"))
+    parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--lengths", default="8192,16384")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("forward_profile times the compiled kernels: run it on a CUDA GPU")
+    heads = {64: 32, 128: 16}
+    profiles = {}
+    for D in map(int, args.head_dims.split(",")):
+        for T in map(int, args.lengths.split(",")):
+            for gate in (False, True):
+                x = inputs(65536 // T, T, heads[D], D, True, gate)
+                key = f"D{D} T{T} {'fox' if gate else 'path'}"
+                profiles[key] = kernel_ms(x)
+                print(key, "total ms", round(sum(profiles[key].values()), 3), flush=True)
+                for name, ms in sorted(profiles[key].items(), key=lambda kv: -kv[1])[:8]:
+                    print(f"   {ms:8.3f}  {name}", flush=True)
+                write_json_atomic({"machine": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                   "profile": profiles}, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
