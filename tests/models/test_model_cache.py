@@ -2,6 +2,8 @@
 and cached generation gives the tokens of a loop of full forwards."""
 import subprocess
 import sys
+from pathlib import Path
+
 import pytest
 import torch
 
