@@ -338,9 +338,9 @@ def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
     keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype)
     if not transport:
         t = replace(t, k32=None)
-    qs, intra = chunk_queries(q, k, w, t)
+    qs = chunk_queries(q, k, w, t)
     g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
-    return prepared(qs, intra, t, transport), Coarse(super_chunks, keys, U, g_end, g_total)
+    return prepared(qs, t, transport), Coarse(super_chunks, keys, U, g_end, g_total)
 
 
 def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,

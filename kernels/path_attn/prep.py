@@ -295,9 +295,9 @@ def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys
     return Transitions(intra, tw, cm, k_end, U, k32, U32)
 
 
-def chunk_queries(q, k, w, t: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
-    """The query kernel: (queries at their chunk start [B, H, N, group, C, D], float32; the in-chunk
-    logits, t.intra, now written). q [B, T, HQ, D]; k, w as `chunk_transitions` took them."""
+def chunk_queries(q, k, w, t: Transitions) -> torch.Tensor:
+    """The query kernel: the queries at their chunk start [B, H, N, group, C, D], float32, and the
+    in-chunk logits written into t.intra. q [B, T, HQ, D]; k, w as `chunk_transitions` took them."""
     B, T, HQ, D = q.shape
     H, n, group, C = t.intra.shape[1:5]
     qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=q.device)
@@ -310,7 +310,7 @@ def chunk_queries(q, k, w, t: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
         intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
         D=D, C=C, DB=column_block(D), IN_PREC="tf32x3", PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(),
     )
-    return qs, intra
+    return qs
 
 
 def unit_stride(*tensors):
@@ -329,10 +329,10 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = Fal
     UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2)."""
     q, k, w = unit_stride(q, k, w)
     t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, state, keys32=state or coarse)
-    qs, intra = chunk_queries(q, k, w, t)
-    return prepared(qs, intra, t, state, t.k32 if coarse else None, t.tw if coarse else None)
+    qs = chunk_queries(q, k, w, t)
+    return prepared(qs, t, state, t.k32 if coarse else None, t.tw if coarse else None)
 
 
-def prepared(qs, intra, t: Transitions, state: bool, k32=None, tw=None) -> Prepared:
+def prepared(qs, t: Transitions, state: bool, k32=None, tw=None) -> Prepared:
     """The forward's `Prepared` from the two kernels' outputs."""
-    return Prepared(qs, intra, t.k_end.flatten(2, 3), t.U, Transport(t.k32, t.U32) if state else None, k32, tw)
+    return Prepared(qs, t.intra, t.k_end.flatten(2, 3), t.U, Transport(t.k32, t.U32) if state else None, k32, tw)

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import triton
 
-from path_eval.bench.kernels import inputs
+from path_eval.bench.kernels import inputs, tokens
 from path_eval.results.store import write_json_atomic
 
 CASES = {  # name: (B, T, heads, D, gate, cached tokens, padding mask)
@@ -35,8 +35,7 @@ def timed_case(fwd, B: int, T: int, H: int, D: int, gate: bool, cached: int, mas
     x = inputs(B, T + cached, H, D, True, gate)
     extra = {"key_valid": torch.ones(B, T, dtype=torch.bool, device="cuda")} if mask else {}
     if cached:
-        cache = {k: (v[:, :cached] if torch.is_tensor(v) else v) for k, v in x.items()}
-        x = {k: (v[:, cached:] if torch.is_tensor(v) else v) for k, v in x.items()}
+        cache, x = tokens(x, 0, cached), tokens(x, cached, cached + T)
         extra |= dict(cache_k=cache["k"], cache_v=cache["v"], cache_valid=torch.ones(B, cached, dtype=torch.bool, device="cuda"))
         if gate:
             extra["cache_g"] = cache["g"].cumsum(1)

@@ -252,7 +252,8 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
     @property
     def decoding_path(self) -> str:
         """How `generation.generate` decodes this model by default: "cuda graph" (one recorded step
-        replayed per token) or "eager". The two round differently in 16-bit, so a run records it."""
+        replayed per token, for three new tokens or more; fewer decode eagerly) or "eager". The two
+        round differently in 16-bit, so a run records it."""
         return "eager" if graph_unavailable(self) else "cuda graph"
 
     def hidden_states(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
