@@ -6,7 +6,8 @@
 # copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
 # data-parallel (path_eval.bench.data_parallel: RULER 16K on one and two processes, needs the nvidia-h200-x2 kind;
 #   DP_PROCESSES=1 alone, then DP_PROCESSES=2 DP_BASELINE=<the first JSON> when both do not fit one command),
-# kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes; KT_K= picks tests by -k),
+# kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes on one
+#   worker; KT_K= picks tests by -k),
 # walk (the coarse walk: its compiled tests and the forward ones, one fixed kernel configuration, then the forward bench
 #   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k,
 #   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments; WT_S=0 skips the tests),
@@ -18,6 +19,9 @@
 # generation (path_eval.bench.generation: whole-model decoding tokens/s of ours, eager and CUDA graphs, against the same-shape
 #   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
 #   started after 3/4 of it; GEN_ARGS= further arguments).
+# The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
+# process). Their time is mostly Triton compiling, on the CPU; no test is timed. With workers, each test's printed lines
+# (rel err, graph vs eager) reach the log through -rA at the end, so a step cut by its limit logs only its progress.
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -25,19 +29,21 @@ stamp() { echo "[$(date +%T)] $*"; }
 stamp "installing wheels"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+workers=${GPU_TEST_WORKERS:-8}
+if [ "$workers" = 0 ]; then spread=(-s); else spread=(-n "$workers" --dist load -rA); fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, triton, transformers, fla; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__)"
 for step in "$@"; do
   stamp "step $step"
   case $step in
-    kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels -k "${KT_K:-not test_model_full_forward}" > "$OUT/kernel_tests.log" 2>&1
+    kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels -k "${KT_K:-not test_model_full_forward}" > "$OUT/kernel_tests.log" 2>&1
       grep -E "rel err|correlated|cache errors|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
-    decode-tests) PATH_EVAL_AUTOTUNE=0 timeout ${DT_S:-150} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py \
+    decode-tests) PATH_EVAL_AUTOTUNE=0 timeout ${DT_S:-150} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels/test_path_attn_cuda.py \
         tests/kernels/test_path_attn.py -k "${DT_K:-captured or graph_decoding or decod or recorded or tail or cache_segments}" > "$OUT/decode_tests.log" 2>&1
       grep -E "graph vs eager|passed|failed|Error" "$OUT/decode_tests.log" | tail -30 ;;
-    model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
+    model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
       grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;
-    walk) [ "${WT_S:-200}" = 0 ] || PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q -s -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
+    walk) [ "${WT_S:-200}" = 0 ] || PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
         -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
       [ -f "$OUT/walk_tests.log" ] && grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
       timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
