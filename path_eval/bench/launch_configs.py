@@ -27,9 +27,13 @@ import torch
 from path_eval.bench.kernels import inputs, log
 from path_eval.results.store import write_json_atomic
 
-TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=8, maxnreg=128),
-              dict(num_warps=8, maxnreg=168), dict(num_warps=8)]
-QUERIES = [dict(num_warps=4), dict(num_warps=8)]
+# Capped at 128 registers (4 warps) and at 2 warps, the transition and query kernels fit four programs
+# per SM instead of three, as built for sm_90 at D = 64 (triton 3.9, `path_eval.bench.kernel_resources`)
+# spilling 408 bytes (transition, 4 warps), 1016 (transition, 2 warps) and 32 (queries, 4 warps):
+# the transition kernel waits on latency, so more programs may hide it.
+TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=2),
+              dict(num_warps=8, maxnreg=128), dict(num_warps=8, maxnreg=168), dict(num_warps=8)]
+QUERIES = [dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=8)]
 TRANSPORT = [dict(num_warps=4, num_stages=1), dict(num_warps=8, num_stages=1), dict(num_warps=8, num_stages=1, maxnreg=128),
              dict(num_warps=8, num_stages=2)]
 
