@@ -2,6 +2,10 @@
 lm-eval's `simple_evaluate` on our model (which keeps its own resume cache: lm-eval's stores pickles)."""
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import cache
+
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
@@ -32,12 +36,53 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
 
     plan = context.plan
     first = lm.process_index == 0
-    output = lm_eval.simple_evaluate(
-        model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=first,
-        task_manager=task_manager_for([t.spec.lm_eval_task for t in tasks]), random_seed=plan.seed, numpy_random_seed=plan.seed,
-        torch_random_seed=plan.seed, fewshot_random_seed=plan.seed,
-        bootstrap_iters=context.bootstrap_iters if first else 0)
+    with environment_gathered_once(first):
+        output = lm_eval.simple_evaluate(
+            model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=first,
+            task_manager=task_manager_for([t.spec.lm_eval_task for t in tasks]), random_seed=plan.seed,
+            numpy_random_seed=plan.seed, torch_random_seed=plan.seed, fewshot_random_seed=plan.seed,
+            bootstrap_iters=context.bootstrap_iters if first else 0)
     return [] if output is None else results_from_output(tasks, output, context.samples_dir)
+
+
+@cache
+def lm_eval_environment() -> Future:
+    """lm-eval's run-wide environment entries, gathered once per process in a thread by lm-eval's
+    own `add_env_info` (torch's collect_env report, the lm-eval and transformers versions, the parent
+    folder's git commit). `simple_evaluate` calls it after evaluating, on the first process: torch's
+    report waits on a dozen subprocesses (pip list, nvidia-smi, ...), 0.6 s on a 2-core CPU, at
+    every call. Started when the evaluation starts, it waits beside the model's requests, and every
+    later call in the process (the next evaluator, the next model) reuses it."""
+    from lm_eval.loggers.utils import add_env_info
+
+    def gather() -> dict:
+        entries: dict = {}
+        add_env_info(entries)
+        return entries
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="path-eval-lm-eval-env")
+    gathering = pool.submit(gather)
+    pool.shutdown(wait=False)
+    return gathering
+
+
+@contextmanager
+def environment_gathered_once(first_process: bool):
+    """`simple_evaluate` inside takes lm-eval's environment entries from `lm_eval_environment`
+    instead of gathering them again (the same entries: lm-eval's function made them). Only the
+    first process gathers: lm-eval adds them there alone, and torch's report initialises CUDA."""
+    import lm_eval.evaluator
+
+    if not first_process:
+        yield
+        return
+    gathering = lm_eval_environment()
+    own = lm_eval.evaluator.add_env_info
+    lm_eval.evaluator.add_env_info = lambda storage: storage.update(gathering.result())
+    try:
+        yield
+    finally:
+        lm_eval.evaluator.add_env_info = own
 
 
 def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> list[TaskResult]:
