@@ -48,7 +48,7 @@ for step in "$@"; do
       [ -f "$OUT/walk_tests.log" ] && grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
       timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
         --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
-    launch) timeout ${LC_S:-200} python3 -m path_eval.bench.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
+    launch) timeout ${LC_S:-300} python3 -m path_eval.bench.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
