@@ -20,7 +20,8 @@
 #   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
 #   started after 3/4 of it; GEN_ARGS= further arguments).
 # The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
-# process). Their time is mostly Triton compiling, on the CPU; no test is timed. With workers, each test's printed lines
+# process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
+# compiling, on the CPU; no test is timed. With workers, each test's printed lines
 # (rel err, graph vs eager) reach the log through -rA at the end, so a step cut by its limit logs only its progress.
 #   bash path_eval/bench/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
@@ -30,7 +31,7 @@ stamp "installing wheels"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 workers=${GPU_TEST_WORKERS:-8}
-if [ "$workers" = 0 ]; then spread=(-s); else spread=(-n "$workers" --dist load -rA); fi
+if [ "$workers" = 0 ]; then spread=(-s); else spread=(-n "$workers" --dist loadgroup -rA); fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, triton, transformers, fla; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__)"
 for step in "$@"; do

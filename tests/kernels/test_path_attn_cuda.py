@@ -68,6 +68,7 @@ def far_apart(t: torch.Tensor, stride: int) -> torch.Tensor:
     return out
 
 
+@pytest.mark.xdist_group("offsets_past_2_31")  # about 20 GB of GPU memory each: one worker runs them in turn
 @pytest.mark.parametrize("super_chunks", [1, 2])
 @pytest.mark.parametrize("variant", ["path", "path_fox"])
 def test_offsets_past_2_31_elements(variant, super_chunks):
