@@ -8,9 +8,11 @@ size; ms per call, averaged over five calls after three warm-up calls.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import torch
+import triton
 from torch.profiler import ProfilerActivity, profile
 
 from path_eval.bench.kernels import inputs, ours
@@ -40,21 +42,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head-dims", default="64,128")
     parser.add_argument("--lengths", default="8192,16384")
     args = parser.parse_args(argv)
+    heads = {"64": 32, "128": 16}  # the kernel bench's shapes: 2048 wide either way
+    head_dims = [d.strip() for d in args.head_dims.split(",") if d.strip()]
+    if not head_dims or set(head_dims) - set(heads):
+        raise SystemExit(f"--head-dims {args.head_dims}: choose from {', '.join(heads)}")
+    lengths = [t.strip() for t in args.lengths.split(",") if t.strip()]
+    if not lengths or not all(t.isdigit() and int(t) and 65536 % int(t) == 0 for t in lengths):
+        raise SystemExit(f"--lengths {args.lengths}: give token counts that divide 65536 (B x T = 64K tokens)")
     if not torch.cuda.is_available():
         raise SystemExit("forward_profile times the compiled kernels: run it on a CUDA GPU")
-    heads = {64: 32, 128: 16}
+    meta = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "command": " ".join(["python -m path_eval.bench.forward_profile", *(sys.argv[1:] if argv is None else argv)])}
     profiles = {}
-    for D in map(int, args.head_dims.split(",")):
-        for T in map(int, args.lengths.split(",")):
+    for D in head_dims:
+        for T in map(int, lengths):
             for gate in (False, True):
-                x = inputs(65536 // T, T, heads[D], D, True, gate)
+                x = inputs(65536 // T, T, heads[D], int(D), True, gate)
                 key = f"D{D} T{T} {'fox' if gate else 'path'}"
                 profiles[key] = kernel_ms(x)
                 print(key, "total ms", round(sum(profiles[key].values()), 3), flush=True)
                 for name, ms in sorted(profiles[key].items(), key=lambda kv: -kv[1])[:8]:
                     print(f"   {ms:8.3f}  {name}", flush=True)
-                write_json_atomic({"machine": torch.cuda.get_device_name(), "torch": torch.__version__,
-                                   "profile": profiles}, args.out)
+                write_json_atomic({**meta, "profile": profiles}, args.out)
     return 0
 
 

@@ -1,9 +1,17 @@
-"""`forward_autotune` refuses what it cannot time in one line, before touching a GPU."""
+"""`forward_autotune` and `forward_profile` refuse what they cannot time in one line, before touching
+a GPU."""
 import pytest
 
-from path_eval.bench import forward_autotune
+from path_eval.bench import forward_autotune, forward_profile
 
 
 def test_an_unknown_case_is_one_line_naming_the_known_ones():
     with pytest.raises(SystemExit, match="--cases 'nope': choose from path D=64 8K chunk with a padding mask"):
         forward_autotune.main(["--cases", "nope"])
+
+
+def test_a_head_dim_or_length_the_profile_has_no_shape_for_is_one_line():
+    with pytest.raises(SystemExit, match="^--head-dims 64,32: choose from 64, 128$"):
+        forward_profile.main(["--head-dims", "64,32"])
+    with pytest.raises(SystemExit, match="^--lengths 8192,5000: give token counts that divide 65536"):
+        forward_profile.main(["--lengths", "8192,5000"])
