@@ -48,7 +48,7 @@ class Chunks:
     """A segment in chunks. Shapes: q [B, H, N, group, C, D] (in-chunk transformed for PaTH),
     k [B, H, N, C, D] (transported to the chunk end for PaTH), v [B, H, N, C, D],
     intra [B, H, N, group, C, C] (raw in-chunk q.k, unscaled, unmasked), w / TW [B, H, N, C, D]
-    or None, the in-chunk key mixing Cm [B, H, N, C, C] or None, G [B, H, N, group, C] in-chunk cumulative log gates (`chunk_gates`) or None, key_ok
+    or None, G [B, H, N, group, C] in-chunk cumulative log gates (`chunk_gates`) or None, key_ok
     broadcastable to
     [B, H, N, group, C(query), C(key)]: inside the segment and not padding."""
 
@@ -58,7 +58,6 @@ class Chunks:
     intra: torch.Tensor
     w: torch.Tensor | None
     TW: torch.Tensor | None
-    Cm: torch.Tensor | None
     G: torch.Tensor | None
     key_ok: torch.Tensor
 
@@ -101,7 +100,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
         key_ok = key_ok & F.pad(key_valid, (0, n * c - T)).view(B, 1, n, 1, 1, c)
     G = None if g is None else chunk_gates(g, n, c, H, f)
     if w is None:
-        return Chunks(qc, kc, vc, qc @ kc[:, :, :, None].transpose(-1, -2), None, None, None, G, key_ok)
+        return Chunks(qc, kc, vc, qc @ kc[:, :, :, None].transpose(-1, -2), None, None, G, key_ok)
 
     wc = chunked(w.to(f), n, c)
     bc = chunked(beta.to(f), n, c)                                        # [B, H, N, C]
@@ -114,7 +113,7 @@ def prepare(q, k, v, w, beta, g, key_valid, chunk_size: int, dtype: torch.dtype)
     qw = (qc @ wc[:, :, :, None].transpose(-1, -2)).tril()               # [B, H, N, group, C, C], s <= a
     intra = qc @ kc[:, :, :, None].transpose(-1, -2) - qw @ Cmat[:, :, :, None]
     q_start = qc - qw @ TW[:, :, :, None]
-    return Chunks(q_start, k_end, vc, intra, wc, TW, Cmat, G, key_ok)
+    return Chunks(q_start, k_end, vc, intra, wc, TW, G, key_ok)
 
 
 def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -37,7 +37,7 @@ import triton.language as tl
 
 from path_eval.kernels.path_attn.chunks import Transport, chunk_gates, super_chunk_gates
 from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
-from path_eval.kernels.path_attn.prep import Prepared, _input_product, _tf32, prepare_path, product_precision, unit_stride
+from path_eval.kernels.path_attn.prep import Prepared, chunk_queries, chunk_transitions, prepare_path, prepared, unit_stride
 from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
 MASKED = tl.constexpr(-1.0e30)
@@ -56,14 +56,13 @@ def _softmax_step(acc, m_i, l_i, s, v, DOT_PREC: tl.constexpr):
 
 @triton.jit
 def _path_attn_fwd(
-    Q, K, V, U, KR, W, TW, CM, G, KS, US, GE, GT, KOK, KC, VC, GC, COK, O, LSE,
+    Q, K, V, U, S, G, KS, US, GE, GT, KOK, KC, VC, GC, COK, O, LSE,
     T, L, HQ, GROUP, qk_scale, gate_scale, cache_per_split,
     sq_b, sq_h, sq_n, sq_g, sq_c,
     sk_b, sk_h, sk_t,
     sv_b, sv_h, sv_t,
     su_b, su_h, su_n,
-    skr_b, skr_h, skr_t,
-    sw_b, sw_h, sw_t,
+    ss_b, ss_h, ss_n, ss_g, ss_c,
     sg_b, sg_h, sg_n, sg_g, sg_c,
     sks_b, sks_h, sks_t,
     sus_b, sus_h, sus_n,
@@ -79,7 +78,6 @@ def _path_attn_fwd(
     D: tl.constexpr, CHUNK: tl.constexpr, SUPER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, KEY_MASK: tl.constexpr,
     CACHE: tl.constexpr, CACHE_MASK: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_PREC: tl.constexpr,
-    IN_PREC: tl.constexpr, PREP_PREC: tl.constexpr, ROUND_TF32: tl.constexpr,
 ):
     pid_m = tl.num_programs(0) - 1 - tl.program_id(0)      # longest rows first
     pid_bh = tl.program_id(1)
@@ -97,24 +95,7 @@ def _path_attn_fwd(
     c_idx = tl.arange(0, CHUNK)
 
     q_base = Q + b * sq_b + h * sq_h + chunk_q.to(tl.int64) * sq_n + gi * sq_g
-    q = tl.load(q_base + rin[:, None] * sq_c + d[None, :], mask=row_ok[:, None], other=0.0)
-    if TRANSFORM:
-        # 0. the rows' queries moved to their chunk start, q_start = Q - QW TW with QW = tril(Q W^T),
-        # from the preparation's T W (per key head); step 1 makes their in-chunk logits
-        # Q K^T - QW Cm. Made here, so that neither is written to memory and read back; the products
-        # and roundings are those of the preparation (`prep._input_product`, `prep._tf32`).
-        key_rows = (chunk_q * CHUNK + c_idx).to(tl.int64)
-        w = tl.load(W + b * sw_b + h * sw_h + key_rows[:, None] * sw_t + d[None, :])
-        qw = _input_product(q, tl.trans(w), IN_PREC, PREP_PREC, ROUND_TF32)
-        qw = _tf32(tl.where(c_idx[None, :] <= rin[:, None], qw, 0.0), ROUND_TF32)
-        slot = (b * (HQ // GROUP) + h) * (T // CHUNK) + chunk_q          # the chunk's slot in TW and CM
-        tw = tl.load(TW + slot * (CHUNK * D) + c_idx[:, None] * D + d[None, :])
-        r = q.to(tl.float32) - tl.dot(qw, tw, input_precision=PREP_PREC)
-        kr = tl.load(KR + b * skr_b + h * skr_h + key_rows[:, None] * skr_t + d[None, :])
-        cm = tl.load(CM + slot * (CHUNK * CHUNK) + c_idx[:, None] * CHUNK + c_idx[None, :])
-        intra = tl.dot(q, tl.trans(kr), input_precision=IN_PREC) - tl.dot(qw, cm, input_precision=PREP_PREC)
-    else:
-        r = q.to(tl.float32)
+    r = tl.load(q_base + rin[:, None] * sq_c + d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
     if GATE:
         g_base = G + b * sg_b + h * sg_h + gi * sg_g
         gq = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + rin * sg_c, mask=row_ok, other=0.0)
@@ -129,7 +110,8 @@ def _path_attn_fwd(
         # 1. the diagonal chunk
         cols = chunk_q * CHUNK + c_idx
         if TRANSFORM:
-            s = intra
+            s_base = S + b * ss_b + h * ss_h + chunk_q.to(tl.int64) * ss_n + gi * ss_g
+            s = tl.load(s_base + rin[:, None] * ss_c + c_idx[None, :], mask=row_ok[:, None], other=0.0)
         else:
             k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
             s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC)
@@ -316,13 +298,11 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if key_valid is not None:  # padding must not transform or decay anything
         beta = None if beta is None else beta * key_valid[..., None]
         g = None if g is None else g * key_valid[..., None]
-    q, k, v = unit_stride(q, k, v)
-    w = None if w is None else unit_stride(w)[0]
     size = default_super_chunks(D, q.shape[1]) if super_chunks is None else super_chunks
     if size < 1:
         raise ValueError(f"super_chunks must be 1 or more, not {size}")
-    prep, coarse = (None, None) if w is None else prepare_walk(k, w, beta, g, C, size, transport)
-    out = _launch(q, k, v, w, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
+    prep, coarse = (None, None) if w is None else prepare_walk(q, k, w, beta, g, C, size, transport)
+    out = _launch(q, k, v, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
                   C, BM, splits, cache_block)
     return out[:, :T], None if prep is None else prep.transport
 
@@ -341,42 +321,44 @@ class Coarse:
     g_total: torch.Tensor | None
 
 
-def prepare_walk(k, w, beta, g, chunk_size: int, super_chunks: int,
+def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
                  transport: bool) -> tuple[Prepared, Coarse | None]:
     """The PaTH preparation (with its per-chunk `Transport` when `transport` is asked for) and the
     coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
-    (the only super-chunks a coarse walk reads). Whole chunks in, unit stride along D; g as the
-    forward takes it or None. The float32 keys the super-chunk transport reads are freed after it,
-    unless the `Transport` keeps them."""
-    count = (k.shape[1] // chunk_size - 1) // super_chunks
+    (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None.
+    The super-chunk transport runs between the transition and query kernels, so that the float32
+    keys it reads are freed (unless the `Transport` keeps them) before the queries are made: with
+    Cm in the logits buffer (`chunk_transitions`), three float32 buffers of the queries' size are
+    alive at once instead of five."""
+    count = (q.shape[1] // chunk_size - 1) // super_chunks
     if super_chunks == 1 or count == 0:
-        return prepare_path(k, w, beta, chunk_size, transport), None
-    prep = prepare_path(k, w, beta, chunk_size, transport, keys32=True)
-    keys, U = super_chunk_transport_triton(prep.k32, w, prep.tw, super_chunks, count, k.dtype)
+        return prepare_path(q, k, w, beta, chunk_size, transport), None
+    q, k, w = unit_stride(q, k, w)
+    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, transport, keys32=True)
+    keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype)
+    if not transport:
+        t = replace(t, k32=None)
+    qs = chunk_queries(q, k, w, t)
     g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
-    return replace(prep, k32=None), Coarse(super_chunks, keys, U, g_end, g_total)
+    return prepared(qs, t, transport), Coarse(super_chunks, keys, U, g_end, g_total)
 
 
-def _launch(q, k, v, w, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k,
-            cache_v, cache_g, cache_valid, C, BM, splits, cache_block) -> torch.Tensor:
-    """q, k, v, w, g as given (views with unit stride along D, no copies, whole chunks); `prep` the PaTH
-    preparation or None; `coarse` the coarse walk's inputs or None (every earlier chunk walked one by
-    one)."""
+def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,
+            cache_g, cache_valid, C, BM, splits, cache_block) -> torch.Tensor:
+    """q, k, v, g as given (views, no copies, whole chunks); `prep` the PaTH preparation or None;
+    `coarse` the coarse walk's inputs or None (every earlier chunk walked one by one)."""
     B, T, HQ, D = q.shape
     H = k.shape[2]
     group = HQ // H
     n = T // C
     dt = q.dtype
     transform = prep is not None
-    Q = q.view(B, n, C, H, group, D).permute(0, 3, 1, 4, 2, 5)      # [B, H, N, group, C, D], read in place
-    KR = k.permute(0, 2, 1, 3)                                        # [B, H, T, D]
-    if transform:  # keys at their chunk end, transitions; the raw keys, w, T W and Cm for step 0
-        K, U, TW, CM = prep.k, prep.U, prep.tw, prep.cm
-        WR = w.permute(0, 2, 1, 3)
-    else:          # plain keys, read in place
-        K = KR
-        U = WR = q.new_empty(1, 1, 1, 1)
-        TW = CM = q.new_empty(1, dtype=torch.float32)
+    if transform:  # queries at their chunk start (float32), keys at their chunk end, transitions
+        Q, S, K, U = prep.q, prep.intra, prep.k, prep.U
+    else:          # plain keys and queries, read in place
+        Q = q.view(B, n, C, H, group, D).permute(0, 3, 1, 4, 2, 5)  # [B, H, N, group, C, D]
+        K = k.permute(0, 2, 1, 3)
+        U = S = q.new_empty(1, 1, 1, 1, 1, 1)
     V = v.permute(0, 2, 1, 3)
     if g is not None:
         G = chunk_gates(g, n, C, H, torch.float32)                     # [B, H, N, group, C]
@@ -412,21 +394,19 @@ def _launch(q, k, v, w, g, prep: Prepared | None, coarse: Coarse | None, scale, 
     else:
         out = torch.empty(splits, B, T, HQ, D, dtype=torch.float32, device=q.device)
         lse = torch.empty(splits, B, HQ, T, dtype=torch.float32, device=q.device)
-    sq, sk, sv, skr, sw = Q.stride(), K.stride(), V.stride(), KR.stride(), WR.stride()
+    sq, sk, sv, ss = Q.stride(), K.stride(), V.stride(), S.stride()
     su, sg = U.stride(), G.stride()
     sks, sus, sge, sgt = KS.stride(), US.stride(), GE.stride(), GT.stride()
     prec = "ieee" if dt == torch.float32 else "tf32"
-    prep_prec, round_tf32 = product_precision(dt)
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
-        Q, K, V, U, KR, WR, TW, CM, G, KS, US, GE, GT, kok, kc, vc, gc, cok, out, lse,
+        Q, K, V, U, S, G, KS, US, GE, GT, kok, kc, vc, gc, cok, out, lse,
         T, L, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split,
         sq[0], sq[1], sq[2], sq[3], sq[4],
         sk[0], sk[1], sk[2],
         sv[0], sv[1], sv[2],
         su[0], su[1], su[2],
-        skr[0], skr[1], skr[2],
-        sw[0], sw[1], sw[2],
+        ss[0], ss[1], ss[2], ss[3], ss[4],
         sg[0], sg[1], sg[2], sg[3], sg[4],
         sks[0], sks[1], sks[2],
         sus[0], sus[1], sus[2],
@@ -442,7 +422,7 @@ def _launch(q, k, v, w, g, prep: Prepared | None, coarse: Coarse | None, scale, 
         D=D, CHUNK=C, SUPER=1 if coarse is None else coarse.size, BM=BM, BN=cache_block, TRANSFORM=transform,
         GATE=g is not None, KEY_MASK=key_valid is not None, CACHE=has_cache,
         CACHE_MASK=has_cache and cache_valid is not None,
-        WRITE_LSE=splits > 1, DOT_PREC=prec, IN_PREC="tf32x3", PREP_PREC=prep_prec, ROUND_TF32=round_tf32, **({} if TUNED else dict(num_warps=4, num_stages=1)),
+        WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else dict(num_warps=4, num_stages=1)),
     )
     if splits == 1:
         return out[0]

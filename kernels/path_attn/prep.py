@@ -1,20 +1,21 @@
-"""Triton preparation of a PaTH segment: the per-chunk half of what `chunks.prepare` (its torch
-reference) computes, one program per (chunk, batch x key head), so the forward's fixed cost is one
-pass over k and w. The per-query-head half (queries at their chunk start, in-chunk logits) is made by
-the forward's programs themselves (`fwd._path_attn_fwd`), from the T W and Cm this kernel leaves.
+"""Triton preparation of a PaTH segment: what `chunks.prepare` (its torch reference) computes, in two
+launches: one program per (chunk, batch x key head) for the chunk's transition, then one per (chunk,
+batch x query head) for its queries, so the forward's fixed cost is a pass over q and 1 + group
+passes over k and w (group = query heads per key head).
 
 Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W W^T):
   T = (I + A)^-1 diag(beta)      16-row diagonal blocks by forward substitution in float32 vector
                                  arithmetic, the blocks below by block forward substitution
   TW = T W,  U = W^T TW          the chunk's transition: moving a query through it is r <- r - r U
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
-  (in the forward, per query head: QW = tril(Q W^T), intra = Q K^T - QW Cm, q_start = Q - QW TW).
-Why a row-block solve: solving the blocks below with full-size products, (I - N)(I + N^2) Xb, needs
-so much shared memory for its tf32x3 operands that one program fits per SM and its chain of small
-products waits on latency; split this way the kernel fits three programs per SM at D = 64 and 128
-(tests/kernels/test_kernel_resources.py holds it to that). Tiles D wide are made, and products over
-D accumulated, 64 columns at a time (`column_block`), so D = 128 runs in the registers of D = 64 and
-float32 inputs take tf32x3 at every D.
+  per query head: QW = tril(Q W^T),
+  intra = Q K^T - QW Cm,  q_start = Q - QW TW             in-chunk logits, queries at chunk start.
+Why two launches and a row-block solve: one kernel solving the blocks below with full-size
+products, (I - N)(I + N^2) Xb, needs so much shared memory for its tf32x3 operands that one program
+fits per SM and its chain of small products waits on latency; split this way the transition kernel
+fits three programs per SM at D = 64 (tests/kernels/test_kernel_resources.py holds it to that).
+Tiles D wide are made, and products over D accumulated, 64 columns at a time (`column_block`), so
+D = 128 runs in the registers of D = 64 and float32 inputs take tf32x3 at every D.
 """
 from __future__ import annotations
 
@@ -29,19 +30,19 @@ from path_eval.kernels.path_attn.chunks import Transport
 
 @dataclass
 class Prepared:
-    """Inputs of the forward: keys at their chunk end k [B, H, T, D] and transitions U [B, H, N, D, D]
-    in the input dtype; rows of T W tw [B, H, N, C, D] and the in-chunk key mixing Cm cm
-    [B, H, N, C, C] in float32 (from which each forward program makes its rows' queries at their chunk
-    start and in-chunk logits; tw is also the coarse walk's super-chunk transport's); transport (float32
-    keys at their chunk end and transitions, for moving a cache) only when asked for; the float32 keys
-    at their chunk end k32 [B, H, N, C, D] when asked for (the super-chunk transport's)."""
+    """Inputs of the forward: q [B, H, N, group, C, D] and intra [B, H, N, group, C, C] in float32,
+    k [B, H, T, D] and U [B, H, N, D, D] in the input dtype; transport (float32 keys at their chunk
+    end and transitions, for moving a cache) only when asked for; for the coarse walk's super-chunk
+    transport, when asked for, the float32 keys at their chunk end k32 and rows of T W tw, both
+    [B, H, N, C, D] (what `chunks.Chunks` calls k and TW)."""
 
+    q: torch.Tensor
+    intra: torch.Tensor
     k: torch.Tensor
     U: torch.Tensor
-    tw: torch.Tensor
-    cm: torch.Tensor
     transport: Transport | None
     k32: torch.Tensor | None = None
+    tw: torch.Tensor | None = None
 
 
 @triton.jit
@@ -83,8 +84,7 @@ def _chunk_transition(
     ROUND_TF32: tl.constexpr,
 ):
     """Per (chunk, batch x key head): T, T W, U, Cm and the keys at their chunk end; T W and Cm also
-    go to float32 buffers [B, H, N, C, D | C], read by the forward's programs (and T W by the coarse
-    walk's super-chunk transport).
+    go to float32 scratch [B, H, N, C, D | C] for `_chunk_queries` (and T W for the coarse walk).
     What is D wide (T W, the moved keys, U) is made DB columns at a time and stored at once, so that
     at D = 128 no D-wide float32 tile lives beside another: one program holding T W, w and U whole
     needs 255 registers and spills 1.8 KB at 8 warps (one program per SM)."""
@@ -174,12 +174,60 @@ def _chunk_transition(
                 tl.store(U32 + u_ptrs, U)
 
 
+@triton.jit
+def _chunk_queries(
+    Q, K, W, TW_IN, CM_IN, QS, S,
+    HQ, GROUP,
+    sq_b, sq_t, sq_h, sk_b, sk_t, sk_h, sw_b, sw_t, sw_h,
+    sqs_b, sqs_h, sqs_n, sqs_g, ss_b, ss_h, ss_n, ss_g,
+    D: tl.constexpr, C: tl.constexpr, DB: tl.constexpr, IN_PREC: tl.constexpr, PREC: tl.constexpr,
+    ROUND_TF32: tl.constexpr,
+):
+    """Per (chunk, batch x query head): QW = tril(Q W^T), intra = Q K^T - QW Cm, q_start = Q - QW TW
+    (DB columns at a time, as in `_chunk_transition`)."""
+    n = tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // HQ).to(tl.int64)
+    hq = (pid_bh % HQ).to(tl.int64)
+    h = hq // GROUP
+    gi = hq % GROUP
+    ci = tl.arange(0, C)
+    rows = n * C + ci
+    q_rows = Q + b * sq_b + hq * sq_h + rows[:, None] * sq_t
+    w_rows = W + b * sw_b + h * sw_h + rows[:, None] * sw_t
+    k_rows = K + b * sk_b + h * sk_h + rows[:, None] * sk_t
+    scratch = (b * (HQ // GROUP) + h) * tl.num_programs(0) + n
+    qw = tl.zeros([C, C], tl.float32)
+    qk = tl.zeros([C, C], tl.float32)
+    for c in tl.static_range(D // DB):
+        dc = c * DB + tl.arange(0, DB)
+        q_c = tl.load(q_rows + dc[None, :])
+        qw += _input_product(q_c, tl.trans(tl.load(w_rows + dc[None, :])), IN_PREC, PREC, ROUND_TF32)
+        qk += tl.dot(q_c, tl.trans(tl.load(k_rows + dc[None, :])), input_precision=IN_PREC)
+    qw = _tf32(tl.where(ci[:, None] >= ci[None, :], qw, 0.0), ROUND_TF32)
+    Cm = tl.load(CM_IN + scratch * (C * C) + ci[:, None] * C + ci[None, :])  # T W and Cm come rounded
+    tl.debug_barrier()  # every row of Cm read before the logits take its slot (Cm may live in S)
+    intra = qk - tl.dot(qw, Cm, input_precision=PREC)
+    tl.store(S + b * ss_b + h * ss_h + n * ss_n + gi * ss_g + ci[:, None] * C + ci[None, :], intra)
+    for c in tl.static_range(D // DB):
+        dc = c * DB + tl.arange(0, DB)
+        TW = tl.load(TW_IN + scratch * (C * D) + ci[:, None] * D + dc[None, :])
+        q_start = tl.load(q_rows + dc[None, :]).to(tl.float32) - tl.dot(qw, TW, input_precision=PREC)
+        tl.store(QS + b * sqs_b + h * sqs_h + n * sqs_n + gi * sqs_g + ci[:, None] * D + dc[None, :], q_start)
+
+
 def _transition_launch() -> dict:
     """Warps and register cap of the transition kernel: 4 warps capped at 168 registers, so that
     three programs share an SM, the fastest of those timed on an H200 at D = 64 and D = 128
     (results/bench/launch_configs.json: at D = 128 3.38 ms a preparation against 3.61 uncapped and
     5.1-5.7 at 8 warps)."""
     return dict(num_warps=4, maxnreg=168)
+
+
+def _queries_launch() -> dict:
+    """Warps of the query kernel: 4 (155 registers at D = 128, three programs per SM; faster than 8 on
+    an H200, results/bench/launch_configs.json)."""
+    return dict(num_warps=4)
 
 
 def product_precision(dtype: torch.dtype) -> tuple[str, bool]:
@@ -197,45 +245,94 @@ def column_block(head_dim: int) -> int:
     return min(head_dim, 64)
 
 
-def unit_stride(*tensors):
-    """The tensors with unit stride along their last dim (the kernels' loads assume it)."""
-    return tuple(t if t.stride(-1) == 1 else t.contiguous() for t in tensors)
+@dataclass
+class Transitions:
+    """The transition kernel's outputs (`chunk_transitions`), what the query kernel and the super-chunk
+    transport read: intra [B, H, N, group, C, C] (written by the query kernel; until then scratch),
+    T W tw and Cm cm in float32 (cm may share intra's memory, see `chunk_transitions`), keys at their
+    chunk end k_end and U in the input dtype, their float32 copies k32 / U32 when asked for."""
+
+    intra: torch.Tensor
+    tw: torch.Tensor
+    cm: torch.Tensor
+    k_end: torch.Tensor
+    U: torch.Tensor
+    k32: torch.Tensor | None
+    U32: torch.Tensor | None
 
 
-def prepare_path(k, w, beta, chunk_size: int, state: bool, keys32: bool = False) -> Prepared:
+def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys32: bool) -> Transitions:
     """The transition kernel: per chunk and key head T, T W, U, Cm and the keys at their chunk end.
-    k, w [B, T, H, D]; beta [B, T, H] zero at padding; T a multiple of chunk_size. `state`: the float32
-    `Transport` too (U in float32, keys at their chunk end in float32); `keys32`: those float32 keys
-    without the transitions (for the super-chunk transport). Products with a float32 factor run in
-    float32 accuracy for float32 inputs ("tf32x3", three tf32 tensor-core passes) and as one tf32 pass
-    for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and U are
-    rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and transport
-    state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T and the UT solve
-    always run in float32 accuracy (the solve amplifies errors in A where beta is near 2).
-
-    The solve needs a C x C float32 scratch copy of A per chunk: it lives in T W's buffer (written
-    after the solve) when D >= C, else in a buffer of its own; its X lives in Cm's slot meanwhile."""
-    k, w = unit_stride(k, w)
+    k, w [B, T, H, D] (unit stride along D), beta [B, T, H]. `state`: U in float32 too; `keys32`:
+    the keys at their chunk end in float32 too (for the `Transport` or the super-chunk transport).
+    Without grouped queries and with D >= C, Cm is kept in the in-chunk-logits buffer (the one query
+    program of a chunk reads it before writing its logits there) and the solve's scratch for A in
+    T W's: one float32 buffer fewer, 0.375 GiB in a call of 64K tokens of 24 heads of 64."""
     B, T, H, D = k.shape
     C = chunk_size
     if C not in (16, 32, 64):
         raise ValueError(f"the preparation kernel takes chunks of 16, 32 or 64 rows, not {C}")
     n = T // C
     dev = k.device
+    intra = torch.empty(B, H, n, group, C, C, dtype=torch.float32, device=dev)
     k_end = torch.empty(B, H, n, C, D, dtype=k.dtype, device=dev)
     U = torch.empty(B, H, n, D, D, dtype=k.dtype, device=dev)
-    k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if state or keys32 else None
+    k32 = torch.empty(k_end.shape, dtype=torch.float32, device=dev) if keys32 else None
     U32 = torch.empty(U.shape, dtype=torch.float32, device=dev) if state else None
     tw = torch.empty(B, H, n, C, D, dtype=torch.float32, device=dev)
-    cm = torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
-    a_scratch, a_slot = (tw, C * D) if D >= C else (torch.empty_like(cm), C * C)
+    shared = group == 1 and D >= C
+    cm = intra.view(B, H, n, C, C) if shared else torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
+    a_scratch, a_slot = (tw, C * D) if shared else (intra, group * C * C)
     prec, round_tf32 = product_precision(k.dtype)
     _chunk_transition[(n, B * H)](
         k, w, beta, a_scratch, k_end, U, k_end if k32 is None else k32, U if U32 is None else U32, tw, cm, H, a_slot,
         k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
         beta.stride(0), beta.stride(1), beta.stride(2),
         k_end.stride(0), k_end.stride(1), k_end.stride(2), U.stride(0), U.stride(1), U.stride(2),
-        D=D, C=C, SUB=16, DB=column_block(D), STATE=state, KEYS32=k32 is not None, IN_PREC="tf32x3", PREC=prec,
+        D=D, C=C, SUB=16, DB=column_block(D), STATE=state, KEYS32=keys32, IN_PREC="tf32x3", PREC=prec,
         SOLVE_PREC="tf32x3", ROUND_TF32=round_tf32, **_transition_launch(),
     )
-    return Prepared(k_end.flatten(2, 3), U, tw, cm, Transport(k32, U32) if state else None, k32)
+    return Transitions(intra, tw, cm, k_end, U, k32, U32)
+
+
+def chunk_queries(q, k, w, t: Transitions) -> torch.Tensor:
+    """The query kernel: the queries at their chunk start [B, H, N, group, C, D], float32, and the
+    in-chunk logits written into t.intra. q [B, T, HQ, D]; k, w as `chunk_transitions` took them."""
+    B, T, HQ, D = q.shape
+    H, n, group, C = t.intra.shape[1:5]
+    qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=q.device)
+    prec, round_tf32 = product_precision(q.dtype)
+    intra = t.intra
+    _chunk_queries[(n, B * HQ)](
+        q, k, w, t.tw, t.cm, qs, intra, HQ, group,
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        w.stride(0), w.stride(1), w.stride(2), qs.stride(0), qs.stride(1), qs.stride(2), qs.stride(3),
+        intra.stride(0), intra.stride(1), intra.stride(2), intra.stride(3),
+        D=D, C=C, DB=column_block(D), IN_PREC="tf32x3", PREC=prec, ROUND_TF32=round_tf32, **_queries_launch(),
+    )
+    return qs
+
+
+def unit_stride(*tensors):
+    """The tensors with unit stride along their last dim (the kernels' loads assume it)."""
+    return tuple(t if t.stride(-1) == 1 else t.contiguous() for t in tensors)
+
+
+def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = False) -> Prepared:
+    """q [B, T, HQ, D]; k, w [B, T, H, D]; beta [B, T, H] zero at padding; T a multiple of chunk_size.
+    `state`: the float32 `Transport` too; `coarse`: k32 and tw too (`fwd.prepare_walk` instead runs the
+    two kernels itself, with the super-chunk transport between them). Products with a float32 factor
+    run in float32 accuracy for float32 inputs ("tf32x3", three tf32 tensor-core passes) and as one
+    tf32 pass for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and
+    U are rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
+    transport state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T and the
+    UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2)."""
+    q, k, w = unit_stride(q, k, w)
+    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, state, keys32=state or coarse)
+    qs = chunk_queries(q, k, w, t)
+    return prepared(qs, t, state, t.k32 if coarse else None, t.tw if coarse else None)
+
+
+def prepared(qs, t: Transitions, state: bool, k32=None, tw=None) -> Prepared:
+    """The forward's `Prepared` from the two kernels' outputs."""
+    return Prepared(qs, t.intra, t.k_end.flatten(2, 3), t.U, Transport(t.k32, t.U32) if state else None, k32, tw)

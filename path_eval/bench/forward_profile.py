@@ -1,5 +1,5 @@
 """GPU time of each kernel in one PaTH / PaTH-FoX forward, by torch.profiler: the forward kernel,
-the preparation's transition kernel, the super-chunk transport, and any torch op between
+the preparation's transition and query kernels, the super-chunk transport, and any torch op between
 them. B x T = 64K tokens, 32 heads of 64 / 16 of 128, bf16 (w float32), at the default super-chunk
 size; ms per call, averaged over five calls after three warm-up calls.
 

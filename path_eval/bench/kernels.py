@@ -6,8 +6,7 @@ path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128)
 (64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
 760M-shaped model: 24 heads of 64, cache of T tokens; impl "path-eval" eager, "path-eval graph"
 replayed from a CUDA graph, with "splits" the cache splits); path_prep times our preparation alone (the
-transition kernel of `prep.py`; the forward's programs make their queries and in-chunk logits
-themselves), path_prep_coarse the preparation with the coarse walk's
+two Triton launches of `prep.py`), path_prep_coarse the preparation with the coarse walk's
 super-chunk transport. `--super-chunks` sweeps the coarse walk's S: impl "path-eval" is the
 default S, "path-eval S=k" the others. FA-equivalent TFLOP/s = 4 B H T^2 D / 2 / time.
 Method: random bf16 inputs (never zeros), triton.testing.do_bench (warm-up, median of repeats).
@@ -170,13 +169,13 @@ def bench_forward(args, out, save):
                     log(recs[-1])
                     save()
                 if op == "path_fwd":  # the preparation alone: the part of our time that grows with T, not T^2
-                    ms = do_bench(lambda: prepare_path(x["k"], x["w"], x["beta"], 64, False),
+                    ms = do_bench(lambda: prepare_path(x["q"], x["k"], x["w"], x["beta"], 64, False),
                                   warmup=args.warmup, rep=args.rep)
                     recs.append(dict(op="path_prep", impl="path-eval", B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
                                      fa_equiv_tflops=None, super_chunks=1))
                     log(recs[-1])
                     for size in sorted({s for _, s in ours_impls.values()} - {1}):
-                        ms = do_bench(lambda: prepare_walk(x["k"], x["w"], x["beta"], None, 64, size, False),
+                        ms = do_bench(lambda: prepare_walk(x["q"], x["k"], x["w"], x["beta"], None, 64, size, False),
                                       warmup=args.warmup, rep=args.rep)
                         recs.append(dict(op="path_prep_coarse", impl="path-eval", B=B, H=H, T=T, D=D,
                                          dtype="bfloat16", ms=ms, fa_equiv_tflops=None, super_chunks=size))

@@ -1,13 +1,14 @@
 """Time the PaTH preparation's kernels and the super-chunk transport under candidate launch
 configurations (warps, register cap, pipeline stages), so the fixed choices in `prep.py` and
-`coarse.py` (`_transition_launch`, `_transport_launch`) come from a measurement.
+`coarse.py` (`_transition_launch`, `_queries_launch`, `_transport_launch`) come from a measurement.
 
     python -m path_eval.bench.launch_configs --out results/bench/launch_configs.json
     python -m path_eval.bench.launch_configs --parts decode --out results/bench/decode_launch_configs.json
 
 bf16 inputs as the bench's (float32 w), B x T = 64K tokens at T = 8192, 32 heads of 64 / 16 of 128.
 Each record: the kernel step, the head dim, the configuration and triton.testing.do_bench's median.
-The step "preparation" times `prepare_path` (the transition kernel) under each configuration; "transport" times
+The step "preparation" times the whole `prepare_path` (both launches) with the transition kernel's
+configuration varied and the query kernel's fixed, and the reverse for "queries"; "transport" times
 `super_chunk_transport_triton` at S = 8, beside the torch version it replaced ("transport torch").
 The part "decode" times `_decode_attend` (`decode.py`, `_attend_launch`: block of cached tokens,
 pipeline stages, warps) as a CUDA-graph replay of one 760M-shaped layer's decoding step
@@ -26,12 +27,13 @@ import torch
 from path_eval.bench.kernels import inputs, log
 from path_eval.results.store import write_json_atomic
 
-# Capped at 128 registers (4 warps) and at 2 warps, the transition kernel fits four programs per SM
-# instead of three, as built for sm_90 at D = 64 (triton 3.9, `path_eval.bench.kernel_resources`),
-# spilling 408 and 1016 bytes: timed because the kernel waits on latency, and more programs might hide it
-# (they did not on an H200: results/bench/trials/launch_configs_four_programs_h200.json).
+# Capped at 128 registers (4 warps) and at 2 warps, the transition and query kernels fit four programs
+# per SM instead of three, as built for sm_90 at D = 64 (triton 3.9, `path_eval.bench.kernel_resources`)
+# spilling 408 bytes (transition, 4 warps), 1016 (transition, 2 warps) and 32 (queries, 4 warps):
+# the transition kernel waits on latency, so more programs may hide it.
 TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=2),
               dict(num_warps=8, maxnreg=128), dict(num_warps=8, maxnreg=168), dict(num_warps=8)]
+QUERIES = [dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=8)]
 TRANSPORT = [dict(num_warps=4, num_stages=1), dict(num_warps=8, num_stages=1), dict(num_warps=8, num_stages=1, maxnreg=128),
              dict(num_warps=8, num_stages=2)]
 
@@ -84,18 +86,20 @@ def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
         H, B = (32 if D == 64 else 16), 65536 // T
         x = inputs(B, T, H, D, True, False)
         q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
-        default_t = prep._transition_launch
+        default_t, default_q = prep._transition_launch, prep._queries_launch
         try:
-            for config in TRANSITION:
-                prep._transition_launch = lambda c=config: c
-                ms = _timed(lambda: prep.prepare_path(k, w, beta, 64, False), warmup, rep)
-                records.append(dict(step="preparation", D=D, B=B, H=H, T=T, config=config, ms=ms))
-                log(records[-1])
+            for step, configs, slot in (("preparation", TRANSITION, "_transition_launch"),
+                                        ("queries", QUERIES, "_queries_launch")):
+                for config in configs:
+                    setattr(prep, slot, lambda c=config: c)
+                    ms = _timed(lambda: prep.prepare_path(q, k, w, beta, 64, False), warmup, rep)
+                    records.append(dict(step=step, D=D, B=B, H=H, T=T, config=config, ms=ms))
+                    log(records[-1])
         finally:
-            prep._transition_launch = default_t
+            prep._transition_launch, prep._queries_launch = default_t, default_q
         size = 8
         count = (T // 64 - 1) // size
-        prepared = prep.prepare_path(k, w, beta, 64, True)
+        prepared = prep.prepare_path(q, k, w, beta, 64, True, coarse=True)
         default_c = coarse._transport_launch
         try:
             for config in TRANSPORT:

@@ -47,4 +47,4 @@ def test_preparation_and_transport_kernels_fit_several_programs_per_sm(head_dim)
         assert int(regs) <= 168 and int(spill) <= 512 and float(shared_kb) <= 76 and int(per_sm) >= 3, transitions
     for _, _, regs, spill, shared_kb, per_sm, *_ in transports:
         assert int(spill) <= 256 and int(per_sm) >= 2, transports
-    assert "_path_attn_fwd" in {r[0] for r in rows}
+    assert {"_chunk_queries", "_path_attn_fwd"} <= {r[0] for r in rows}

@@ -46,21 +46,19 @@ SHAPES = [  # B, T, HQ, H, D, chunk, block_m
 ]
 
 
-@pytest.mark.parametrize("shape", [(1, 16, 2, 16, 16), (2, 64, 2, 32, 32), (1, 192, 1, 64, 64),
-                                   (1, 64, 2, 128, 64), (1, 128, 2, 32, 64)],
-                         ids=lambda s: "B{}T{}H{}D{}C{}".format(*s))
+@pytest.mark.parametrize("shape", [(1, 16, 2, 2, 16, 16), (2, 64, 4, 2, 32, 32), (1, 192, 3, 1, 64, 64),
+                                   (1, 64, 2, 2, 128, 64)], ids=lambda s: "B{}T{}HQ{}H{}D{}C{}".format(*s))
 def test_preparation_kernel_matches_torch_preparation(shape):
-    """The Triton preparation (UT solve, T W, the in-chunk key mixing Cm, keys at their chunk end,
-    transitions) against `chunks.prepare` in float64, beta near 2 included; D < C puts the solve's
-    scratch copy of A in a buffer of its own, D >= C in T W's."""
-    B, T, H, D, C = shape
-    x = random_inputs("path", B, T, H, H, D, seed=T + D)
+    """The Triton preparation (UT solve, queries at chunk start, keys at chunk end, in-chunk logits,
+    transitions) against `chunks.prepare` in float64, beta near 2 included."""
+    B, T, HQ, H, D, C = shape
+    x = random_inputs("path", B, T, HQ, H, D, seed=T + D)
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     args = as_dtype(x, torch.float32)
-    got = prepare_path(args["k"], args["w"], args["beta"], C, state=True)
+    got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
     ref_t = ref.transport()
-    assert rel(got.tw.double().cpu(), ref.TW) <= 1e-5
-    assert rel(got.cm.double().cpu(), ref.Cm) <= 1e-5
+    assert rel(got.q.double().cpu(), ref.q) <= 1e-5
+    assert rel(got.intra.double().cpu(), ref.intra) <= 1e-5
     assert rel(got.k.double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
     assert rel(got.transport.k_end.double().cpu(), ref_t.k_end) <= 1e-5
     assert rel(got.U.double().cpu(), ref_t.U) <= 1e-5
@@ -71,8 +69,7 @@ def test_preparation_kernel_with_correlated_w_rows():
     """Nearly parallel w rows with beta near 2 make (I + A) ill-conditioned: the kernel's solve
     (16-row forward substitution, then block forward substitution for the blocks below) stays
     within 1e-4 of float64 in float32 arithmetic, a bound that a whole-chunk float32 forward
-    substitution does not meet; so does the forward that makes its queries and in-chunk logits from
-    that solve's T W and Cm."""
+    substitution does not meet."""
     B, T, HQ, H, D, C = 1, 128, 2, 2, 32, 64
     x = random_inputs("path", B, T, HQ, H, D, seed=12)
     g = torch.Generator().manual_seed(13)
@@ -81,13 +78,38 @@ def test_preparation_kernel_with_correlated_w_rows():
     x.beta = 2 - 1e-4 * torch.rand(B, T, H, generator=g, dtype=torch.float64)
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     args = as_dtype(x, torch.float32)
-    got = prepare_path(args["k"], args["w"], args["beta"], C, state=True)
-    out, _ = path_attention(**args, chunk_size=C, block_m=32)
-    errors = dict(tw=rel(got.tw.double().cpu(), ref.TW), cm=rel(got.cm.double().cpu(), ref.Cm),
+    got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
+    errors = dict(q=rel(got.q.double().cpu(), ref.q), intra=rel(got.intra.double().cpu(), ref.intra),
                   k_end=rel(got.transport.k_end.double().cpu(), ref.transport().k_end),
-                  U=rel(got.transport.U.double().cpu(), ref.transport().U), out=rel(out.double().cpu(), definition(x)))
+                  U=rel(got.transport.U.double().cpu(), ref.transport().U))
     print("correlated w", errors)
     assert max(errors.values()) <= 1e-4, errors
+
+
+@pytest.mark.parametrize("group, D, C, shared", [(1, 64, 32, True), (1, 64, 64, True), (2, 64, 64, False),
+                                                 (1, 32, 64, False)])
+def test_cm_shares_the_in_chunk_logits_buffer_only_where_one_query_program_reads_it(group, D, C, shared):
+    """Cm in the in-chunk-logits buffer (one float32 buffer fewer: the 64K scoring peak on an H200
+    fell from 5.40 to 4.85 GiB, results/bench/extrapolation_64k_h200_prep_memory.json) only
+    without grouped queries, where a chunk's one query program reads Cm before writing its logits
+    there, and with D >= C, where the solve's scratch for A fits T W's buffer (D > C: a scratch slot
+    of C x C would overlap the next chunk's); everything the two kernels make equals the torch
+    preparation's either way."""
+    from path_eval.kernels.path_attn.prep import chunk_queries, chunk_transitions
+
+    H = 2
+    x = random_inputs("path", 1, 128, H * group, H, D, seed=3)
+    args = as_dtype(x, torch.float32)
+    t = chunk_transitions(args["k"], args["w"], args["beta"], group, C, state=True, keys32=True)
+    assert (t.cm.data_ptr() == t.intra.data_ptr()) is shared
+    qs = chunk_queries(args["q"], args["k"], args["w"], t)
+    intra = t.intra
+    ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
+    ref_t = ref.transport()
+    assert rel(intra.double().cpu(), ref.intra) <= 1e-5
+    assert rel(qs.double().cpu(), ref.q) <= 1e-5
+    assert rel(t.k_end.flatten(2, 3).double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
+    assert rel(t.U32.double().cpu(), ref_t.U) <= 1e-5
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -104,7 +126,7 @@ def test_forward_matches_definition_float32(variant, shape):
 @pytest.mark.parametrize("D", [64, 128])
 def test_forward_half_precision_within_rounding(variant, dtype, D):
     """bf16 / fp16 operands, float32 accumulation, r and the UT transform in float32 (with GQA, so
-    two query heads make their queries from one key head's T W and Cm)."""
+    the preparation's query kernel serves two query heads per key head)."""
     if dtype == torch.bfloat16 and DEVICE == "cpu":
         pytest.skip("the Triton interpreter returns garbage for bfloat16 tensors (numpy has no bfloat16); "
                     "fp16 covers the same code path here and bf16 runs on the GPU")
@@ -160,7 +182,7 @@ def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype):
     ref_keys, ref_U = super_chunk_transport(prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64).transport(),
                                             size, count)
     args = as_dtype(x, dtype)
-    prep = prepare_path(args["k"], args["w"], args["beta"], C, False, keys32=True)
+    prep = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, False, coarse=True)
     keys, U = super_chunk_transport_triton(prep.k32, args["w"], prep.tw, size, count, dtype)
     bound = 1e-5 if dtype == torch.float32 else 1e-3
     assert keys.dtype == U.dtype == dtype
