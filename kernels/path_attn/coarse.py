@@ -64,8 +64,8 @@ def _super_chunk_transport(
 def _transport_launch() -> dict:
     """4 warps and no software pipelining of the chunk loop (its three D-wide float32 loads per stage
     would take 96 KB of shared memory at D = 128): the fastest of those timed on an H200
-    (results/bench/launch_configs.json: 1.73 ms at D = 128 and 0.66 ms at D = 64 for 64K tokens,
-    against 2.26 and 1.08 ms at 8 warps)."""
+    (results/bench/launch_configs.json: 1.75 ms at D = 128 and 0.66 ms at D = 64 for 64K tokens,
+    against 2.25 and 1.09 ms at 8 warps)."""
     return dict(num_warps=4, num_stages=1)
 
 

@@ -220,13 +220,16 @@ def _transition_launch() -> dict:
     """Warps and register cap of the transition kernel: 4 warps capped at 168 registers, so that
     three programs share an SM, the fastest of those timed on an H200 at D = 64 and D = 128
     (results/bench/launch_configs.json: at D = 128 3.38 ms a preparation against 3.61 uncapped and
-    5.1-5.7 at 8 warps)."""
+    5.1-5.7 at 8 warps). Four programs per SM, capped at 128 registers (1.06x / 1.04x the time at
+    D = 128 / 64, its spills cost more than the extra program hides) or at 2 warps (2.2-2.4x), are
+    slower."""
     return dict(num_warps=4, maxnreg=168)
 
 
 def _queries_launch() -> dict:
     """Warps of the query kernel: 4 (155 registers at D = 128, three programs per SM; faster than 8 on
-    an H200, results/bench/launch_configs.json)."""
+    an H200, and capped at 128 registers for four programs within 0.5% of it:
+    results/bench/launch_configs.json)."""
     return dict(num_warps=4)
 
 

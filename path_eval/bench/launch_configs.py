@@ -30,7 +30,9 @@ from path_eval.results.store import write_json_atomic
 # Capped at 128 registers (4 warps) and at 2 warps, the transition and query kernels fit four programs
 # per SM instead of three, as built for sm_90 at D = 64 (triton 3.9, `path_eval.bench.kernel_resources`)
 # spilling 408 bytes (transition, 4 warps), 1016 (transition, 2 warps) and 32 (queries, 4 warps):
-# the transition kernel waits on latency, so more programs may hide it.
+# the transition kernel waits on latency, so more programs might hide it. On an H200 they did not
+# (results/bench/launch_configs.json: at D = 128 / 64, 4 warps at 128 registers took 1.06x / 1.04x the
+# time of 4 warps at 168, 2 warps 2.35x / 2.22x; the query kernel at 128 registers was within 0.5%).
 TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=2),
               dict(num_warps=8, maxnreg=128), dict(num_warps=8, maxnreg=168), dict(num_warps=8)]
 QUERIES = [dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=8)]
@@ -90,6 +92,7 @@ def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
         try:
             for step, configs, slot in (("preparation", TRANSITION, "_transition_launch"),
                                         ("queries", QUERIES, "_queries_launch")):
+                prep._transition_launch, prep._queries_launch = default_t, default_q  # one kernel varied at a time
                 for config in configs:
                     setattr(prep, slot, lambda c=config: c)
                     ms = _timed(lambda: prep.prepare_path(q, k, w, beta, 64, False), warmup, rep)

@@ -1,0 +1,33 @@
+"""The launch-configuration bench varies one kernel's launch at a time: while the query kernel's
+candidates are timed, the transition kernel runs its default launch (and the reverse), and both
+defaults are back afterwards. Run on the CPU with the timing replaced by a record of the launches
+in force."""
+import torch
+
+from path_eval.bench import launch_configs
+from path_eval.bench.kernels import inputs
+from path_eval.kernels.path_attn import prep
+
+
+def test_each_step_varies_only_its_own_kernel(monkeypatch):
+    seen = []
+
+    def timed(fn, warmup, rep):
+        seen.append((prep._transition_launch(), prep._queries_launch()))
+        return 1.0
+
+    monkeypatch.setattr(launch_configs, "_timed", timed)
+    monkeypatch.setattr(launch_configs, "inputs",
+                        lambda B, T, H, D, transform, gate: inputs(1, 128, 2, D, transform, gate, dtype=torch.float16,
+                                                                   device="cpu"))
+    defaults = prep._transition_launch(), prep._queries_launch()
+    records = launch_configs.measure([32], 8192, 1, 1)
+    steps = [r["step"] for r in records]
+    assert steps.count("preparation") == len(launch_configs.TRANSITION)
+    assert steps.count("queries") == len(launch_configs.QUERIES)
+    for record, (transition, queries) in zip(records, seen):
+        if record["step"] == "preparation":
+            assert (transition, queries) == (record["config"], defaults[1])
+        elif record["step"] == "queries":
+            assert (transition, queries) == (defaults[0], record["config"])
+    assert (prep._transition_launch(), prep._queries_launch()) == defaults
