@@ -498,12 +498,42 @@ def kernels(results: Path) -> str:
                                                      decode_speed(decode["records"])])])
 
 
+def transition_ablation(records: list[dict]) -> str:
+    """ms of the transition kernel whole and with one part removed, per head dim."""
+    whole = {r["D"]: r["ms"] for r in records if r["variant"] == "whole"}
+    rows = [[str(r["D"]), r["variant"], r["removed"], f"{r['ms']:.2f}", f"{whole[r['D']] - r['ms']:.2f}",
+             f"{(whole[r['D']] - r['ms']) / whole[r['D']]:.0%}"] for r in records]
+    return ("The preparation's transition kernel whole and with one part removed at a time (B x T = 64K tokens at "
+            "T = 8K): ms per call, and the time that part costs (whole minus the variant).\n\n"
+            + table(["D", "variant", "removed", "ms", "part costs ms", "share"], rows))
+
+
+def against_baseline(records: list[dict], baseline: list[dict]) -> str:
+    """ms of each of our forwards and preparations in a trial against the same ops at its baseline revision."""
+    base = {(r["op"], r["D"], r["T"]): r["ms"] for r in baseline if r["impl"] == "path-eval"}
+    rows = [[r["op"], str(r["D"]), kilo(r["T"]), f"{base[(r['op'], r['D'], r['T'])]:.2f}", f"{r['ms']:.2f}",
+             ratio(base[(r["op"], r["D"], r["T"])] / r["ms"])]
+            for r in records if r["impl"] == "path-eval" and (r["op"], r["D"], r["T"]) in base]
+    return ("Our kernels at the baseline revision and in the trial, same session and inputs: ms per call and the "
+            "trial's speed-up (above 1: the trial is faster).\n\n"
+            + table(["op", "D", "T", "baseline ms", "trial ms", "trial speed-up"], rows))
+
+
+def trial_tables(data: dict) -> list[str]:
+    """The tables of one trial JSON: a kernel bench's checks, prefill and decoding; a transition-kernel
+    ablation; or a trial's forwards against its baseline."""
+    if "baseline_records" in data:
+        return [against_baseline(data["records"], data["baseline_records"])]
+    if data["records"] and "variant" in data["records"][0]:
+        return [transition_ablation(data["records"])]
+    return [kernel_checks(data["checks"]), chunked_prefill(data["records"]), decode_speed(data["records"])]
+
+
 def kernel_trials(results: Path) -> str:
     parts = []
     for path in sorted((results / "bench" / "trials").glob("*.json")):
         data = load(path)
-        parts += [f"### Trial `{path.stem}`", *kernel_header(path, results, data),
-                  kernel_checks(data["checks"]), chunked_prefill(data["records"]), decode_speed(data["records"])]
+        parts += [f"### Trial `{path.stem}`", *kernel_header(path, results, data), *trial_tables(data)]
     if not parts:
         return ""
     return "\n\n".join(["## Kernel trials (not the shipped code)",
