@@ -1,15 +1,17 @@
-"""Where the preparation's transition kernel (`prep._chunk_transition`) spends its time: the kernel
-timed whole and with one part removed at a time, on the GPU (`prep.chunk_transitions`: that kernel
-alone, without the query kernel).
+"""Where the preparation's transition kernel (`prep._chunk_transition`) spends its time, and whether
+a rewrite of one part is faster: the kernel timed whole, with one part removed at a time, and with
+candidate rewrites, on the GPU (`prep.chunk_transitions`: that kernel alone, without the query kernel).
 
     python -m path_eval.bench.transition_ablation --out results/bench/trials/transition_ablation.json
 
-Each variant is `prep.py`'s own source with one textual edit (a loop given no iterations, or a
-precision changed), written to a temporary module and imported, so the kernel measured is always the
-committed one minus that part; an edit whose text is no longer in `prep.py` stops the bench. A removed
-part leaves the rest computing on whatever its buffers hold, so the variants are timings only, never
-results. bf16 k, float32 w as the bench's inputs (`path_eval.bench.kernels.inputs`), B x T = 64K
-tokens at T = 8192, 32 heads of 64 / 16 of 128; triton.testing.do_bench medians.
+Each variant is `prep.py`'s own source with one textual edit, written to a temporary module and
+imported, so the kernel measured is always the committed one with that edit; an edit whose text is no
+longer in `prep.py` stops the bench. A removal (a loop given no iterations, a precision lowered) leaves
+the rest computing on whatever its buffers hold: a timing only, never a result. A candidate computes
+what the shipped kernel computes (tests/bench/test_transition_ablation.py holds it to the shipped
+kernel's outputs under the interpreter), so a faster candidate can replace its part of `prep.py`.
+bf16 k, float32 w as the bench's inputs (`path_eval.bench.kernels.inputs`), B x T = 64K tokens at
+T = 8192, 32 heads of 64 / 16 of 128; triton.testing.do_bench medians.
 """
 from __future__ import annotations
 
@@ -25,23 +27,31 @@ import torch
 from path_eval.bench.kernels import inputs, log
 from path_eval.results.store import write_json_atomic
 
-# (variant, what it removes, the text of prep.py it replaces, the replacement)
+# (variant, kind, what it removes or changes, the text of prep.py it replaces, the replacement)
 EDITS = [
-    ("whole", "nothing", None, None),
-    ("no diagonal substitution", "the 16-step forward substitution of the 16 x 16 diagonal blocks",
+    ("whole", "whole", "nothing", None, None),
+    ("no diagonal substitution", "removal", "the 16-step forward substitution of the 16 x 16 diagonal blocks",
      "    for i in range(SUB):\n", "    for i in range(0):\n"),
-    ("no block rows", "the block forward substitution of the blocks below the diagonal",
+    ("no block rows", "removal", "the block forward substitution of the blocks below the diagonal",
      "    for i in tl.static_range(1, NB):\n", "    for i in tl.static_range(1, 1):\n"),
-    ("no solve", "both parts of the UT solve",
+    ("no solve", "removal", "both parts of the UT solve",
      ("    for i in range(SUB):\n", "    for i in tl.static_range(1, NB):\n"),
      ("    for i in range(0):\n", "    for i in tl.static_range(1, 1):\n")),
-    ("solve in one tf32 pass", "tf32x3 of the block rows' products (one tf32 pass instead)",
+    ("solve in one tf32 pass", "removal", "tf32x3 of the block rows' products (one tf32 pass instead)",
      'SOLVE_PREC="tf32x3"', 'SOLVE_PREC="tf32"'),
-    ("no T W and keys", "T W and the keys at their chunk end (their products and stores)",
+    ("no T W and keys", "removal", "T W and the keys at their chunk end (their products and stores)",
      "    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(D // DB):\n",
      "    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(0):\n"),
-    ("no U", "the transition U = W^T (T W) (its products and stores)",
+    ("no U", "removal", "the transition U = W^T (T W) (its products and stores)",
      "    for rb in tl.static_range(D // DB):\n", "    for rb in tl.static_range(0):\n"),
+    ("diagonal rows from registers", "candidate",
+     "the diagonal blocks loaded once, each substitution step taking its row from registers instead of a load",
+     "    for i in range(SUB):\n"
+     "        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block\n",
+     "    in_row = r[None, None, :]\n"
+     "    a_diag = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + r[None, :, None])\n"
+     "    for i in range(SUB):\n"
+     "        a_i = tl.sum(tl.where(in_row == i, a_diag, 0.0), axis=2)  # row i of each block\n"),
 ]
 
 
@@ -67,7 +77,7 @@ def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         modules = {}
-        for name, _, old, new in EDITS:
+        for name, _, _, old, new in EDITS:
             if old is None:
                 from path_eval.kernels.path_attn import prep as module
             else:
@@ -76,11 +86,11 @@ def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
         for D in head_dims:
             H, B = (32 if D == 64 else 16), 65536 // T
             x = inputs(B, T, H, D, True, False)
-            for name, removed, _, _ in EDITS:
+            for name, kind, what, _, _ in EDITS:
                 module = modules[name]
                 ms = do_bench(lambda: module.chunk_transitions(x["k"], x["w"], x["beta"], 1, 64, False, False),
                               warmup=warmup, rep=rep)
-                records.append(dict(variant=name, removed=removed, D=D, B=B, H=H, T=T, ms=ms))
+                records.append(dict(variant=name, kind=kind, what=what, D=D, B=B, H=H, T=T, ms=ms))
                 log(records[-1])
             del x
             torch.cuda.empty_cache()
