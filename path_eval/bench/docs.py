@@ -442,8 +442,8 @@ def launch_configs(records: list[dict]) -> str:
              "failed" if r["ms"] is None else f"{r['ms']:.2f}"] for r in records]
     return ("The preparation's kernels and the coarse walk's super-chunk transport under each launch configuration "
             "(`preparation`: the whole preparation with the transition kernel's configuration varied; `queries`: "
-            "the same with the query kernel's varied; each with the other kernel at its default; `transport`: the super-chunk transport at S = 8; `transport "
-            "torch`: the torch version it replaced), ms per call.\n\n"
+            "the same with the query kernel's varied; each with the other kernel at its default; `transport`: the "
+            "super-chunk transport at S = 8; `transport torch`: the torch version it replaced), ms per call.\n\n"
             + table(["step", "D", "tokens", "configuration", "ms"], rows))
 
 

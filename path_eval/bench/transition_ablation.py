@@ -27,39 +27,41 @@ import torch
 from path_eval.bench.kernels import inputs, log
 from path_eval.results.store import write_json_atomic
 
-# (variant, kind, what it removes or changes, the text of prep.py it replaces, the replacement)
+DIAGONAL_LOOP = "    for i in range(SUB):\n"
+BLOCK_ROWS_LOOP = "    for i in tl.static_range(1, NB):\n"
+
+# (variant, kind, what it removes or changes, its (text of prep.py, replacement) pairs)
 EDITS = [
-    ("whole", "whole", "nothing", None, None),
+    ("whole", "whole", "nothing", ()),
     ("no diagonal substitution", "removal", "the 16-step forward substitution of the 16 x 16 diagonal blocks",
-     "    for i in range(SUB):\n", "    for i in range(0):\n"),
+     ((DIAGONAL_LOOP, "    for i in range(0):\n"),)),
     ("no block rows", "removal", "the block forward substitution of the blocks below the diagonal",
-     "    for i in tl.static_range(1, NB):\n", "    for i in tl.static_range(1, 1):\n"),
+     ((BLOCK_ROWS_LOOP, "    for i in tl.static_range(1, 1):\n"),)),
     ("no solve", "removal", "both parts of the UT solve",
-     ("    for i in range(SUB):\n", "    for i in tl.static_range(1, NB):\n"),
-     ("    for i in range(0):\n", "    for i in tl.static_range(1, 1):\n")),
+     ((DIAGONAL_LOOP, "    for i in range(0):\n"), (BLOCK_ROWS_LOOP, "    for i in tl.static_range(1, 1):\n"))),
     ("solve in one tf32 pass", "removal", "tf32x3 of the block rows' products (one tf32 pass instead)",
-     'SOLVE_PREC="tf32x3"', 'SOLVE_PREC="tf32"'),
+     (('SOLVE_PREC="tf32x3"', 'SOLVE_PREC="tf32"'),)),
     ("no T W and keys", "removal", "T W and the keys at their chunk end (their products and stores)",
-     "    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(D // DB):\n",
-     "    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(0):\n"),
+     (("    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(D // DB):\n",
+       "    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(0):\n"),)),
     ("no U", "removal", "the transition U = W^T (T W) (its products and stores)",
-     "    for rb in tl.static_range(D // DB):\n", "    for rb in tl.static_range(0):\n"),
+     (("    for rb in tl.static_range(D // DB):\n", "    for rb in tl.static_range(0):\n"),)),
     ("diagonal rows from registers", "candidate",
      "the diagonal blocks loaded once, each substitution step taking its row from registers instead of a load",
-     "    for i in range(SUB):\n"
-     "        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block\n",
-     "    in_row = r[None, None, :]\n"
-     "    a_diag = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + r[None, :, None])\n"
-     "    for i in range(SUB):\n"
-     "        a_i = tl.sum(tl.where(in_row == i, a_diag, 0.0), axis=2)  # row i of each block\n"),
+     ((DIAGONAL_LOOP
+       + "        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block\n",
+       "    in_row = r[None, None, :]\n"
+       "    a_diag = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + r[None, :, None])\n"
+       + DIAGONAL_LOOP
+       + "        a_i = tl.sum(tl.where(in_row == i, a_diag, 0.0), axis=2)  # row i of each block\n"),)),
 ]
 
 
-def variant_module(name: str, old, new, folder: Path):
-    """prep.py with `old` replaced by `new` (tuples: several edits), imported as its own module."""
+def variant_module(name: str, pairs, folder: Path):
+    """prep.py with each (text, replacement) of `pairs` applied, imported as its own module."""
     from path_eval.kernels.path_attn import prep
     source = Path(prep.__file__).read_text()
-    for o, n in zip(*((old, new) if isinstance(old, tuple) else ((old,), (new,)))):
+    for o, n in pairs:
         if source.count(o) != 1:
             raise SystemExit(f"variant {name!r}: its text is no longer in prep.py once ({o.strip()!r}); update EDITS")
         source = source.replace(o, n)
@@ -74,19 +76,14 @@ def variant_module(name: str, old, new, folder: Path):
 
 def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
     from triton.testing import do_bench
+    from path_eval.kernels.path_attn import prep
     records = []
     with tempfile.TemporaryDirectory() as tmp:
-        modules = {}
-        for name, _, _, old, new in EDITS:
-            if old is None:
-                from path_eval.kernels.path_attn import prep as module
-            else:
-                module = variant_module(name, old, new, Path(tmp))
-            modules[name] = module
+        modules = {name: variant_module(name, pairs, Path(tmp)) if pairs else prep for name, _, _, pairs in EDITS}
         for D in head_dims:
             H, B = (32 if D == 64 else 16), 65536 // T
             x = inputs(B, T, H, D, True, False)
-            for name, kind, what, _, _ in EDITS:
+            for name, kind, what, _ in EDITS:
                 module = modules[name]
                 ms = do_bench(lambda: module.chunk_transitions(x["k"], x["w"], x["beta"], 1, 64, False, False),
                               warmup=warmup, rep=rep)
