@@ -13,8 +13,10 @@
 #   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments; WT_S=0 skips the tests),
 # launch (path_eval.bench.launch_configs: the preparation's and the super-chunk transport's launch configurations timed;
 #   LC_ARGS="--parts decode" LC_OUT=decode_launch_configs the decoding step's),
-# ablation (path_eval.bench.transition_ablation: the transition kernel with one part removed at a time; AB_S= the limit,
+# ablation (path_eval.bench.transition_ablation: the transition kernel with one part removed at a time and candidate
+#   rewrites; AB_ARGS= its arguments (--kinds candidate: the whole kernel and the candidates only); AB_S= the limit,
 #   150 s: seven variants compile per head dim, and 70 s on a cold machine were not enough),
+# apply (the ablation's candidate named by APPLY= written into prep.py, for the test steps after it),
 # decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
 #   DT_S= the limit, 150 s),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments),
@@ -52,7 +54,8 @@ for step in "$@"; do
       timeout ${WB_S:-360} python3 -m path_eval.bench.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
         --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
     launch) timeout ${LC_S:-300} python3 -m path_eval.bench.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
-    ablation) timeout ${AB_S:-150} python3 -m path_eval.bench.transition_ablation --out "$OUT/transition_ablation.json" ;;
+    ablation) timeout ${AB_S:-150} python3 -m path_eval.bench.transition_ablation ${AB_ARGS:-} --out "$OUT/transition_ablation.json" ;;
+    apply) python3 -m path_eval.bench.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m path_eval.bench.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;

@@ -65,17 +65,23 @@ def test_preparation_kernel_matches_torch_preparation(shape):
     assert rel(got.transport.U.double().cpu(), ref_t.U) <= 1e-5
 
 
-def test_preparation_kernel_with_correlated_w_rows():
-    """Nearly parallel w rows with beta near 2 make (I + A) ill-conditioned: the kernel's solve
-    (16-row forward substitution, then block forward substitution for the blocks below) stays
-    within 1e-4 of float64 in float32 arithmetic, a bound that a whole-chunk float32 forward
-    substitution does not meet."""
-    B, T, HQ, H, D, C = 1, 128, 2, 2, 32, 64
+def correlated_w_inputs(B=1, T=128, HQ=2, H=2, D=32):
+    """`random_inputs` with nearly parallel w rows and beta near 2: an ill-conditioned I + A."""
     x = random_inputs("path", B, T, HQ, H, D, seed=12)
     g = torch.Generator().manual_seed(13)
     base = torch.randn(B, 1, H, D, generator=g, dtype=torch.float64)
     x.w = torch.nn.functional.normalize(0.9 * base + 0.1 * torch.randn(B, T, H, D, generator=g, dtype=torch.float64), dim=-1)
     x.beta = 2 - 1e-4 * torch.rand(B, T, H, generator=g, dtype=torch.float64)
+    return x
+
+
+def test_preparation_kernel_with_correlated_w_rows():
+    """Nearly parallel w rows with beta near 2 make (I + A) ill-conditioned: the kernel's solve
+    (16-row forward substitution, then block forward substitution for the blocks below) stays
+    within 1e-4 of float64 in float32 arithmetic, a bound that a whole-chunk float32 forward
+    substitution does not meet."""
+    C = 64
+    x = correlated_w_inputs()
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     args = as_dtype(x, torch.float32)
     got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
