@@ -4,8 +4,8 @@ batch x query head) for its queries, so the forward's fixed cost is a pass over 
 passes over k and w (group = query heads per key head).
 
 Per chunk of C rows, with W the chunk's w rows and A = strict_tril(diag(beta) W W^T):
-  T = (I + A)^-1 diag(beta)      16-row diagonal blocks by forward substitution in float32 vector
-                                 arithmetic, the blocks below by block forward substitution
+  T = (I + A)^-1 diag(beta)      16-row diagonal blocks by the recursive block inverse (batched
+                                 products), the blocks below by block forward substitution
   TW = T W,  U = W^T TW          the chunk's transition: moving a query through it is r <- r - r U
   Cm = T strict_tril(W K^T),  k_end = K - Cm^T W          keys transported to their chunk end
   per query head: QW = tril(Q W^T),
@@ -74,6 +74,24 @@ def _input_product(a, b, IN_PREC: tl.constexpr, PREC: tl.constexpr, ROUND: tl.co
 
 
 @triton.jit
+def _block_row(x_tile, a_tile, i: tl.constexpr, x0, x1, x2, C: tl.constexpr, SUB: tl.constexpr,
+               SOLVE_PREC: tl.constexpr):
+    """Block row i (1 to 3) of X = (I + A)^-1, SUB x C, from the block rows above it, x0 to x_{i-1}
+    (later arguments unused), and x_tile holding Xb (the inverted diagonal blocks D_k^-1): Xb's row i
+    minus D_i^-1 sum_k A_ik x_k, whose columns from block i on are exact zeros."""
+    r = tl.arange(0, SUB)
+    ci = tl.arange(0, C)
+    rows_i = i * SUB + r
+    acc = tl.dot(tl.load(a_tile + rows_i[:, None] * C + r[None, :]), x0, input_precision=SOLVE_PREC)
+    if i > 1:
+        acc = tl.dot(tl.load(a_tile + rows_i[:, None] * C + (SUB + r)[None, :]), x1, acc, input_precision=SOLVE_PREC)
+    if i > 2:
+        acc = tl.dot(tl.load(a_tile + rows_i[:, None] * C + (2 * SUB + r)[None, :]), x2, acc, input_precision=SOLVE_PREC)
+    d_inv = tl.load(x_tile + rows_i[:, None] * C + (i * SUB + r)[None, :])
+    return tl.load(x_tile + rows_i[:, None] * C + ci[None, :]) - tl.dot(d_inv, acc, input_precision=SOLVE_PREC)
+
+
+@triton.jit
 def _chunk_transition(
     K, W, BETA, A_SCRATCH, KE, UO, KE32, U32, TW_OUT, CM_OUT,
     H, a_slot,
@@ -105,38 +123,49 @@ def _chunk_transition(
         A += tl.dot(w_c, tl.trans(w_c), input_precision=IN_PREC)
     A = tl.where(strict, A * beta[:, None], 0.0)
 
-    # X = (I + A)^-1. Diagonal blocks of SUB rows first, by forward substitution in float32 vector
-    # arithmetic (all blocks at once, a row of each per step). The rows of A are read back from
-    # this chunk's slot of A_SCRATCH (a C x C tile `a_slot` elements apart per chunk, in a buffer
-    # written for good later), which hands each step its row in the layout the product wants
-    # instead of extracting it from registers.
+    # X = (I + A)^-1. Diagonal blocks of SUB rows first, all at once, by the recursive block
+    # inverse: with X the inverse of its diagonal blocks of size h, X - X M X inverts its blocks of
+    # size 2h, M holding A's entries inside those but outside the blocks of size h (the 2 x 2 block
+    # formula [[X11, 0], [-X22 A21 X11, X22]] for every pair at once); h = 1, 2, 4, 8, six batched
+    # tf32x3 products in a chain four levels deep, where forward substitution takes 16 dependent
+    # vector steps (0.78x / 0.87x the kernel's time at D = 64 / 128, with the block rows below;
+    # results/bench/trials/transition_candidates_h200.json), and as accurate on ill-conditioned
+    # I + A (the correlated-w tests). The doubling product (I - A)(I + A^2)(I + A^4)(I + A^8), a
+    # little faster, is not: powers of A grow without bound there. The blocks of A come from this chunk's
+    # slot of A_SCRATCH (a C x C tile `a_slot` elements apart per chunk, in a buffer written for
+    # good later), in the layout the products want.
+    tl.static_assert(SUB == 16, "the recursive block inverse below has four levels: 16-row blocks")
     NB: tl.constexpr = C // SUB
     nb = tl.arange(0, NB)
     r = tl.arange(0, SUB)
     a_tile = A_SCRATCH + scratch * a_slot
     tl.store(a_tile + ci[:, None] * C + ci[None, :], A)
     tl.debug_barrier()
-    X_diag = tl.zeros([NB, SUB, SUB], tl.float32)
-    for i in range(SUB):
-        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block
-        x_i = tl.where((r == i)[None, :], 1.0, 0.0) - tl.sum(a_i[:, :, None] * X_diag, axis=1)
-        X_diag = tl.where((r == i)[None, :, None], x_i[:, None, :], X_diag)
+    in_row = r[None, :, None]
+    in_col = r[None, None, :]
+    a_diag = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + in_col)
+    X_diag = tl.where(in_row == in_col, 1.0, 0.0) - tl.where(in_row // 2 == in_col // 2, a_diag, 0.0)
+    for level in tl.static_range(1, 4):
+        M = tl.where((in_row >> (level + 1) == in_col >> (level + 1)) & (in_row >> level != in_col >> level), a_diag, 0.0)
+        X_diag = X_diag - tl.dot(tl.dot(X_diag, M, input_precision=SOLVE_PREC), X_diag, input_precision=SOLVE_PREC)
     same = (nb[:, None] == nb[None, :])[:, :, None, None]
     Xb = tl.reshape(tl.permute(tl.where(same, X_diag[:, None, :, :], 0.0), [0, 2, 1, 3]), [C, C])
     # ... then the blocks below, a block row at a time (block forward substitution):
-    # X_ij = -D_i^-1 sum_{k<i} A_ik X_kj, as products of SUB rows; X lives in Cm's slot meanwhile
+    # X_i = -D_i^-1 sum_{k<i} A_ik X_k, each block row X_k held in registers from its own step, so no
+    # step waits on a store and reload of X; X lives in Cm's slot meanwhile
     x_tile = CM_OUT + scratch * (C * C)
     tl.store(x_tile + ci[:, None] * C + ci[None, :], Xb)
     tl.debug_barrier()
-    for i in tl.static_range(1, NB):
-        rows_i = i * SUB + r
-        before = ci[None, :] < i * SUB
-        a_i = tl.load(a_tile + rows_i[:, None] * C + ci[None, :], mask=before, other=0.0)
-        x_above = tl.load(x_tile + ci[:, None] * C + ci[None, :])  # rows from block i on meet zeros of a_i
-        d_inv = tl.load(x_tile + rows_i[:, None] * C + (i * SUB + r)[None, :])
-        x_i = -tl.dot(d_inv, tl.dot(a_i, x_above, input_precision=SOLVE_PREC), input_precision=SOLVE_PREC)
-        tl.store(x_tile + rows_i[:, None] * C + ci[None, :], x_i, mask=before)
-        tl.debug_barrier()
+    x0 = tl.load(x_tile + r[:, None] * C + ci[None, :])
+    if NB > 1:
+        x1 = _block_row(x_tile, a_tile, 1, x0, x0, x0, C, SUB, SOLVE_PREC)
+        tl.store(x_tile + (SUB + r)[:, None] * C + ci[None, :], x1)
+    if NB > 2:
+        x2 = _block_row(x_tile, a_tile, 2, x0, x1, x1, C, SUB, SOLVE_PREC)
+        tl.store(x_tile + (2 * SUB + r)[:, None] * C + ci[None, :], x2)
+        x3 = _block_row(x_tile, a_tile, 3, x0, x1, x2, C, SUB, SOLVE_PREC)
+        tl.store(x_tile + (3 * SUB + r)[:, None] * C + ci[None, :], x3)
+    tl.debug_barrier()
     X = tl.load(x_tile + ci[:, None] * C + ci[None, :])
     tl.debug_barrier()  # every row of X read before Cm takes the slot
     Tm = _tf32(X * beta[None, :], ROUND_TF32)               # T = (I + A)^-1 diag(beta)

@@ -27,141 +27,60 @@ import torch
 from path_eval.bench.kernels import inputs, log
 from path_eval.results.store import write_atomic, write_json_atomic
 
-DIAGONAL_LOOP = "    for i in range(SUB):\n"
-BLOCK_ROWS_LOOP = "    for i in tl.static_range(1, NB):\n"
-BLOCK_ROWS = (BLOCK_ROWS_LOOP + """\
-        rows_i = i * SUB + r
-        before = ci[None, :] < i * SUB
-        a_i = tl.load(a_tile + rows_i[:, None] * C + ci[None, :], mask=before, other=0.0)
-        x_above = tl.load(x_tile + ci[:, None] * C + ci[None, :])  # rows from block i on meet zeros of a_i
-        d_inv = tl.load(x_tile + rows_i[:, None] * C + (i * SUB + r)[None, :])
-        x_i = -tl.dot(d_inv, tl.dot(a_i, x_above, input_precision=SOLVE_PREC), input_precision=SOLVE_PREC)
-        tl.store(x_tile + rows_i[:, None] * C + ci[None, :], x_i, mask=before)
-        tl.debug_barrier()
-""")
-# Block row i of X as Xb's row plus -D_i^-1 sum_k<i A_ik X_k, with X_k (16 x C) kept in registers from
-# the steps before: no store, barrier and reload of X between steps, and the products A_ik X_k of
-# rows already made start before the step that needs them.
-BLOCK_ROWS_IN_REGISTERS = """\
-    x0 = tl.load(x_tile + r[:, None] * C + ci[None, :])
-    if NB > 1:
-        x1 = _block_row(x_tile, a_tile, 1, x0, x0, x0, C, SUB, SOLVE_PREC)
-        tl.store(x_tile + (SUB + r)[:, None] * C + ci[None, :], x1)
-    if NB > 2:
-        x2 = _block_row(x_tile, a_tile, 2, x0, x1, x1, C, SUB, SOLVE_PREC)
-        tl.store(x_tile + (2 * SUB + r)[:, None] * C + ci[None, :], x2)
-        x3 = _block_row(x_tile, a_tile, 3, x0, x1, x2, C, SUB, SOLVE_PREC)
-        tl.store(x_tile + (3 * SUB + r)[:, None] * C + ci[None, :], x3)
-    tl.debug_barrier()
-"""
-BLOCK_ROW_HELPER = (
-    "@triton.jit\ndef _chunk_transition(",
-    """@triton.jit
-def _block_row(x_tile, a_tile, i: tl.constexpr, x0, x1, x2, C: tl.constexpr, SUB: tl.constexpr,
-               SOLVE_PREC: tl.constexpr):
-    \"\"\"Block row i (1 to 3) of X = (I + A)^-1 from the block rows above it, x0 to x_{i-1}
-    (later arguments unused): Xb's row i (D_i^-1 on the diagonal) minus D_i^-1 sum_k A_ik x_k, whose
-    columns from block i on are exact zeros.\"\"\"
-    r = tl.arange(0, SUB)
-    ci = tl.arange(0, C)
-    rows_i = i * SUB + r
-    acc = tl.dot(tl.load(a_tile + rows_i[:, None] * C + r[None, :]), x0, input_precision=SOLVE_PREC)
-    if i > 1:
-        acc = tl.dot(tl.load(a_tile + rows_i[:, None] * C + (SUB + r)[None, :]), x1, acc, input_precision=SOLVE_PREC)
-    if i > 2:
-        acc = tl.dot(tl.load(a_tile + rows_i[:, None] * C + (2 * SUB + r)[None, :]), x2, acc, input_precision=SOLVE_PREC)
-    d_inv = tl.load(x_tile + rows_i[:, None] * C + (i * SUB + r)[None, :])
-    return tl.load(x_tile + rows_i[:, None] * C + ci[None, :]) - tl.dot(d_inv, acc, input_precision=SOLVE_PREC)
-
-
-@triton.jit
-def _chunk_transition(""")
-
-DIAGONAL_ROWS_IN_REGISTERS = (
-    (DIAGONAL_LOOP
-     + "        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block\n",
-     "    in_row = r[None, None, :]\n"
-     "    a_diag = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + r[None, :, None])\n"
-     + DIAGONAL_LOOP
-     + "        a_i = tl.sum(tl.where(in_row == i, a_diag, 0.0), axis=2)  # row i of each block\n"),)
-DIAGONAL_UNROLLED = ((DIAGONAL_LOOP, "    for i in tl.static_range(SUB):\n"),)
-BLOCK_ROWS_FROM_REGISTERS = ((BLOCK_ROWS, BLOCK_ROWS_IN_REGISTERS), BLOCK_ROW_HELPER)
-
-DIAGONAL_SUBSTITUTION = (
-    "    X_diag = tl.zeros([NB, SUB, SUB], tl.float32)\n"
-    + DIAGONAL_LOOP
-    + "        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])  # row i of each block\n"
-    "        x_i = tl.where((r == i)[None, :], 1.0, 0.0) - tl.sum(a_i[:, :, None] * X_diag, axis=1)\n"
-    "        X_diag = tl.where((r == i)[None, :, None], x_i[:, None, :], X_diag)\n")
+TREE_LEVELS = "    for level in tl.static_range(1, 4):\n"
+TREE = (
+    "    X_diag = tl.where(in_row == in_col, 1.0, 0.0) - tl.where(in_row // 2 == in_col // 2, a_diag, 0.0)\n"
+    + TREE_LEVELS
+    + "        M = tl.where((in_row >> (level + 1) == in_col >> (level + 1)) & (in_row >> level != in_col >> level), a_diag, 0.0)\n"
+    "        X_diag = X_diag - tl.dot(tl.dot(X_diag, M, input_precision=SOLVE_PREC), X_diag, input_precision=SOLVE_PREC)\n")
+BLOCK_ROWS = ("    if NB > 1:\n", "    if NB > 2:\n")
 # (I + A)^-1 = (I - A)(I + A^2)(I + A^4)(I + A^8) for a strictly lower 16 x 16 block (A^16 = 0): six
-# batched products on the tensor cores, four deep, instead of sixteen dependent vector steps.
-DIAGONAL_BY_DOUBLING = ((DIAGONAL_SUBSTITUTION, """\
-    in_row = r[None, :, None]
-    P = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + r[None, None, :])
-    X_diag = tl.where(in_row == r[None, None, :], 1.0, 0.0) - P
+# batched products like the tree's but only four deep; powers of A, whose entries grow without bound
+# where I + A is ill-conditioned.
+DIAGONAL_BY_DOUBLING = ((TREE, """\
+    P = a_diag
+    X_diag = tl.where(in_row == in_col, 1.0, 0.0) - P
     for s in tl.static_range(3):
         P = tl.dot(P, P, input_precision=SOLVE_PREC)
         X_diag = tl.dot(X_diag, P, X_diag, input_precision=SOLVE_PREC)
 """),)
 
-# The recursive block inverse of each 16 x 16 diagonal block: with X the inverse of its diagonal
-# blocks of size h, X - X M X inverts its blocks of size 2h, M holding A's entries in those blocks but
-# outside the blocks of size h (the block-2 x 2 formula [[X11, 0], [-X22 A21 X11, X22]] for every pair
-# at once). Four levels (h = 1, 2, 4, 8), six batched products, as stable as block forward
-# substitution: no powers of A, whose entries grow without bound where I + A is ill-conditioned.
-DIAGONAL_BY_TREE = ((DIAGONAL_SUBSTITUTION, """\
-    in_row = r[None, :, None]
-    in_col = r[None, None, :]
-    a_diag = tl.load(a_tile + (nb[:, None, None] * SUB + in_row) * C + nb[:, None, None] * SUB + in_col)
-    X_diag = tl.where(in_row == in_col, 1.0, 0.0) - tl.where(in_row // 2 == in_col // 2, a_diag, 0.0)
-    for level in tl.static_range(1, 4):
-        M = tl.where((in_row >> (level + 1) == in_col >> (level + 1)) & (in_row >> level != in_col >> level), a_diag, 0.0)
-        X_diag = X_diag - tl.dot(tl.dot(X_diag, M, input_precision=SOLVE_PREC), X_diag, input_precision=SOLVE_PREC)
+# The 16-step forward substitution the tree replaced (all blocks at once, a row of each per step, each
+# step loading its rows of A), to time the two side by side.
+DIAGONAL_BY_SUBSTITUTION = ((TREE, """\
+    X_diag = tl.zeros([NB, SUB, SUB], tl.float32)
+    for i in range(SUB):
+        a_i = tl.load(a_tile + (nb * SUB + i)[:, None] * C + (nb * SUB)[:, None] + r[None, :])
+        x_i = tl.where((r == i)[None, :], 1.0, 0.0) - tl.sum(a_i[:, :, None] * X_diag, axis=1)
+        X_diag = tl.where((r == i)[None, :, None], x_i[:, None, :], X_diag)
 """),)
 
 KINDS = ("whole", "removal", "candidate", "unstable")
 # (variant, kind, what it removes or changes, its (text of prep.py, replacement) pairs). kind: "whole" the
 # shipped kernel, "removal" a part taken out (timing only), "candidate" a rewrite that computes what the
 # shipped kernel does, "unstable" a rewrite that does so on well-conditioned inputs only (kept to show
-# what it would save; tests/bench/test_transition_ablation.py holds each kind to its claim).
+# what it would save; tests/bench/test_transition_ablation.py holds each kind to its claim). Rewrites
+# timed against earlier forms of the kernel, and what became of them: kernels/README.md, "Preparation".
 EDITS = [
     ("whole", "whole", "nothing", ()),
-    ("no diagonal substitution", "removal", "the 16-step forward substitution of the 16 x 16 diagonal blocks",
-     ((DIAGONAL_LOOP, "    for i in range(0):\n"),)),
+    ("no diagonal inverse", "removal", "the three upper levels of the 16 x 16 diagonal blocks' tree inverse",
+     ((TREE_LEVELS, "    for level in tl.static_range(1, 1):\n"),)),
     ("no block rows", "removal", "the block forward substitution of the blocks below the diagonal",
-     ((BLOCK_ROWS_LOOP, "    for i in tl.static_range(1, 1):\n"),)),
+     tuple((text, "    if NB > 4:\n") for text in BLOCK_ROWS)),
     ("no solve", "removal", "both parts of the UT solve",
-     ((DIAGONAL_LOOP, "    for i in range(0):\n"), (BLOCK_ROWS_LOOP, "    for i in tl.static_range(1, 1):\n"))),
-    ("solve in one tf32 pass", "removal", "tf32x3 of the block rows' products (one tf32 pass instead)",
+     ((TREE_LEVELS, "    for level in tl.static_range(1, 1):\n"),) + tuple((text, "    if NB > 4:\n") for text in BLOCK_ROWS)),
+    ("solve in one tf32 pass", "removal", "tf32x3 of the solve's products (one tf32 pass instead)",
      (('SOLVE_PREC="tf32x3"', 'SOLVE_PREC="tf32"'),)),
     ("no T W and keys", "removal", "T W and the keys at their chunk end (their products and stores)",
      (("    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(D // DB):\n",
        "    tw_tile = TW_OUT + scratch * (C * D)\n    for c in tl.static_range(0):\n"),)),
     ("no U", "removal", "the transition U = W^T (T W) (its products and stores)",
      (("    for rb in tl.static_range(D // DB):\n", "    for rb in tl.static_range(0):\n"),)),
-    ("diagonal rows from registers", "candidate",
-     "the diagonal blocks loaded once, each substitution step taking its row from registers instead of a load",
-     DIAGONAL_ROWS_IN_REGISTERS),
-    ("diagonal loop unrolled", "candidate",
-     "the 16-step substitution unrolled, so that its loads of rows (independent of the steps) can be issued early",
-     DIAGONAL_UNROLLED),
-    ("block rows from registers", "candidate",
-     "each block row of X made from the rows above it held in registers, without a store and reload per step",
-     BLOCK_ROWS_FROM_REGISTERS),
+    ("diagonal blocks by substitution", "candidate",
+     "the 16 x 16 diagonal blocks by the 16-step forward substitution the tree replaced", DIAGONAL_BY_SUBSTITUTION),
     ("diagonal blocks by doubling", "unstable",
-     "the diagonal blocks inverted as (I - A)(I + A^2)(I + A^4)(I + A^8), batched products instead of 16 steps",
+     "the diagonal blocks inverted as (I - A)(I + A^2)(I + A^4)(I + A^8), batched products four deep instead of six",
      DIAGONAL_BY_DOUBLING),
-    ("doubling and block rows", "unstable", "the doubling product and the block rows from registers",
-     DIAGONAL_BY_DOUBLING + BLOCK_ROWS_FROM_REGISTERS),
-    ("diagonal blocks by a tree", "candidate",
-     "each diagonal block inverted by the recursive block formula, four levels of batched products",
-     DIAGONAL_BY_TREE),
-    ("tree and block rows", "candidate", "the tree inverse and the block rows from registers",
-     DIAGONAL_BY_TREE + BLOCK_ROWS_FROM_REGISTERS),
-    ("register rows and block rows", "candidate", "both rewrites from registers",
-     DIAGONAL_ROWS_IN_REGISTERS + BLOCK_ROWS_FROM_REGISTERS),
-    ("unrolled and block rows", "candidate", "the unrolled substitution and the block rows from registers",
-     DIAGONAL_UNROLLED + BLOCK_ROWS_FROM_REGISTERS),
 ]
 
 
