@@ -13,7 +13,7 @@ Per chunk a program reads the chunk's float32 keys and T W and its w (at D = 128
 float32 keys and T W), where the torch version, through `segment_transport`'s scan, reads every
 chunk's float32 U (D x D) and makes D x D suffix products.
 Rows of S are independent (S P only mixes columns), so D splits across programs without
-communication; DR = `prep.column_block(D)`.
+communication; DR = `_transport_rows(D)`.
 
 Precision as in the preparation: float32 inputs in tf32x3; 16-bit inputs in one tf32 pass whose
 float32 factors are rounded to nearest tf32 first (`prep._tf32`; T W comes rounded). The keys and
@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.prep import _tf32, column_block, product_precision
+from path_eval.kernels.path_attn.prep import _tf32, product_precision
 
 
 @triton.jit
@@ -36,11 +36,11 @@ def _super_chunk_transport(
     D: tl.constexpr, C: tl.constexpr, SIZE: tl.constexpr, DR: tl.constexpr, PREC: tl.constexpr,
     ROUND_TF32: tl.constexpr,
 ):
-    sc = tl.program_id(0).to(tl.int64)
-    pid_bh = tl.program_id(1)
+    sc = tl.program_id(1).to(tl.int64)
+    pid_bh = tl.program_id(2)
     b = (pid_bh // H).to(tl.int64)
     h = (pid_bh % H).to(tl.int64)
-    rows = tl.program_id(2) * DR + tl.arange(0, DR)                 # rows of S this program owns
+    rows = tl.program_id(0) * DR + tl.arange(0, DR)                 # rows of S this program owns
     d = tl.arange(0, D)
     ci = tl.arange(0, C)
     eye = tl.where(rows[:, None] == d[None, :], 1.0, 0.0)
@@ -62,11 +62,20 @@ def _super_chunk_transport(
 
 
 def _transport_launch() -> dict:
-    """4 warps and no software pipelining of the chunk loop (its three D-wide float32 loads per stage
-    would take 96 KB of shared memory at D = 128): the fastest of those timed on an H200
-    (results/bench/launch_configs.json: 1.75 ms at D = 128 and 0.66 ms at D = 64 for 64K tokens,
-    against 2.25 and 1.09 ms at 8 warps)."""
-    return dict(num_warps=4, num_stages=1)
+    """4 warps, the chunk loop pipelined over two stages: with 32 rows of S a program
+    (`_transport_rows`) the fastest of those timed on an H200 (results/bench/launch_configs.json, 64K
+    tokens at S = 8: 1.35 ms at D = 128 and 0.59 ms at D = 64, against 1.60 and 0.65 ms for 64 rows
+    at one stage, the launch before, and 2.2 ms and 0.83 ms for 64 rows at two stages, whose
+    D-wide float32 loads then fill shared memory)."""
+    return dict(num_warps=4, num_stages=2)
+
+
+def _transport_rows(head_dim: int) -> int:
+    """Rows of the suffix product S per program: 32 (all of them below D = 32). Each program reads
+    its super-chunk's keys, w and T W whole, so more row blocks read them again, from L2 (they
+    launch together); with 32 rows twice the programs of 64 hide the chunk loop's latency (16 rows:
+    1.18x / 1.39x the time of 32 at D = 128 / 64, results/bench/launch_configs.json)."""
+    return min(head_dim, 32)
 
 
 def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch.dtype):
@@ -81,8 +90,8 @@ def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch
     if w.stride(-1) != 1:
         w = w.contiguous()
     prec, round_tf32 = product_precision(dtype)
-    DR = column_block(D)
-    _super_chunk_transport[(count, B * H, D // DR)](
+    DR = _transport_rows(D)
+    _super_chunk_transport[(D // DR, count, B * H)](  # a super-chunk's row blocks launch together: one read of its inputs from HBM
         k32, w, tw, keys, U, H,
         k32.stride(0), k32.stride(1), k32.stride(2), w.stride(0), w.stride(1), w.stride(2),
         tw.stride(0), tw.stride(1), tw.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),

@@ -38,6 +38,10 @@ TRANSITION = [dict(num_warps=4, maxnreg=168), dict(num_warps=4), dict(num_warps=
 QUERIES = [dict(num_warps=4), dict(num_warps=4, maxnreg=128), dict(num_warps=8)]
 TRANSPORT = [dict(num_warps=4, num_stages=1), dict(num_warps=8, num_stages=1), dict(num_warps=8, num_stages=1, maxnreg=128),
              dict(num_warps=8, num_stages=2)]
+# Rows of S per transport program (`coarse._transport_rows`), each with 4 warps and 1 or 2 stages: fewer
+# rows, more programs (their shared inputs read from L2) to hide the chunk loop's latency.
+TRANSPORT_ROWS = [(64, dict(num_warps=4, num_stages=2))] + [(rows, dict(num_warps=4, num_stages=stages))
+                                                           for rows in (32, 16) for stages in (1, 2)]
 
 
 DECODE = [dict(BN=bn, STAGES=stages, num_warps=warps) for bn in (64, 128) for stages in (1, 3) for warps in (4, 8)]
@@ -80,48 +84,69 @@ def _timed(fn, warmup: int, rep: int) -> float | None:
     return _or_none(lambda: do_bench(fn, warmup=warmup, rep=rep))
 
 
-def measure(head_dims, T: int, warmup: int, rep: int) -> list[dict]:
-    from path_eval.kernels.path_attn import coarse, prep
-    from path_eval.kernels.path_attn.chunks import super_chunk_transport
+def measure(head_dims, T: int, warmup: int, rep: int, parts=("prep", "transport")) -> list[dict]:
     records = []
     for D in head_dims:
         H, B = (32 if D == 64 else 16), 65536 // T
         x = inputs(B, T, H, D, True, False)
-        q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
-        default_t, default_q = prep._transition_launch, prep._queries_launch
-        try:
-            for step, configs, slot in (("preparation", TRANSITION, "_transition_launch"),
-                                        ("queries", QUERIES, "_queries_launch")):
-                prep._transition_launch, prep._queries_launch = default_t, default_q  # one kernel varied at a time
-                for config in configs:
-                    setattr(prep, slot, lambda c=config: c)
-                    ms = _timed(lambda: prep.prepare_path(q, k, w, beta, 64, False), warmup, rep)
-                    records.append(dict(step=step, D=D, B=B, H=H, T=T, config=config, ms=ms))
-                    log(records[-1])
-        finally:
-            prep._transition_launch, prep._queries_launch = default_t, default_q
-        size = 8
-        count = (T // 64 - 1) // size
-        prepared = prep.prepare_path(q, k, w, beta, 64, True, coarse=True)
-        default_c = coarse._transport_launch
-        try:
-            for config in TRANSPORT:
-                coarse._transport_launch = lambda c=config: c
-                ms = _timed(lambda: coarse.super_chunk_transport_triton(prepared.k32, w, prepared.tw, size, count, q.dtype),
-                            warmup, rep)
-                records.append(dict(step="transport", D=D, B=B, H=H, T=T, super_chunks=size, config=config, ms=ms))
-                log(records[-1])
-        finally:
-            coarse._transport_launch = default_c
-
-        def torch_transport():
-            keys, U = super_chunk_transport(prepared.transport, size, count)
-            return keys.to(q.dtype), U.to(q.dtype)
-        records.append(dict(step="transport torch", D=D, B=B, H=H, T=T, super_chunks=size, config=None,
-                            ms=_timed(torch_transport, warmup, rep)))
-        log(records[-1])
-        del x, q, k, w, beta, prepared
+        if "prep" in parts:
+            records += measure_preparation(x, D, B, H, T, warmup, rep)
+        if "transport" in parts:
+            records += measure_transport(x, D, B, H, T, warmup, rep)
+        del x
         torch.cuda.empty_cache()
+    return records
+
+
+def measure_preparation(x, D, B, H, T, warmup, rep) -> list[dict]:
+    """`prepare_path` with the transition kernel's launch varied and the query kernel's fixed, then
+    the reverse."""
+    from path_eval.kernels.path_attn import prep
+    q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
+    records = []
+    default_t, default_q = prep._transition_launch, prep._queries_launch
+    try:
+        for step, configs, slot in (("preparation", TRANSITION, "_transition_launch"),
+                                    ("queries", QUERIES, "_queries_launch")):
+            prep._transition_launch, prep._queries_launch = default_t, default_q  # one kernel varied at a time
+            for config in configs:
+                setattr(prep, slot, lambda c=config: c)
+                ms = _timed(lambda: prep.prepare_path(q, k, w, beta, 64, False), warmup, rep)
+                records.append(dict(step=step, D=D, B=B, H=H, T=T, config=config, ms=ms))
+                log(records[-1])
+    finally:
+        prep._transition_launch, prep._queries_launch = default_t, default_q
+    return records
+
+
+def measure_transport(x, D, B, H, T, warmup, rep) -> list[dict]:
+    """`super_chunk_transport_triton` at S = 8 under each launch (at the default rows per program),
+    then each rows-per-program candidate, beside the torch version it replaced."""
+    from path_eval.kernels.path_attn import coarse, prep
+    from path_eval.kernels.path_attn.chunks import super_chunk_transport
+    q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
+    size = 8
+    count = (T // 64 - 1) // size
+    prepared = prep.prepare_path(q, k, w, beta, 64, True, coarse=True)
+    records = []
+    default_launch, default_rows = coarse._transport_launch, coarse._transport_rows
+    candidates = [(default_rows(D), config) for config in TRANSPORT] + [c for c in TRANSPORT_ROWS if c[0] <= D]
+    try:
+        for rows, config in candidates:
+            coarse._transport_launch, coarse._transport_rows = (lambda c=config: c), (lambda d, r=rows: r)
+            ms = _timed(lambda: coarse.super_chunk_transport_triton(prepared.k32, w, prepared.tw, size, count, q.dtype),
+                        warmup, rep)
+            records.append(dict(step="transport", D=D, B=B, H=H, T=T, super_chunks=size, rows=rows, config=config, ms=ms))
+            log(records[-1])
+    finally:
+        coarse._transport_launch, coarse._transport_rows = default_launch, default_rows
+
+    def torch_transport():
+        keys, U = super_chunk_transport(prepared.transport, size, count)
+        return keys.to(q.dtype), U.to(q.dtype)
+    records.append(dict(step="transport torch", D=D, B=B, H=H, T=T, super_chunks=size, config=None,
+                        ms=_timed(torch_transport, warmup, rep)))
+    log(records[-1])
     return records
 
 
@@ -132,17 +157,18 @@ def main(argv=None) -> None:
     p.add_argument("--length", type=int, default=8192)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--rep", type=int, default=50)
-    p.add_argument("--parts", default="prep", help="prep (the preparation and transport), decode, or both")
+    p.add_argument("--parts", default="prep,transport",
+                   help="prep (the preparation's two kernels), transport (the super-chunk transport), decode")
     args = p.parse_args(argv)
     parts = args.parts.split(",")
-    if set(parts) - {"prep", "decode"}:
-        p.error(f"--parts takes prep and decode, not {args.parts}")
+    if set(parts) - {"prep", "transport", "decode"}:
+        p.error(f"--parts takes prep, transport and decode, not {args.parts}")
     import triton
     out = {"machine": torch.cuda.get_device_name(), "host": platform.node(), "torch": torch.__version__,
            "triton": triton.__version__,
            "command": "python -m path_eval.bench.launch_configs " + " ".join(argv or __import__("sys").argv[1:]),
-           "records": (measure([int(d) for d in args.head_dims.split(",")], args.length, args.warmup, args.rep)
-                       if "prep" in parts else []) + (measure_decode(DECODE_SHAPES) if "decode" in parts else [])}
+           "records": (measure([int(d) for d in args.head_dims.split(",")], args.length, args.warmup, args.rep, parts)
+                       if {"prep", "transport"} & set(parts) else []) + (measure_decode(DECODE_SHAPES) if "decode" in parts else [])}
     write_json_atomic(out, Path(args.out))
     for r in out["records"]:
         print(f"{r['step']:16s} D={r['D']:3d} B={r['B']} T={r['T']:<6d} {json.dumps(r['config']):55s} "

@@ -175,13 +175,18 @@ def test_coarse_walk_matches_definition(case):
         assert rel(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
 
 
+@pytest.mark.parametrize("rows", [None, 16], ids=["default rows", "16 rows a program"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("shape", [(2, 144, 2, 32, 16, 2), (1, 208, 1, 128, 16, 4)],
                          ids=lambda s: "B{}T{}H{}D{}C{}S{}".format(*s))
-def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype):
+def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype, rows, monkeypatch):
     """The coarse walk's super-chunk keys and U_super from the WY form (`coarse.py`, D split in row
-    blocks at D = 128) against the dense suffix products of `chunks.super_chunk_transport` in
-    float64; 16-bit outputs are rounded once, so their error is about one rounding."""
+    blocks of `coarse._transport_rows`, or of 16 rows as the launch bench times them) against the
+    dense suffix products of `chunks.super_chunk_transport` in float64; 16-bit outputs are rounded
+    once, so their error is about one rounding."""
+    from path_eval.kernels.path_attn import coarse
+    if rows is not None:
+        monkeypatch.setattr(coarse, "_transport_rows", lambda head_dim: rows)
     B, T, H, D, C, size = shape
     count = (T // C - 1) // size
     x = random_inputs("path", B, T, H, H, D, seed=T + D)
