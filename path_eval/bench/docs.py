@@ -350,6 +350,32 @@ def forward_speed(records: list[dict]) -> str:
                     + ["ours / best SDPA (PaTH / PaTH-FoX)", "ours / fla (PaTH / PaTH-FoX)", "prep ms"], rows))
 
 
+def forward_targets(data: dict) -> str:
+    """PaTH forward ms per (D, T) at the record's revision, at the revisions before it, fla's and the
+    faster SDPA's, and the speed ratios that issue 18's targets name."""
+    def ms(records, op, impl, d, t):
+        return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, impl, d, t)), None)
+
+    revisions = data["revisions"]
+    earlier = [key for key in ("baseline_records", "records_01c2062") if key in data]
+    rows = []
+    for d, t in sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == "path_fwd"}, key=lambda s: (-s[0], s[1])):
+        ours = ms(data["records"], "path_fwd", "path-eval", d, t)
+        fla = ms(data.get("fla_records", []), "path_fwd", "fla", d, t)
+        sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
+                   if v is not None)
+        before = [ms(data[key], "path_fwd", "path-eval", d, t) for key in earlier]
+        rows.append([str(d), kilo(t), *(f"{v:.2f}" for v in before), f"{ours:.2f}",
+                     "-" if fla is None else f"{fla:.2f}", f"{sdpa:.2f}", ratio(sdpa / ours),
+                     "-" if fla is None else ratio(fla / ours)])
+    names = [f"PaTH ms at {revisions[key]}" for key in earlier] + [f"PaTH ms at {revisions['records']}"]
+    return ("Our PaTH forward at this revision and the ones before it, beside fla's `parallel_path_attn` and the "
+            "faster SDPA backend (ms per call; the speed ratios as issue 18's targets name them: above 1 ours is "
+            "faster). Targets: at D = 128 at least 1.5x fla and 0.45x SDPA from 8K, never slower than fla from "
+            "4K; at D = 64 at least 0.5x SDPA at 8K and 0.6x from 16K.\n\n"
+            + table(["D", "T", *names, "fla ms", "best SDPA ms", "ours x SDPA speed", "ours x fla speed"], rows))
+
+
 def coarse_walk(records: list[dict]) -> str | None:
     """PaTH / PaTH-FoX forward ms by the coarse walk's super-chunk size S, when the records sweep S
     (`path_eval.bench.kernels --super-chunks`), beside fla and the faster SDPA of the same session;
@@ -437,14 +463,15 @@ def decode_launch_configs(records: list[dict]) -> str:
 
 def launch_configs(records: list[dict]) -> str:
     """ms per call of each kernel step under each launch configuration `path_eval.bench.launch_configs` timed."""
-    rows = [[r["step"], str(r["D"]), kilo(r["B"] * r["T"]),
+    rows = [[r["step"], str(r["D"]), kilo(r["B"] * r["T"]), str(r.get("rows", "-")),
              "-" if r["config"] is None else ", ".join(f"{k}={v}" for k, v in r["config"].items()),
              "failed" if r["ms"] is None else f"{r['ms']:.2f}"] for r in records]
     return ("The preparation's kernels and the coarse walk's super-chunk transport under each launch configuration "
             "(`preparation`: the whole preparation with the transition kernel's configuration varied; `queries`: "
             "the same with the query kernel's varied; each with the other kernel at its default; `transport`: the "
-            "super-chunk transport at S = 8; `transport torch`: the torch version it replaced), ms per call.\n\n"
-            + table(["step", "D", "tokens", "configuration", "ms"], rows))
+            "super-chunk transport at S = 8, with its rows of S per program where recorded; `transport torch`: the "
+            "torch version it replaced), ms per call.\n\n"
+            + table(["step", "D", "tokens", "rows", "configuration", "ms"], rows))
 
 
 def forward_autotune(records: list[dict]) -> str:
@@ -473,8 +500,10 @@ def kernels(results: Path) -> str:
         sweep = coarse_walk(walk["records"])
         if sweep is not None:
             walks += [*kernel_header(walk_path, results, walk), sweep]
-    launch_path = results / "bench" / "launch_configs.json"
-    launch = load(launch_path) if launch_path.exists() else None
+    forward_path = results / "bench" / "kernels_forward_h200.json"
+    forward = load(forward_path) if forward_path.exists() else None
+    launches = [(path, load(path)) for path in sorted((results / "bench").glob("launch_configs*.json"))]
+    ablations = [(path, load(path)) for path in sorted((results / "bench").glob("transition_ablation*.json"))]
     decode_launch_path = results / "bench" / "decode_launch_configs.json"
     decode_launch = load(decode_launch_path) if decode_launch_path.exists() else None
     decode_path = results / "bench" / "kernels_decode.json"
@@ -484,10 +513,15 @@ def kernels(results: Path) -> str:
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
+                        *([] if forward is None else [*kernel_header(forward_path, results, forward),
+                                                      forward_targets(forward)]),
                         *(["### Coarse walk", *walks] if walks else []),
-                        *([] if launch is None else ["### Launch configurations",
-                                                     *kernel_header(launch_path, results, launch),
-                                                     launch_configs(launch["records"])]),
+                        *(["### The preparation's transition kernel"] if ablations else []),
+                        *[part for path, ablation in ablations
+                          for part in (*kernel_header(path, results, ablation), transition_ablation(ablation["records"]))],
+                        *(["### Launch configurations"] if launches else []),
+                        *[part for path, launch in launches
+                          for part in (*kernel_header(path, results, launch), launch_configs(launch["records"]))],
                         *([] if decode_launch is None else [*kernel_header(decode_launch_path, results, decode_launch),
                                                             decode_launch_configs(decode_launch["records"])]),
                         *([] if autotune is None else [*kernel_header(autotune_path, results, autotune),
