@@ -20,12 +20,37 @@ import importlib.util
 import platform
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from path_eval.bench.kernels import inputs, log
 from path_eval.results.store import write_atomic, write_json_atomic
+
+@dataclass(frozen=True)
+class Span:
+    """The text of prep.py from the line `first` through the line `last` (each there once), for an
+    edit that replaces a whole passage without a copy of it here."""
+
+    first: str
+    last: str
+
+
+def edit_text(text: str | Span, source: str, name: str) -> str:
+    """What an edit replaces in `source`: its text, or the passage its `Span` marks; the bench stops
+    when that is not in prep.py exactly once."""
+    if isinstance(text, Span):
+        i = source.find(text.first)
+        j = source.find(text.last, i + 1) if source.count(text.first) == 1 else -1
+        if j < 0:
+            raise SystemExit(f"variant {name!r}: its passage is no longer in prep.py once "
+                             f"({text.first.strip()!r} ... {text.last.strip()!r}); update EDITS")
+        return source[i:j + len(text.last)]
+    if source.count(text) != 1:
+        raise SystemExit(f"variant {name!r}: its text is no longer in prep.py once ({text.strip()!r}); update EDITS")
+    return text
+
 
 TREE_LEVELS = "    for level in tl.static_range(1, 4):\n"
 TREE = (
@@ -55,6 +80,28 @@ DIAGONAL_BY_SUBSTITUTION = ((TREE, """\
         X_diag = tl.where((r == i)[None, :, None], x_i[:, None, :], X_diag)
 """),)
 
+BLOCK_ROW_STEPS = Span("    x0 = tl.load(x_tile + r[:, None] * C + ci[None, :])\n",
+                       "        tl.store(x_tile + (3 * SUB + r)[:, None] * C + ci[None, :], x3)\n")
+# The blocks below the diagonal by the same recursive block inverse as the diagonal blocks, two more
+# levels: both 32-row pairs of 16-row blocks at once (batched products), then the 32-row block below
+# from the two 32-row inverses (X21 = -X22 A21 X11): four products deep instead of six.
+BLOCK_ROWS_BY_TREE = ((BLOCK_ROW_STEPS, """\
+    if NB > 1:
+        NP: tl.constexpr = C // (2 * SUB)
+        pb = tl.arange(0, NP)
+        hr = tl.arange(0, 2 * SUB)
+        pair = (pb[:, None, None] * (2 * SUB) + hr[None, :, None]) * C + pb[:, None, None] * (2 * SUB) + hr[None, None, :]
+        Xp = tl.load(x_tile + pair)
+        Mp = tl.where((hr[None, :, None] >= SUB) & (hr[None, None, :] < SUB), tl.load(a_tile + pair), 0.0)
+        Xp = Xp - tl.dot(tl.dot(Xp, Mp, input_precision=SOLVE_PREC), Xp, input_precision=SOLVE_PREC)
+        if NB > 2:
+            X11, X22 = tl.split(tl.permute(Xp, [1, 2, 0]))
+            A21 = tl.load(a_tile + (2 * SUB + hr)[:, None] * C + hr[None, :])
+            X21 = -tl.dot(tl.dot(X22, A21, input_precision=SOLVE_PREC), X11, input_precision=SOLVE_PREC)
+            tl.store(x_tile + (2 * SUB + hr)[:, None] * C + hr[None, :], X21)
+        tl.store(x_tile + pair, Xp)
+"""),)
+
 KINDS = ("whole", "removal", "candidate", "unstable")
 # (variant, kind, what it removes or changes, its (text of prep.py, replacement) pairs). kind: "whole" the
 # shipped kernel, "removal" a part taken out (timing only), "candidate" a rewrite that computes what the
@@ -78,6 +125,9 @@ EDITS = [
      (("    for rb in tl.static_range(D // DB):\n", "    for rb in tl.static_range(0):\n"),)),
     ("diagonal blocks by substitution", "candidate",
      "the 16 x 16 diagonal blocks by the 16-step forward substitution the tree replaced", DIAGONAL_BY_SUBSTITUTION),
+    ("block rows by a tree", "candidate",
+     "the blocks below the diagonal by two more levels of the recursive block inverse, four products deep instead of six",
+     BLOCK_ROWS_BY_TREE),
     ("diagonal blocks by doubling", "unstable",
      "the diagonal blocks inverted as (I - A)(I + A^2)(I + A^4)(I + A^8), batched products four deep instead of six",
      DIAGONAL_BY_DOUBLING),
@@ -88,10 +138,8 @@ def variant_source(name: str, pairs) -> str:
     """prep.py's source with each (text, replacement) of `pairs` applied."""
     from path_eval.kernels.path_attn import prep
     source = Path(prep.__file__).read_text()
-    for o, n in pairs:
-        if source.count(o) != 1:
-            raise SystemExit(f"variant {name!r}: its text is no longer in prep.py once ({o.strip()!r}); update EDITS")
-        source = source.replace(o, n)
+    for text, replacement in pairs:
+        source = source.replace(edit_text(text, source, name), replacement)
     return source
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from path_eval.bench.transition_ablation import EDITS, variant_module
+from path_eval.bench.transition_ablation import EDITS, Span, edit_text, variant_module
 from path_eval.kernels.path_attn import prep
 from path_eval.kernels.path_attn.chunks import prepare
 from tests.kernels.test_path_attn import as_dtype, correlated_w_inputs
@@ -22,15 +22,27 @@ UNSTABLE = [(name, pairs) for name, kind, _, pairs in EDITS if kind == "unstable
 def test_each_variant_is_prep_py_with_its_edit(name, pairs, tmp_path):
     module = variant_module(name, pairs, tmp_path)
     source = Path(module.__file__).read_text()
+    shipped = Path(prep.__file__).read_text()
     for o, n in pairs:
-        assert n in source and source.count(o) == n.count(o)  # an insertion keeps its anchor text
-    assert source != Path(prep.__file__).read_text()
+        text = edit_text(o, shipped, name)
+        assert n in source and source.count(text) == n.count(text)  # an insertion keeps its anchor text
+    assert source != shipped
     assert callable(module.chunk_transitions)
 
 
 def test_an_edit_whose_text_is_gone_stops_the_bench(tmp_path):
     with pytest.raises(SystemExit, match="no longer in prep.py"):
         variant_module("gone", (("text that prep.py does not hold\n", ""),), tmp_path)
+    with pytest.raises(SystemExit, match="passage is no longer in prep.py"):
+        variant_module("gone", ((Span("    X = tl.load(x_tile + ci[:, None] * C + ci[None, :])\n",
+                                      "a last line that prep.py does not hold\n"), ""),), tmp_path)
+
+
+def test_a_span_replaces_the_passage_from_its_first_line_through_its_last():
+    source = "a\nb\nc\nd\n"
+    assert edit_text(Span("b\n", "c\n"), source, "x") == "b\nc\n"
+    with pytest.raises(SystemExit):
+        edit_text(Span("b\n", "a\n"), source, "x")  # its last line only before its first
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
