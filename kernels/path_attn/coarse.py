@@ -63,10 +63,12 @@ def _super_chunk_transport(
 
 def _transport_launch() -> dict:
     """4 warps, the chunk loop pipelined over two stages: with 32 rows of S a program
-    (`_transport_rows`) the fastest of those timed on an H200 (results/bench/launch_configs.json, 64K
-    tokens at S = 8: 1.35 ms at D = 128 and 0.59 ms at D = 64, against 1.60 and 0.65 ms for 64 rows
-    at one stage, the launch before, and 2.2 ms and 0.83 ms for 64 rows at two stages, whose
-    D-wide float32 loads then fill shared memory)."""
+    (`_transport_rows`) the fastest of those timed on an H200
+    (results/bench/launch_configs_transport_h200.json, 64K tokens at S = 8): 1.35 ms at D = 128 and
+    0.59 ms at D = 64, against 1.60 and 0.65 ms for 64 rows at one stage, the launch before, and
+    2.2 and 0.83 ms for 64 rows at two stages, whose D-wide float32 loads then fill shared memory.
+    At D = 128 the two stages take 128 KB of shared memory as Triton 3.6 builds them: one program
+    per SM, faster all the same than 32 rows at one stage (1.57 ms) with more programs."""
     return dict(num_warps=4, num_stages=2)
 
 
@@ -74,7 +76,7 @@ def _transport_rows(head_dim: int) -> int:
     """Rows of the suffix product S per program: 32 (all of them below D = 32). Each program reads
     its super-chunk's keys, w and T W whole, so more row blocks read them again, from L2 (they
     launch together); with 32 rows twice the programs of 64 hide the chunk loop's latency (16 rows:
-    1.18x / 1.39x the time of 32 at D = 128 / 64, results/bench/launch_configs.json)."""
+    1.18x / 1.39x the time of 32 at D = 128 / 64, results/bench/launch_configs_transport_h200.json)."""
     return min(head_dim, 32)
 
 
@@ -91,7 +93,8 @@ def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch
         w = w.contiguous()
     prec, round_tf32 = product_precision(dtype)
     DR = _transport_rows(D)
-    _super_chunk_transport[(D // DR, count, B * H)](  # a super-chunk's row blocks launch together: one read of its inputs from HBM
+    # a super-chunk's row blocks first in the grid, so they run together and read its inputs from HBM once
+    _super_chunk_transport[(D // DR, count, B * H)](
         k32, w, tw, keys, U, H,
         k32.stride(0), k32.stride(1), k32.stride(2), w.stride(0), w.stride(1), w.stride(2),
         tw.stride(0), tw.stride(1), tw.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),

@@ -129,11 +129,11 @@ def _chunk_transition(
     # formula [[X11, 0], [-X22 A21 X11, X22]] for every pair at once); h = 1, 2, 4, 8, six batched
     # tf32x3 products in a chain four levels deep, where forward substitution takes 16 dependent
     # vector steps (0.78x / 0.87x the kernel's time at D = 64 / 128, with the block rows below;
-    # results/bench/trials/transition_candidates_h200.json), and as accurate on ill-conditioned
-    # I + A (the correlated-w tests). The doubling product (I - A)(I + A^2)(I + A^4)(I + A^8), a
-    # little faster, is not: powers of A grow without bound there. The blocks of A come from this chunk's
-    # slot of A_SCRATCH (a C x C tile `a_slot` elements apart per chunk, in a buffer written for
-    # good later), in the layout the products want.
+    # results/bench/trials/transition_candidates_h200.json), and like it within 1e-4 of float64 on
+    # ill-conditioned I + A (the correlated-w tests). The doubling product (I - A)(I + A^2)(I + A^4)
+    # (I + A^8), a little faster, is not: powers of A grow without bound there. The blocks of A come
+    # from this chunk's slot of A_SCRATCH (a C x C tile `a_slot` elements apart per chunk, in a
+    # buffer written for good later), in the layout the products want.
     tl.static_assert(SUB == 16, "the recursive block inverse below has four levels: 16-row blocks")
     NB: tl.constexpr = C // SUB
     nb = tl.arange(0, NB)
