@@ -126,9 +126,9 @@ def _chunk_transition(
     # X = (I + A)^-1. Diagonal blocks of SUB rows first, all at once, by the recursive block
     # inverse: with X the inverse of its diagonal blocks of size h, X - X M X inverts its blocks of
     # size 2h, M holding A's entries inside those but outside the blocks of size h (the 2 x 2 block
-    # formula [[X11, 0], [-X22 A21 X11, X22]] for every pair at once); h = 1, 2, 4, 8, six batched
-    # tf32x3 products in a chain four levels deep, where forward substitution takes 16 dependent
-    # vector steps (0.78x / 0.87x the kernel's time at D = 64 / 128, with the block rows below;
+    # formula [[X11, 0], [-X22 A21 X11, X22]] for every pair at once); h = 1 needs no product, h = 2,
+    # 4, 8 two each: six batched tf32x3 products one after another, where forward substitution takes
+    # 16 dependent vector steps (0.78x / 0.87x the kernel's time at D = 64 / 128, with the block rows below;
     # results/bench/trials/transition_candidates_h200.json), and like it within 1e-4 of float64 on
     # ill-conditioned I + A (the correlated-w tests). The doubling product (I - A)(I + A^2)(I + A^4)
     # (I + A^8), a little faster, is not: powers of A grow without bound there. The blocks of A come

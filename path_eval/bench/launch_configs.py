@@ -120,8 +120,8 @@ def measure_preparation(x, D, B, H, T, warmup, rep) -> list[dict]:
 
 
 def measure_transport(x, D, B, H, T, warmup, rep) -> list[dict]:
-    """`super_chunk_transport_triton` at S = 8 under each launch (at the default rows per program),
-    then each rows-per-program candidate, beside the torch version it replaced."""
+    """`super_chunk_transport_triton` at S = 8 under each launch at 64 rows of S a program, then each
+    other rows-per-program candidate, beside the torch version it replaced."""
     from path_eval.kernels.path_attn import coarse, prep
     from path_eval.kernels.path_attn.chunks import super_chunk_transport
     q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
@@ -130,7 +130,9 @@ def measure_transport(x, D, B, H, T, warmup, rep) -> list[dict]:
     prepared = prep.prepare_path(q, k, w, beta, 64, True, coarse=True)
     records = []
     default_launch, default_rows = coarse._transport_launch, coarse._transport_rows
-    candidates = [(default_rows(D), config) for config in TRANSPORT] + [c for c in TRANSPORT_ROWS if c[0] <= D]
+    # the launches at 64 rows a program (the rows before the rows sweep), then the rows candidates
+    candidates = [(min(D, 64), config) for config in TRANSPORT] + [c for c in TRANSPORT_ROWS if c[0] < min(D, 64)
+                                                                   or c[1] not in TRANSPORT]
     try:
         for rows, config in candidates:
             coarse._transport_launch, coarse._transport_rows = (lambda c=config: c), (lambda d, r=rows: r)

@@ -42,7 +42,7 @@ def edit_text(text: str | Span, source: str, name: str) -> str:
     when that is not in prep.py exactly once."""
     if isinstance(text, Span):
         i = source.find(text.first)
-        j = source.find(text.last, i + 1) if source.count(text.first) == 1 else -1
+        j = source.find(text.last, i + 1) if source.count(text.first) == source.count(text.last) == 1 else -1
         if j < 0:
             raise SystemExit(f"variant {name!r}: its passage is no longer in prep.py once "
                              f"({text.first.strip()!r} ... {text.last.strip()!r}); update EDITS")
@@ -99,6 +99,7 @@ BLOCK_ROWS_BY_TREE = ((BLOCK_ROW_STEPS, """\
             A21 = tl.load(a_tile + (2 * SUB + hr)[:, None] * C + hr[None, :])
             X21 = -tl.dot(tl.dot(X22, A21, input_precision=SOLVE_PREC), X11, input_precision=SOLVE_PREC)
             tl.store(x_tile + (2 * SUB + hr)[:, None] * C + hr[None, :], X21)
+        tl.debug_barrier()  # every load of the pairs done before they are overwritten
         tl.store(x_tile + pair, Xp)
 """),)
 

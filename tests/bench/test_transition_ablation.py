@@ -72,9 +72,17 @@ def test_each_candidate_computes_what_the_shipped_kernel_does(name, pairs, shape
         for field, want in fields.items():
             assert rel(getattr(got, field).double().cpu(), want) <= 1e-5, field
     else:
+        fields.update(k_end=state.k_end, U=state.U)  # the 16-bit outputs too, rounded once
         for field, want in fields.items():
             err, shipped_err = (rel(getattr(t, field).double().cpu(), want) for t in (got, shipped))
             assert err <= 1.01 * shipped_err, (field, err, shipped_err)
+
+        def logits_error(t):
+            """Cm through the shipped query kernel, which writes the in-chunk logits it makes from t.cm into t.intra."""
+            prep.chunk_queries(args["q"], args["k"], args["w"], t)
+            return rel(t.intra.double().cpu(), ref.intra)
+        err, shipped_err = logits_error(got), logits_error(shipped)
+        assert err <= 1.01 * shipped_err, ("intra", err, shipped_err)
 
 
 @pytest.mark.parametrize("name, pairs, stable", [(n, p, True) for n, p in CANDIDATES] + [(n, p, False) for n, p in UNSTABLE],
