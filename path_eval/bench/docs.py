@@ -351,24 +351,23 @@ def forward_speed(records: list[dict]) -> str:
 
 
 def forward_targets(data: dict) -> str:
-    """PaTH forward ms per (D, T) at the record's revision, at the revisions before it, fla's and the
-    faster SDPA's, and the speed ratios that issue 18's targets name."""
+    """PaTH forward ms per (D, T) at the record's revision and at each of its `earlier_runs`, fla's and
+    the faster SDPA's, and the speed ratios that issue 18's targets name."""
     def ms(records, op, impl, d, t):
         return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, impl, d, t)), None)
 
-    revisions = data["revisions"]
-    earlier = [key for key in ("baseline_records", "records_01c2062") if key in data]
+    earlier = data.get("earlier_runs", [])
     rows = []
     for d, t in sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == "path_fwd"}, key=lambda s: (-s[0], s[1])):
         ours = ms(data["records"], "path_fwd", "path-eval", d, t)
         fla = ms(data.get("fla_records", []), "path_fwd", "fla", d, t)
         sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
                    if v is not None)
-        before = [ms(data[key], "path_fwd", "path-eval", d, t) for key in earlier]
+        before = [ms(run["records"], "path_fwd", "path-eval", d, t) for run in earlier]
         rows.append([str(d), kilo(t), *(f"{v:.2f}" for v in before), f"{ours:.2f}",
                      "-" if fla is None else f"{fla:.2f}", f"{sdpa:.2f}", ratio(sdpa / ours),
                      "-" if fla is None else ratio(fla / ours)])
-    names = [f"PaTH ms at {revisions[key]}" for key in earlier] + [f"PaTH ms at {revisions['records']}"]
+    names = [f"PaTH ms at {run['revision']}" for run in earlier] + [f"PaTH ms at {data['revisions']['records']}"]
     return ("Our PaTH forward at this revision and the ones before it, beside fla's `parallel_path_attn` and the "
             "faster SDPA backend (ms per call; the speed ratios as issue 18's targets name them: above 1 ours is "
             "faster). Targets: at D = 128 at least 1.5x fla and 0.45x SDPA from 8K, never slower than fla from "

@@ -130,9 +130,9 @@ def measure_transport(x, D, B, H, T, warmup, rep) -> list[dict]:
     prepared = prep.prepare_path(q, k, w, beta, 64, True, coarse=True)
     records = []
     default_launch, default_rows = coarse._transport_launch, coarse._transport_rows
-    # the launches at 64 rows a program (the rows before the rows sweep), then the rows candidates
-    candidates = [(min(D, 64), config) for config in TRANSPORT] + [c for c in TRANSPORT_ROWS if c[0] < min(D, 64)
-                                                                   or c[1] not in TRANSPORT]
+    # the launches at 64 rows a program (the rows before the rows sweep), then the rows candidates; each once
+    candidates = [(min(D, 64), config) for config in TRANSPORT] + [c for c in TRANSPORT_ROWS if c[0] <= D]
+    candidates = [c for i, c in enumerate(candidates) if c not in candidates[:i]]
     try:
         for rows, config in candidates:
             coarse._transport_launch, coarse._transport_rows = (lambda c=config: c), (lambda d, r=rows: r)
@@ -173,7 +173,8 @@ def main(argv=None) -> None:
                        if {"prep", "transport"} & set(parts) else []) + (measure_decode(DECODE_SHAPES) if "decode" in parts else [])}
     write_json_atomic(out, Path(args.out))
     for r in out["records"]:
-        print(f"{r['step']:16s} D={r['D']:3d} B={r['B']} T={r['T']:<6d} {json.dumps(r['config']):55s} "
+        print(f"{r['step']:16s} D={r['D']:3d} B={r['B']} T={r['T']:<6d} rows={r.get('rows', '-')!s:3s} "
+              f"{json.dumps(r['config']):55s} "
               f"{r['ms'] if r['ms'] is None else round(r['ms'], 3)}")
 
 
