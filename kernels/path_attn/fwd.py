@@ -1,9 +1,11 @@
 """Triton forward for PaTH, PaTH-FoX, FoX and plain causal attention, with an optional cache.
 
-One program owns BM query rows of one query head (BM divides the chunk size C, so the rows share a
-chunk). The preparation kernel (`prep.py`) hands it the rows' queries already moved to their chunk
-start (q' = H_first ... H_a q_a), the in-chunk logits, keys transported to their chunk end and each
-chunk's transition U = W^T (T W). The program then
+One program owns BM query rows of one query head: rows of one chunk (BM divides the chunk size C), or
+two whole chunks (BM = 2 C; the second chunk's rows score the first chunk at the diagonal step and
+move through its transition, after which all walk together). The preparation kernel (`prep.py`)
+hands it the rows' queries already moved to their chunk start (q' = H_first ... H_a q_a), the
+in-chunk logits, keys transported to their chunk end and each chunk's transition U = W^T (T W).
+The program then
   1. scores its own chunk from the in-chunk logits (causal),
   2. walks the earlier chunks of its own super-chunk (S consecutive chunks) right to left: score
      r.k' of the chunk, then r <- r - r U (a dense D x D product: per key token D / C times the
@@ -86,19 +88,24 @@ def _path_attn_fwd(
     hq = (pid_bh % HQ).to(tl.int64)
     h = hq // GROUP
     gi = hq % GROUP
+    # BM rows of one chunk (BM <= CHUNK), or of two chunks (BM == 2 CHUNK: the second chunk's rows
+    # catch up with the first's at the diagonal step, then all walk together)
+    PAIR: tl.constexpr = BM > CHUNK
     row0 = pid_m * BM
-    chunk_q = row0 // CHUNK
-    rin = row0 % CHUNK + tl.arange(0, BM)
+    chunk_q = row0 // CHUNK                                  # the first (or only) chunk of the rows
     rows = row0 + tl.arange(0, BM)
+    row_chunk = (rows // CHUNK).to(tl.int64)
+    rin = rows % CHUNK
     row_ok = rows < T
     d = tl.arange(0, D)
     c_idx = tl.arange(0, CHUNK)
 
-    q_base = Q + b * sq_b + h * sq_h + chunk_q.to(tl.int64) * sq_n + gi * sq_g
-    r = tl.load(q_base + rin[:, None] * sq_c + d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    q_base = Q + b * sq_b + h * sq_h + gi * sq_g
+    r = tl.load(q_base + row_chunk[:, None] * sq_n + rin[:, None] * sq_c + d[None, :], mask=row_ok[:, None],
+                other=0.0).to(tl.float32)
     if GATE:
         g_base = G + b * sg_b + h * sg_h + gi * sg_g
-        gq = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + rin * sg_c, mask=row_ok, other=0.0)
+        gq = tl.load(g_base + row_chunk * sg_n + rin * sg_c, mask=row_ok, other=0.0)
         decay = gq  # sum of log gates from the row back to the start of the chunk being scored
     k_base = K + b * sk_b + h * sk_h
     v_base = V + b * sv_b + h * sv_h
@@ -107,24 +114,44 @@ def _path_attn_fwd(
     acc = tl.zeros([BM, D], tl.float32)
 
     if split == 0:
-        # 1. the diagonal chunk
-        cols = chunk_q * CHUNK + c_idx
-        if TRANSFORM:
-            s_base = S + b * ss_b + h * ss_h + chunk_q.to(tl.int64) * ss_n + gi * ss_g
-            s = tl.load(s_base + rin[:, None] * ss_c + c_idx[None, :], mask=row_ok[:, None], other=0.0)
-        else:
-            k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
-            s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC)
-        s = s * qk_scale
-        if GATE:
-            gk = tl.load(g_base + chunk_q.to(tl.int64) * sg_n + c_idx * sg_c)
-            s += (gq[:, None] - gk[None, :]) * gate_scale
-        ok = (cols[None, :] <= rows[:, None]) & (cols < T)[None, :]
-        if KEY_MASK:
-            ok &= (tl.load(KOK + b * skok_b + cols) != 0)[None, :]
-        s = tl.where(ok, s, MASKED)
-        v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
-        acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+        # 1. the diagonal step: the rows' own chunk; with PAIR one chunk of columns at a time, the
+        # second chunk's rows scoring the first chunk's keys at its end, where their queries start
+        for half in tl.static_range(2 if PAIR else 1):
+            col_chunk = chunk_q + half
+            cols = col_chunk * CHUNK + c_idx
+            col_ok = cols < T
+            same = row_chunk == col_chunk
+            if TRANSFORM:
+                s_base = S + b * ss_b + h * ss_h + gi * ss_g
+                s = tl.load(s_base + row_chunk[:, None] * ss_n + rin[:, None] * ss_c + c_idx[None, :],
+                            mask=(row_ok & same)[:, None], other=0.0)
+                if PAIR and half == 0:
+                    k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
+                    s = tl.where(same[:, None], s, tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC))
+            else:
+                k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :], mask=col_ok[:, None], other=0.0)
+                s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC)
+            s = s * qk_scale
+            if GATE:
+                gk = tl.load(g_base + col_chunk.to(tl.int64) * sg_n + c_idx * sg_c, mask=col_ok, other=0.0)
+                if PAIR and half == 0:  # the second chunk's rows add the key's sum to the first chunk's end
+                    total = tl.load(g_base + col_chunk.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c)
+                    s += (gq[:, None] - gk[None, :] + tl.where(same, 0.0, total)[:, None]) * gate_scale
+                else:
+                    s += (gq[:, None] - gk[None, :]) * gate_scale
+            ok = (cols[None, :] <= rows[:, None]) & col_ok[None, :]
+            if KEY_MASK:
+                ok &= (tl.load(KOK + b * skok_b + cols, mask=col_ok, other=0) != 0)[None, :]
+            s = tl.where(ok, s, MASKED)
+            v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :], mask=col_ok[:, None], other=0.0)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+        if PAIR:  # the second chunk's rows move through the first chunk to its start
+            second = row_chunk != chunk_q
+            if TRANSFORM:
+                u = tl.load(U + b * su_b + h * su_h + chunk_q.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
+                r -= tl.where(second[:, None], tl.dot(r.to(u.dtype), u, input_precision=DOT_PREC), 0.0)
+            if GATE:
+                decay += tl.where(second, tl.load(g_base + chunk_q.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c), 0.0)
 
         # 2. earlier chunks of the row's own super-chunk (all earlier chunks when SUPER == 1), right to left
         super_q = chunk_q // SUPER
@@ -204,7 +231,9 @@ def _path_attn_fwd(
 def default_blocks(head_dim: int) -> tuple[int, int]:
     """(chunk size C, query rows per program BM). 64 x 64 keeps r, the accumulator and the scores in
     registers; at D = 128 a chunk of 128 (dense transition at 1.5x attention's matmul work instead
-    of 2x) needs more shared memory than an H200 has with two pipeline stages."""
+    of 2x) needs more shared memory than an H200 has with two pipeline stages. Two chunks a program
+    (BM = 128) made plain attention 1.06-1.09x faster on an H200 but PaTH 0.90-0.97x
+    (results/bench/block_rows_h200.json: 128 rows need 8 warps, one program per SM, and spill at D = 128)."""
     return 64, 64
 
 
@@ -276,6 +305,8 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     (sum of log gates from each key to the segment start), cache_valid [B, L] bool.
     super_chunks: chunks per super-chunk of the coarse walk (PaTH only; None: `default_super_chunks`,
     1: every earlier chunk walked one by one). The returned `Transport` stays per chunk.
+    block_m: query rows a program, a divisor of the chunk size or twice it (two chunks a program; one
+    chunk where the segment has one chunk, the cache is split or a super-chunk has an odd count).
     """
     B, T, HQ, D = q.shape
     if q.dtype not in DTYPES:
@@ -285,12 +316,12 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
         raise ValueError(f"the Triton kernels take head dims {', '.join(map(str, HEAD_DIMS[:-1]))} or {HEAD_DIMS[-1]}, "
                          f"not {D} (use the torch backend: attention='torch')")
     C, BM = default_blocks(D)
-    C = chunk_size or C
+    C, BM = chunk_size or C, block_m or BM
     if T < C:  # a short segment (decoding) runs as one chunk of the next power of two
         C = max(16, triton.next_power_of_2(T))
-    BM = min(block_m or BM, C)
-    if C % BM:
-        raise ValueError(f"block_m {BM} must divide the chunk size {C}")
+        BM = min(BM, C)
+    if BM > C and BM != 2 * C or BM <= C and C % BM:
+        raise ValueError(f"block_m {BM} must divide the chunk size {C} or be twice it")
     if T % C:  # whole chunks (the kernel loads key blocks without bounds checks): pad, masked as padding
         pad = lambda t: None if t is None else F.pad(t, (0, 0) * (t.dim() - 2) + (0, C - T % C))  # noqa: E731
         valid = torch.ones(B, T, dtype=torch.bool, device=q.device) if key_valid is None else key_valid
@@ -301,6 +332,8 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     size = default_super_chunks(D, q.shape[1]) if super_chunks is None else super_chunks
     if size < 1:
         raise ValueError(f"super_chunks must be 1 or more, not {size}")
+    if BM > C and (q.shape[1] <= C or splits > 1 or size > 1 and size % 2):
+        BM = C  # two chunks a program need two chunks, no cache splits, and pairs inside super-chunks
     prep, coarse = (None, None) if w is None else prepare_walk(q, k, w, beta, g, C, size, transport)
     out = _launch(q, k, v, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
                   C, BM, splits, cache_block)

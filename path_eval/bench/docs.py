@@ -489,6 +489,38 @@ def forward_autotune(records: list[dict]) -> str:
             + table(["configuration", *(r["case"] for r in records)], rows))
 
 
+def block_rows(data: dict) -> str:
+    """A `block_rows` record: its checks, each forward's ms by rows a program (BM) beside the
+    preparation and cuDNN, and every launch configuration the autotuner timed per variant."""
+    parts = []
+    if data["checks"]:
+        rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["D"]), str(c["T"]), str(c["block_m"]),
+                 sci(c["rel_vs_fp32_torch"]), sci(c["rel_vs_bm64"])] for c in data["checks"]]
+        parts.append("bf16 forwards (B = 2, 4 heads) against the float32 `torch` backend and against BM = 64 on the "
+                     "same inputs.\n\n" + table(["kernel", "D", "T", "BM", "rel. vs float32", "rel. vs BM = 64"], rows))
+    recs = data["records"]
+    sizes = sorted({r["block_m"] for r in recs if "block_m" in r})
+    rows = []
+    for op, d, t in sorted({(r["op"], r["D"], r["T"]) for r in recs if "block_m" in r}, key=lambda k: (k[0], -k[1], k[2])):
+        ms = {r["block_m"]: r["ms"] for r in recs if (r["op"], r["D"], r["T"]) == (op, d, t) and "block_m" in r}
+        prep = next((r["ms"] for r in recs if r["op"] == "path_prep_coarse" and (r["D"], r["T"]) == (d, t)), None)
+        cudnn = next((r["ms"] for r in recs if r["impl"] == "sdpa-cudnn" and (r["D"], r["T"]) == (d, t)), None)
+        rows.append([CHECK_NAMES.get(op, op), str(d), kilo(t), *(f"{ms[b]:.2f}" if b in ms else "-" for b in sizes),
+                     "-" if prep is None or op == "attn_fwd" else f"{prep:.2f}", "-" if cudnn is None else f"{cudnn:.2f}"])
+    parts.append("Whole forwards (the preparation included) at the fastest configuration the autotuner found, ms per "
+                 "call, by query rows a program (BM); the preparation with the super-chunk transport alone and cuDNN's "
+                 "SDPA on the same shapes beside them.\n\n"
+                 + table(["kernel", "D", "T", *(f"BM = {b} ms" for b in sizes), "preparation ms", "cuDNN ms"], rows))
+    configs = sorted({c for t in data["tuning"] for c in t["ms_by_config"]})
+    rows = [[c.replace("num_ctas: 1, ", "")] + [f"{t['ms_by_config'][c]:.2f}" if c in t["ms_by_config"] else "-"
+                                                for t in data["tuning"]] for c in configs]
+    parts.append("The forward kernel alone under each launch configuration, as Triton's autotuner timed it on the "
+                 "first call of each variant (ms; inf: does not fit the SM).\n\n"
+                 + table(["configuration", *(f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} {kilo(t['T'])} BM = "
+                                             f"{t['block_m']}" for t in data["tuning"])], rows))
+    return "\n\n".join(parts)
+
+
 def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
@@ -509,6 +541,7 @@ def kernels(results: Path) -> str:
     decode = load(decode_path) if decode_path.exists() else None
     autotune_path = results / "bench" / "forward_autotune.json"
     autotune = load(autotune_path) if autotune_path.exists() else None
+    rows_records = [(path, load(path)) for path in sorted((results / "bench").glob("block_rows*.json"))]
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
@@ -525,6 +558,9 @@ def kernels(results: Path) -> str:
                                                             decode_launch_configs(decode_launch["records"])]),
                         *([] if autotune is None else [*kernel_header(autotune_path, results, autotune),
                                                        forward_autotune(autotune["records"])]),
+                        *(["### Rows a program"] if rows_records else []),
+                        *[part for path, record in rows_records
+                          for part in (*kernel_header(path, results, record), block_rows(record))],
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records),
                         *([] if decode is None else [*kernel_header(decode_path, results, decode),

@@ -43,6 +43,11 @@ SHAPES = [  # B, T, HQ, H, D, chunk, block_m
     (1, 130, 6, 2, 32, 64, 32),
     (2, 77, 2, 1, 64, 32, 32),
     (1, 70, 2, 1, 128, 64, 32),   # D = 128: the preparation in two column blocks
+    # two chunks a program: the second chunk's rows catch up with the first's at the diagonal step;
+    # an odd count of chunks leaves the last program half empty
+    (2, 100, 4, 2, 16, 16, 32),
+    (1, 130, 6, 2, 32, 32, 64),
+    (1, 70, 2, 1, 128, 64, 128),
 ]
 
 
@@ -145,21 +150,24 @@ def test_forward_half_precision_within_rounding(variant, dtype, D):
     assert err <= (1.5e-2 if dtype == torch.bfloat16 else 3e-3), err
 
 
-COARSE = [  # variant, B, T, HQ, H, D, super_chunks, pad_left, cache length; chunks of 16 rows
-    ("path", 2, 170, 4, 2, 32, 4, [0, 37], 0),
-    ("path_fox", 2, 150, 4, 2, 16, 2, [0, 21], 0),
-    ("path", 1, 160, 2, 1, 64, 2, None, 40),
-    ("path_fox", 2, 150, 4, 2, 16, 4, [0, 50], 30),
+COARSE = [  # variant, B, T, HQ, H, D, super_chunks, pad_left, cache length, rows a program; chunks of 16 rows
+    ("path", 2, 170, 4, 2, 32, 4, [0, 37], 0, 16),
+    ("path_fox", 2, 150, 4, 2, 16, 2, [0, 21], 0, 16),
+    ("path", 1, 160, 2, 1, 64, 2, None, 40, 16),
+    ("path_fox", 2, 150, 4, 2, 16, 4, [0, 50], 30, 16),
+    ("path_fox", 2, 170, 4, 2, 32, 4, [0, 37], 30, 32),
+    ("path", 1, 150, 2, 1, 16, 2, [21], 0, 32),
 ]
 
 
-@pytest.mark.parametrize("case", COARSE, ids=lambda c: "{}-B{}T{}HQ{}H{}D{}S{}-pad{}-cache{}".format(
-    *c[:7], c[7] is not None, c[8]))
+@pytest.mark.parametrize("case", COARSE, ids=lambda c: "{}-B{}T{}HQ{}H{}D{}S{}-pad{}-cache{}-BM{}".format(
+    *c[:7], c[7] is not None, *c[8:]))
 def test_coarse_walk_matches_definition(case):
     """The walk over whole super-chunks (keys at their super-chunk end, one dense step per
     super-chunk, gate sums per super-chunk) after the fine walk inside the row's own super-chunk:
-    several super-chunks and a partial last one, GQA, left padding, a cache before the segment."""
-    variant, B, T, HQ, H, D, size, pad_left, L = case
+    several super-chunks and a partial last one, GQA, left padding, a cache before the segment,
+    one chunk or two a program."""
+    variant, B, T, HQ, H, D, size, pad_left, L, BM = case
     x = random_inputs(variant, B, L + T, HQ, H, D, seed=T + size, pad_left=pad_left)
     ref = definition(x, slice(L, None))
     args = as_dtype(x, torch.float32)
@@ -169,7 +177,7 @@ def test_coarse_walk_matches_definition(case):
         seg.update(cache_k=naive_transport(x.k[:, :L], x.w[:, :L], x.beta[:, :L], valid).float().to(DEVICE),
                    cache_v=args["v"][:, :L], cache_valid=None if valid is None else valid.to(DEVICE),
                    cache_g=None if x.g is None else gates_to_end(args["g"][:, :L] * valid[..., None].to(DEVICE)))
-    out, _ = path_attention(**seg, chunk_size=16, block_m=16, super_chunks=size)
+    out, _ = path_attention(**seg, chunk_size=16, block_m=BM, super_chunks=size)
     rows = [slice(None) if pad_left is None else slice(max(0, pad - L), None) for pad in (pad_left or [0] * B)]
     for b in range(B):
         assert rel(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
