@@ -232,7 +232,7 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
     """(chunk size C, query rows per program BM). 64 x 64 keeps r, the accumulator and the scores in
     registers; at D = 128 a chunk of 128 (dense transition at 1.5x attention's matmul work instead
     of 2x) needs more shared memory than an H200 has with two pipeline stages. Two chunks a program
-    (BM = 128) made plain attention 1.06-1.09x faster on an H200 but PaTH 0.90-0.97x
+    (BM = 128) made plain attention 1.06-1.09x faster on an H200 but PaTH 0.88-0.99x
     (results/bench/block_rows_h200.json: 128 rows need 8 warps, one program per SM, and spill at D = 128)."""
     return 64, 64
 
