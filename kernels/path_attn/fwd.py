@@ -80,6 +80,7 @@ def _path_attn_fwd(
     D: tl.constexpr, CHUNK: tl.constexpr, SUPER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, KEY_MASK: tl.constexpr,
     CACHE: tl.constexpr, CACHE_MASK: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_PREC: tl.constexpr,
+    COARSE_STAGES: tl.constexpr = None,
 ):
     pid_m = tl.num_programs(0) - 1 - tl.program_id(0)      # longest rows first
     pid_bh = tl.program_id(1)
@@ -181,7 +182,7 @@ def _path_attn_fwd(
             for ss in range(0, super_q):
                 sc = (super_q - 1 - ss).to(tl.int64)
                 r_op = r.to(KS.dtype.element_ty)
-                for blk in range(SUPER):
+                for blk in tl.range(0, SUPER, num_stages=COARSE_STAGES):
                     pos = blk * CHUNK + c_idx
                     key_pos = sc * (SUPER * CHUNK) + pos  # int64
                     k = tl.load(ks_base + key_pos[:, None] * sks_t + d[None, :])
@@ -260,9 +261,14 @@ TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_
 CAPPED = 168  # registers: three programs of 4 warps per SM
 
 
-# Every configuration the forward can take; `_prune` picks those tuned for a variant.
+# Every configuration the forward can take; `_prune` picks those tuned for a variant. COARSE_STAGES
+# pipelines the coarse walk's loop over a super-chunk's keys deeper than the rest of the kernel (whose
+# walk over single chunks also holds a D x D transition per step): at D = 128 two stages everywhere
+# take 144 KB of shared memory, one program per SM, where one stage but in that loop keeps two.
 CONFIGS = ([triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
-           + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)])
+           + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)]
+           + [triton.Config({"COARSE_STAGES": c}, num_warps=4, num_stages=1) for c in (2, 3)]
+           + [triton.Config({"COARSE_STAGES": 3}, num_warps=4, num_stages=2, maxnreg=CAPPED)])
 TUNING_KEY = ["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"]
 
 
@@ -280,10 +286,12 @@ def _prune(configs, named_args, **kwargs):
     follow it unmeasured. At D = 128 all uncapped ones (unmeasured there; capped, it would spill
     far more)."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
+    coarse = meta["SUPER"] > 1
+    configs = [c for c in configs if coarse or "COARSE_STAGES" not in c.kwargs]
     if meta["D"] > 64:
         return [c for c in configs if c.maxnreg is None]
     return [c for c in configs if (c.maxnreg is None and c.num_warps == 4 and c.num_stages == 3)
-            or (c.maxnreg is not None and meta["SUPER"] > 1)]
+            or (c.maxnreg is not None and coarse)]
 
 
 if TUNED:
