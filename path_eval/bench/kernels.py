@@ -70,8 +70,13 @@ def ours_by_super_chunks(T, D, transform, sweep) -> dict[str, tuple]:
     return impls
 
 
+WITHOUT_FLA = False  # --no-fla: fla's kernels left out (they do not change with ours; compiling them is slow)
+
+
 def fla_impl(op):
-    """fla's forward for `op`, or None when fla lacks it."""
+    """fla's forward for `op`, or None when fla lacks it or is left out."""
+    if WITHOUT_FLA:
+        return None
     try:
         if op in ("path_fwd", "path_fox_fwd"):
             from fla.ops.path_attn.parallel import parallel_path_attn
@@ -324,9 +329,12 @@ def main(argv=None) -> None:
     p.add_argument("--head-dims", default="64,128", help="the forward part's head dims, in this order")
     p.add_argument("--super-chunks", default="",
                    help="coarse-walk sizes S to time beside the default for PaTH forwards, e.g. 1,4,8")
+    p.add_argument("--no-fla", action="store_true", help="leave fla's kernels out (timings and checks)")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)
+    global WITHOUT_FLA
+    WITHOUT_FLA = args.no_fla
     args.lengths = [int(t) for t in args.lengths.split(",")]
     args.check_lengths = [int(t) for t in args.check_lengths.split(",") if t]  # "" = decoding checks only
     args.decode_lengths = [int(t) for t in args.decode_lengths.split(",")]
