@@ -233,11 +233,12 @@ def test_coarse_walk_half_precision_within_rounding():
     assert err <= 3e-3, err
 
 
+@pytest.mark.parametrize("block_m", [32, 64], ids=["one chunk a program", "two chunks a program"])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_left_padding(variant):
+def test_left_padding(variant, block_m):
     """Rows padded on the left give the outputs of the unpadded rows (padding: no key, no transform, no decay)."""
     x = random_inputs(variant, 3, 90, 4, 2, 32, seed=8, pad_left=[0, 17, 64])
-    out, _ = path_attention(**as_dtype(x, torch.float32), chunk_size=32, block_m=32)
+    out, _ = path_attention(**as_dtype(x, torch.float32), chunk_size=32, block_m=block_m)
     ref = definition(x)
     for b, pad in enumerate([0, 17, 64]):
         assert rel(out[b, pad:].double().cpu(), ref[b, pad:]) <= 1e-5
@@ -390,6 +391,13 @@ def test_strong_gates_over_long_inputs_keep_float32_precision(variant):
     for t in range(1490, 1500):
         step = cache.attend(**segment(args, slice(t, t + 1)))
         assert rel(step.double().cpu(), ref[:, t:t + 1]) <= 3e-6, t
+
+
+@pytest.mark.parametrize("block_m", [24, 128])
+def test_rows_a_program_must_divide_the_chunk_or_be_two_chunks(block_m):
+    x = as_dtype(random_inputs("path", 1, 70, 2, 2, 16, seed=1), torch.float32)
+    with pytest.raises(ValueError, match=f"block_m {block_m} must divide the chunk size 32 or be twice it"):
+        path_attention(**x, chunk_size=32, block_m=block_m)
 
 
 def test_pending_tail_must_fit_one_chunk():
