@@ -18,6 +18,7 @@ import torch
 import triton
 from triton.testing import do_bench
 
+from path_eval.bench.forward_autotune import config_timings
 from path_eval.bench.kernels import GATED, TOKENS, inputs, rel, sdpa
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.results.store import write_json_atomic
@@ -109,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     forward(fwd, x, bm)
                     torch.cuda.synchronize()
                     if len(fwd._path_attn_fwd.cache) > seen:  # this call tuned a new variant
-                        timings = {str(c): round(float(t[0] if isinstance(t, (list, tuple)) else t), 4)
-                                   for c, t in fwd._path_attn_fwd.configs_timings.items()}
+                        timings = config_timings(fwd._path_attn_fwd)
                         out["tuning"].append(dict(op=op, D=D, T=T, block_m=bm, ms_by_config=timings,
                                                   fastest=min(timings, key=timings.get)))
                         log("tuned", out["tuning"][-1])

@@ -30,6 +30,12 @@ CASES = {  # name: (B, T, heads, D, gate, cached tokens, padding mask)
 }
 
 
+def config_timings(tuner) -> dict[str, float]:
+    """ms of each configuration a Triton autotuner timed in its latest tuning."""
+    return {str(config): round(float(ms[0] if isinstance(ms, (list, tuple)) else ms), 4)
+            for config, ms in tuner.configs_timings.items()}
+
+
 def timed_case(fwd, B: int, T: int, H: int, D: int, gate: bool, cached: int, mask: bool) -> dict:
     """One path_attention call through an unpruned autotuner: its configurations' timings (ms)."""
     x = inputs(B, T + cached, H, D, True, gate)
@@ -43,8 +49,7 @@ def timed_case(fwd, B: int, T: int, H: int, D: int, gate: bool, cached: int, mas
     fwd.path_attention(**x, **extra)
     torch.cuda.synchronize()
     first = time.perf_counter() - began
-    timings = {str(config): round(float(ms[0] if isinstance(ms, (list, tuple)) else ms), 4)
-               for config, ms in fwd._path_attn_fwd.configs_timings.items()}
+    timings = config_timings(fwd._path_attn_fwd)
     return {"first_call_s": round(first, 2), "ms_by_config": timings, "fastest": min(timings, key=timings.get)}
 
 
