@@ -19,13 +19,9 @@ import triton
 from triton.testing import do_bench
 
 from path_eval.bench.forward_autotune import config_timings
-from path_eval.bench.kernels import GATED, TOKENS, inputs, rel, sdpa
+from path_eval.bench.kernels import GATED, TOKENS, inputs, log, rel, sdpa
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.results.store import write_json_atomic
-
-
-def log(*a):
-    print(f"[{time.strftime('%H:%M:%S')}]", *a, flush=True)
 
 
 def forward(fwd, x, block_m):
