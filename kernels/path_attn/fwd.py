@@ -264,7 +264,9 @@ CAPPED = 168  # registers: three programs of 4 warps per SM
 # Every configuration the forward can take; `_prune` picks those tuned for a variant. COARSE_STAGES
 # pipelines the coarse walk's loop over a super-chunk's keys deeper than the rest of the kernel (whose
 # walk over single chunks also holds a D x D transition per step): at D = 128 two stages everywhere
-# take 144 KB of shared memory, one program per SM, where one stage but in that loop keeps two.
+# take 144 KB of shared memory, one program per SM, where one stage but in that loop keeps two. On an
+# H200 PaTH at D = 128 went from 11.78 / 18.16 to 10.80 / 16.02 ms per 64K tokens at 8K / 16K, at
+# D = 64 from 10.79 / 17.10 to 10.59 / 16.92 (results/bench/kernels_forward_h200.json, its notes).
 CONFIGS = ([triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
            + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)]
            + [triton.Config({"COARSE_STAGES": c}, num_warps=4, num_stages=1) for c in (2, 3)]
@@ -284,7 +286,9 @@ def _prune(configs, named_args, **kwargs):
     (results/bench/end_to_end_h200_cold.json; a variant's first call took 12-17 s for seven
     configurations in forward_autotune.json, about 2 s each). D = 64 was measured; D = 16 and 32
     follow it unmeasured. At D = 128 all uncapped ones (unmeasured there; capped, it would spill
-    far more)."""
+    far more). The coarse walk also tunes COARSE_STAGES (its key loop pipelined alone): at D = 128
+    one stage with two or three there, at D = 64 three beside the capped one (one configuration more
+    on a cold start)."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
     coarse = meta["SUPER"] > 1
     configs = [c for c in configs if coarse or "COARSE_STAGES" not in c.kwargs]

@@ -351,28 +351,36 @@ def forward_speed(records: list[dict]) -> str:
 
 
 def forward_targets(data: dict) -> str:
-    """PaTH forward ms per (D, T) at the record's revision and at each of its `earlier_runs`, fla's and
-    the faster SDPA's, and the speed ratios that issue 18's targets name."""
+    """PaTH and PaTH-FoX forward ms per (D, T) at the record's revision and at each of its
+    `earlier_runs`, fla's and the faster SDPA's, and the speed ratios that issue 18's targets name."""
     def ms(records, op, impl, d, t):
         return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, impl, d, t)), None)
 
+    def cell(v):
+        return "-" if v is None else f"{v:.2f}"
+
     earlier = data.get("earlier_runs", [])
     rows = []
-    for d, t in sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == "path_fwd"}, key=lambda s: (-s[0], s[1])):
-        ours = ms(data["records"], "path_fwd", "path-eval", d, t)
-        fla = ms(data.get("fla_records", []), "path_fwd", "fla", d, t)
-        sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
-                   if v is not None)
-        before = [ms(run["records"], "path_fwd", "path-eval", d, t) for run in earlier]
-        rows.append([str(d), kilo(t), *(f"{v:.2f}" for v in before), f"{ours:.2f}",
-                     "-" if fla is None else f"{fla:.2f}", f"{sdpa:.2f}", ratio(sdpa / ours),
-                     "-" if fla is None else ratio(fla / ours)])
-    names = [f"PaTH ms at {run['revision']}" for run in earlier] + [f"PaTH ms at {data['revisions']['records']}"]
-    return ("Our PaTH forward at this revision and the ones before it, beside fla's `parallel_path_attn` and the "
-            "faster SDPA backend (ms per call; the speed ratios as issue 18's targets name them: above 1 ours is "
-            "faster). Targets: at D = 128 at least 1.5x fla and 0.45x SDPA from 8K, never slower than fla from "
-            "4K; at D = 64 at least 0.5x SDPA at 8K and 0.6x from 16K.\n\n"
-            + table(["D", "T", *names, "fla ms", "best SDPA ms", "ours x SDPA speed", "ours x fla speed"], rows))
+    for op in ("path_fwd", "path_fox_fwd"):
+        shapes = sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == op}, key=lambda s: (-s[0], s[1]))
+        for d, t in shapes:
+            ours = ms(data["records"], op, "path-eval", d, t)
+            fla = ms(data.get("fla_records", []), op, "fla", d, t)
+            sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
+                       if v is not None)
+            before = [ms(run["records"], op, "path-eval", d, t) for run in earlier]
+            rows.append([CHECK_NAMES[op].removesuffix(" forward"), str(d), kilo(t), *map(cell, before), cell(ours),
+                         cell(fla), f"{sdpa:.2f}", ratio(sdpa / ours), "-" if fla is None else ratio(fla / ours)])
+    names = [f"ms at {run['revision']}" for run in earlier] + [f"ms at {data['revisions']['records']}"]
+    parts = ["Our PaTH and PaTH-FoX forwards at this revision and the ones before it, beside fla's "
+             "`parallel_path_attn` and the faster SDPA backend (ms per call; the speed ratios as issue 18's targets "
+             "name them: above 1 ours is faster). Targets: at D = 128 at least 1.5x fla and 0.45x SDPA from 8K, never "
+             "slower than fla from 4K; at D = 64 at least 0.5x SDPA at 8K and 0.6x from 16K.\n\n"
+             + table(["kernel", "D", "T", *names, "fla ms", "best SDPA ms", "ours x SDPA speed", "ours x fla speed"],
+                     rows)]
+    if data.get("checks"):
+        parts.append(kernel_checks(data["checks"]))
+    return "\n\n".join(parts)
 
 
 def coarse_walk(records: list[dict]) -> str | None:
