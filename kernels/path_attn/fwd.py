@@ -47,10 +47,14 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _softmax_step(acc, m_i, l_i, s, v, DOT_PREC: tl.constexpr):
-    m_new = tl.maximum(m_i, tl.max(s, 1))
+def _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC: tl.constexpr):
+    """One online-softmax step over a block of logits s in score units (r.k, gate terms divided
+    by qk_scale); m_i and l_i in base 2. The scale enters exp2's argument as one fused multiply-add
+    per logit instead of a multiply of its own: at D = 64 the element-wise work per logit costs as
+    much as its two products on the tensor cores. Needs qk_scale > 0 (`path_attention` checks)."""
+    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
     alpha = tl.exp2(m_i - m_new)
-    p = tl.exp2(s - m_new[:, None])
+    p = tl.exp2(s * qk_scale - m_new[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PREC)
     return acc, m_new, l_i
@@ -59,7 +63,7 @@ def _softmax_step(acc, m_i, l_i, s, v, DOT_PREC: tl.constexpr):
 @triton.jit
 def _path_attn_fwd(
     Q, K, V, U, S, G, KS, US, GE, GT, KOK, KC, VC, GC, COK, O, LSE,
-    T, L, HQ, GROUP, qk_scale, gate_scale, cache_per_split,
+    T, L, HQ, GROUP, qk_scale, gate_to_score, cache_per_split,
     sq_b, sq_h, sq_n, sq_g, sq_c,
     sk_b, sk_h, sk_t,
     sv_b, sv_h, sv_t,
@@ -80,7 +84,7 @@ def _path_attn_fwd(
     D: tl.constexpr, CHUNK: tl.constexpr, SUPER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
     TRANSFORM: tl.constexpr, GATE: tl.constexpr, KEY_MASK: tl.constexpr,
     CACHE: tl.constexpr, CACHE_MASK: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_PREC: tl.constexpr,
-    COARSE_STAGES: tl.constexpr = None,
+    COARSE_STAGES: tl.constexpr = None, COARSE_CHUNKS: tl.constexpr = 1,
 ):
     pid_m = tl.num_programs(0) - 1 - tl.program_id(0)      # longest rows first
     pid_bh = tl.program_id(1)
@@ -132,20 +136,19 @@ def _path_attn_fwd(
             else:
                 k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :], mask=col_ok[:, None], other=0.0)
                 s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC)
-            s = s * qk_scale
             if GATE:
                 gk = tl.load(g_base + col_chunk.to(tl.int64) * sg_n + c_idx * sg_c, mask=col_ok, other=0.0)
+                row_gate = gq
                 if PAIR and half == 0:  # the second chunk's rows add the key's sum to the first chunk's end
                     total = tl.load(g_base + col_chunk.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c)
-                    s += (gq[:, None] - gk[None, :] + tl.where(same, 0.0, total)[:, None]) * gate_scale
-                else:
-                    s += (gq[:, None] - gk[None, :]) * gate_scale
+                    row_gate += tl.where(same, 0.0, total)
+                s += (row_gate * gate_to_score)[:, None] - (gk * gate_to_score)[None, :]
             ok = (cols[None, :] <= rows[:, None]) & col_ok[None, :]
             if KEY_MASK:
                 ok &= (tl.load(KOK + b * skok_b + cols, mask=col_ok, other=0) != 0)[None, :]
             s = tl.where(ok, s, MASKED)
             v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :], mask=col_ok[:, None], other=0.0)
-            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC)
         if PAIR:  # the second chunk's rows move through the first chunk to its start
             second = row_chunk != chunk_q
             if TRANSFORM:
@@ -161,39 +164,44 @@ def _path_attn_fwd(
             j = chunk_q - 1 - jj
             cols = j * CHUNK + c_idx
             k = tl.load(k_base + cols.to(tl.int64)[:, None] * sk_t + d[None, :])
-            s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC) * qk_scale
+            s = tl.dot(r.to(k.dtype), tl.trans(k), input_precision=DOT_PREC)
             if GATE:
                 gk = tl.load(g_base + j.to(tl.int64) * sg_n + c_idx * sg_c)
                 total = tl.load(g_base + j.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c)
-                s += (decay[:, None] + (total - gk)[None, :]) * gate_scale
+                s += (decay * gate_to_score)[:, None] + ((total - gk) * gate_to_score)[None, :]
                 decay += total
             if KEY_MASK:
                 s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
             v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
-            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC)
             if TRANSFORM:
                 u = tl.load(U + b * su_b + h * su_h + j.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
                 r -= tl.dot(r.to(u.dtype), u, input_precision=DOT_PREC)
 
-        # 2b. earlier super-chunks, right to left: their keys at the super-chunk end, in blocks of a
-        # chunk, scored with one rounded r; then one dense step r <- r - r U_super
+        # 2b. earlier super-chunks, right to left: their keys at the super-chunk end, in blocks of
+        # KEY_BLOCK keys, scored with one rounded r; then one dense step r <- r - r U_super
         if SUPER > 1:
+            KEY_BLOCK: tl.constexpr = CHUNK * COARSE_CHUNKS
+            key_idx = tl.arange(0, KEY_BLOCK)
             ks_base = KS + b * sks_b + h * sks_h
             for ss in range(0, super_q):
                 sc = (super_q - 1 - ss).to(tl.int64)
                 r_op = r.to(KS.dtype.element_ty)
-                for blk in tl.range(0, SUPER, num_stages=COARSE_STAGES):
-                    pos = blk * CHUNK + c_idx
+                if GATE:
+                    row_gate = decay * gate_to_score
+                for blk in tl.range(0, SUPER * CHUNK // KEY_BLOCK, num_stages=COARSE_STAGES):
+                    pos = blk * KEY_BLOCK + key_idx
                     key_pos = sc * (SUPER * CHUNK) + pos  # int64
-                    k = tl.load(ks_base + key_pos[:, None] * sks_t + d[None, :])
-                    s = tl.dot(r_op, tl.trans(k), input_precision=DOT_PREC) * qk_scale
+                    # names of their own: a key block of two chunks must not rebind the fine walk's tiles
+                    kb = tl.load(ks_base + key_pos[:, None] * sks_t + d[None, :])
+                    sb = tl.dot(r_op, tl.trans(kb), input_precision=DOT_PREC)
                     if GATE:
-                        gk = tl.load(GE + b * sge_b + sc * sge_n + pos * sge_t + hq)
-                        s += (decay[:, None] + gk[None, :]) * gate_scale
+                        gkb = tl.load(GE + b * sge_b + sc * sge_n + pos * sge_t + hq)
+                        sb += row_gate[:, None] + (gkb * gate_to_score)[None, :]
                     if KEY_MASK:
-                        s = tl.where((tl.load(KOK + b * skok_b + key_pos) != 0)[None, :], s, MASKED)
-                    v = tl.load(v_base + key_pos[:, None] * sv_t + d[None, :])
-                    acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, DOT_PREC)
+                        sb = tl.where((tl.load(KOK + b * skok_b + key_pos) != 0)[None, :], sb, MASKED)
+                    vb = tl.load(v_base + key_pos[:, None] * sv_t + d[None, :])
+                    acc, m_i, l_i = _softmax_step(acc, m_i, l_i, sb, vb, qk_scale, DOT_PREC)
                 if GATE:
                     decay += tl.load(GT + b * sgt_b + sc * sgt_n + hq)
                 u = tl.load(US + b * sus_b + h * sus_h + sc * sus_n + d[:, None] * D + d[None, :])
@@ -210,15 +218,15 @@ def _path_attn_fwd(
             col_ok = cols < hi
             ck = cols.to(tl.int64)
             kc = tl.load(KC + b * skc_b + h * skc_h + ck[:, None] * skc_t + d[None, :], mask=col_ok[:, None], other=0.0)
-            s = tl.dot(r_op, tl.trans(kc), input_precision=DOT_PREC) * qk_scale
+            s = tl.dot(r_op, tl.trans(kc), input_precision=DOT_PREC)
             if GATE:
                 gc = tl.load(GC + b * sgc_b + hq + ck * sgc_t, mask=col_ok, other=0.0)
-                s += (decay[:, None] + gc[None, :]) * gate_scale
+                s += (decay * gate_to_score)[:, None] + (gc * gate_to_score)[None, :]
             if CACHE_MASK:
                 col_ok &= tl.load(COK + b * scok_b + ck, mask=col_ok, other=0) != 0
             s = tl.where(col_ok[None, :], s, MASKED)
             vc = tl.load(VC + b * svc_b + h * svc_h + ck[:, None] * svc_t + d[None, :], mask=col_ok[:, None], other=0.0)
-            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, vc, DOT_PREC)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, vc, qk_scale, DOT_PREC)
 
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     out = acc / l_safe[:, None]
@@ -259,6 +267,8 @@ def default_super_chunks(head_dim: int, tokens: int) -> int:
 # test shape costs minutes).
 TUNED = os.environ.get("TRITON_INTERPRET") != "1" and os.environ.get("PATH_EVAL_AUTOTUNE") != "0"
 CAPPED = 168  # registers: three programs of 4 warps per SM
+# The one configuration of untuned launches; tests set the coarse walk's options here to run their code
+UNTUNED = dict(num_warps=4, num_stages=1)
 
 
 # Every configuration the forward can take; `_prune` picks those tuned for a variant. COARSE_STAGES
@@ -267,35 +277,46 @@ CAPPED = 168  # registers: three programs of 4 warps per SM
 # take 144 KB of shared memory, one program per SM, where one stage but in that loop keeps two. On an
 # H200 PaTH at D = 128 went from 11.78 / 18.16 to 10.80 / 16.02 ms per 64K tokens at 8K / 16K, at
 # D = 64 from 10.79 / 17.10 to 10.59 / 16.92 (results/bench/kernels_forward_h200.json, its notes).
+# COARSE_CHUNKS = 2 takes that loop's keys two chunks at a time: half the online-softmax steps, on
+# 64 x 128 logits. At D = 64 a configuration with it was the fastest in 3 of 4 tunings (PaTH and
+# PaTH-FoX at 8K and 16K; the fourth within 0.4%); at D = 128, where the kernel already spills,
+# 1.09-1.28x the fastest without it (results/bench/coarse_loop_h200.json).
 CONFIGS = ([triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
            + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)]
            + [triton.Config({"COARSE_STAGES": c}, num_warps=4, num_stages=1) for c in (2, 3)]
-           + [triton.Config({"COARSE_STAGES": 3}, num_warps=4, num_stages=2, maxnreg=CAPPED)])
+           + [triton.Config({"COARSE_STAGES": 3}, num_warps=4, num_stages=2, maxnreg=CAPPED)]
+           + [triton.Config({"COARSE_CHUNKS": 2}, num_warps=4, num_stages=3)]
+           + [triton.Config({"COARSE_CHUNKS": 2}, num_warps=4, num_stages=2, maxnreg=CAPPED)])
 TUNING_KEY = ["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"]
 
 
 def _prune(configs, named_args, **kwargs):
-    """The configurations tuned for a variant. At D <= 64: 4 warps at 3 stages, and for the coarse
-    walk also 4 warps at 2 stages capped at 168 registers (about 210 uncapped: two programs per SM;
-    capped, three, with about 100 bytes spilled). Of every configuration timed on an H200 for the
-    760M shape's prefill variants (results/bench/forward_autotune.json) the capped one was the
-    fastest and 4 warps at 3 stages within 1.08x of it; 1 or 2 stages uncapped were 1.1-1.5x slower,
-    8 warps 1.5-3.5x. The walk over every chunk does not tune the capped one, though it was 1.08x
-    faster on a cache (the one such variant timed): it then compiles one configuration and times
-    none, which keeps a cold start of the 760M model at 17.6 s against 30.0 tuning all
-    (results/bench/end_to_end_h200_cold.json; a variant's first call took 12-17 s for seven
-    configurations in forward_autotune.json, about 2 s each). D = 64 was measured; D = 16 and 32
-    follow it unmeasured. At D = 128 all uncapped ones (unmeasured there; capped, it would spill
-    far more). The coarse walk also tunes COARSE_STAGES (its key loop pipelined alone): at D = 128
-    one stage with two or three there, at D = 64 three beside the capped one (one configuration more
-    on a cold start)."""
+    """The configurations tuned for a variant. The walk over every chunk: at D <= 64 4 warps at 3
+    stages only, at D = 128 every uncapped one. Of every configuration timed on an H200 for the
+    760M shape's prefill variants (results/bench/forward_autotune.json) 4 warps at 2 stages capped at
+    168 registers (three programs per SM, about 100 bytes spilled) was the fastest and 4 warps at 3
+    stages within 1.08x of it; 1 or 2 stages uncapped were 1.1-1.5x slower, 8 warps 1.5-3.5x. The
+    walk over every chunk does not tune the capped one, though it was 1.08x faster on a cache (the
+    one such variant timed): it then compiles one configuration and times none, which keeps a cold
+    start of the 760M model at 17.6 s against 30.0 tuning all (results/bench/end_to_end_h200_cold.json;
+    a variant's first call took 12-17 s for seven configurations in forward_autotune.json, about 2 s
+    each). The coarse walk at D <= 64 tunes three: its key loop two chunks a step at 4 warps and 3
+    stages, and capped, and the capped one with that loop pipelined over 3 stages: of six timed for
+    PaTH and PaTH-FoX at 8K and 16K (results/bench/coarse_loop_h200.json) these held the fastest every
+    time, the other three were 1.04-1.32x it. At D = 128 every uncapped one but those two chunks a
+    step (slower there). D = 16 and 32 follow D = 64, unmeasured. Two chunks a step need an even
+    super-chunk."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
     coarse = meta["SUPER"] > 1
-    configs = [c for c in configs if coarse or "COARSE_STAGES" not in c.kwargs]
+    if not coarse:
+        configs = [c for c in configs if not c.kwargs]
+    elif meta["SUPER"] % 2:
+        configs = [c for c in configs if "COARSE_CHUNKS" not in c.kwargs]
     if meta["D"] > 64:
-        return [c for c in configs if c.maxnreg is None]
-    return [c for c in configs if (c.maxnreg is None and c.num_warps == 4 and c.num_stages == 3)
-            or (c.maxnreg is not None and coarse)]
+        return [c for c in configs if c.maxnreg is None and "COARSE_CHUNKS" not in c.kwargs]
+    if not coarse:
+        return [c for c in configs if c.maxnreg is None and c.num_warps == 4 and c.num_stages == 3]
+    return [c for c in configs if "COARSE_CHUNKS" in c.kwargs or c.kwargs.get("COARSE_STAGES") == 3 and c.maxnreg]
 
 
 if TUNED:
@@ -327,6 +348,8 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     if D not in HEAD_DIMS:
         raise ValueError(f"the Triton kernels take head dims {', '.join(map(str, HEAD_DIMS[:-1]))} or {HEAD_DIMS[-1]}, "
                          f"not {D} (use the torch backend: attention='torch')")
+    if not scale > 0:  # the online softmax takes row maxima of unscaled logits (`_softmax_step`)
+        raise ValueError(f"the Triton kernels take a positive scale, not {scale} (use the torch backend: attention='torch')")
     C, BM = default_blocks(D)
     C, BM = chunk_size or C, block_m or BM
     if T < C:  # a short segment (decoding) runs as one chunk of the next power of two
@@ -446,7 +469,7 @@ def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gat
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
         Q, K, V, U, S, G, KS, US, GE, GT, kok, kc, vc, gc, cok, out, lse,
-        T, L, HQ, group, scale * LOG2E, gate_scale * LOG2E, per_split,
+        T, L, HQ, group, scale * LOG2E, gate_scale / scale, per_split,
         sq[0], sq[1], sq[2], sq[3], sq[4],
         sk[0], sk[1], sk[2],
         sv[0], sv[1], sv[2],
@@ -467,7 +490,7 @@ def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gat
         D=D, CHUNK=C, SUPER=1 if coarse is None else coarse.size, BM=BM, BN=cache_block, TRANSFORM=transform,
         GATE=g is not None, KEY_MASK=key_valid is not None, CACHE=has_cache,
         CACHE_MASK=has_cache and cache_valid is not None,
-        WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else dict(num_warps=4, num_stages=1)),
+        WRITE_LSE=splits > 1, DOT_PREC=prec, **({} if TUNED else UNTUNED),
     )
     if splits == 1:
         return out[0]

@@ -16,6 +16,8 @@
 # ablation (path_eval.bench.transition_ablation: the transition kernel with one part removed at a time and candidate
 #   rewrites; AB_ARGS= its arguments (--kinds candidate: the whole kernel and the candidates only); AB_S= the limit,
 #   150 s: seven variants compile per head dim, and 70 s on a cold machine were not enough),
+# coarse-loop (path_eval.bench.coarse_loop: the forward's inner loop against an earlier fwd.py named by CL_BASELINE=, carried
+#   as an ignored file; CL_ARGS= further arguments, CL_S= the limit, 360 s),
 # apply (the ablation's candidate named by APPLY= written into prep.py, for the test steps after it),
 # decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
 #   DT_S= the limit, 150 s),
@@ -55,6 +57,8 @@ for step in "$@"; do
         --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
     launch) timeout ${LC_S:-300} python3 -m path_eval.bench.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
     ablation) timeout ${AB_S:-150} python3 -m path_eval.bench.transition_ablation ${AB_ARGS:-} --out "$OUT/transition_ablation.json" ;;
+    coarse-loop) timeout ${CL_S:-360} python3 -m path_eval.bench.coarse_loop --baseline "${CL_BASELINE:?name the earlier fwd.py in CL_BASELINE=}" \
+        ${CL_ARGS:-} --out "$OUT/coarse_loop.json" ;;
     apply) python3 -m path_eval.bench.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;

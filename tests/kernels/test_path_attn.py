@@ -183,6 +183,17 @@ def test_coarse_walk_matches_definition(case):
         assert rel(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
 
 
+@pytest.mark.parametrize("case", COARSE[1::2], ids=lambda c: "{}-D{}S{}-cache{}-BM{}".format(c[0], c[5], c[6], *c[8:]))
+def test_coarse_walk_two_chunks_a_key_block(case, monkeypatch):
+    """The coarse loop taking its keys two chunks a step (`COARSE_CHUNKS` = 2, a configuration the GPU
+    tunes at D <= 64) against the definition: gates, padding, a cache, one chunk or two a program."""
+    from path_eval.kernels.path_attn import fwd
+    if fwd.TUNED:
+        pytest.skip("the autotuner picks the configuration here; run with PATH_EVAL_AUTOTUNE=0")
+    monkeypatch.setattr(fwd, "UNTUNED", {**fwd.UNTUNED, "COARSE_CHUNKS": 2})
+    test_coarse_walk_matches_definition(case)
+
+
 @pytest.mark.parametrize("rows", [None, 16], ids=["default rows", "16 rows a program"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("shape", [(2, 144, 2, 32, 16, 2), (1, 208, 1, 128, 16, 4)],
@@ -398,6 +409,14 @@ def test_rows_a_program_must_divide_the_chunk_or_be_two_chunks(block_m):
     x = as_dtype(random_inputs("path", 1, 70, 2, 2, 16, seed=1), torch.float32)
     with pytest.raises(ValueError, match=f"block_m {block_m} must divide the chunk size 32 or be twice it"):
         path_attention(**x, chunk_size=32, block_m=block_m)
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.125])
+def test_scale_must_be_positive(scale):
+    x = as_dtype(random_inputs("path", 1, 70, 2, 2, 16, seed=1), torch.float32)
+    x["scale"] = scale
+    with pytest.raises(ValueError, match=f"the Triton kernels take a positive scale, not {scale}"):
+        path_attention(**x)
 
 
 def test_pending_tail_must_fit_one_chunk():
