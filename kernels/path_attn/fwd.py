@@ -42,7 +42,7 @@ from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
 from path_eval.kernels.path_attn.prep import Prepared, chunk_queries, chunk_transitions, prepare_path, prepared, unit_stride
 from path_eval.kernels.path_attn.supported import DTYPES, HEAD_DIMS
 
-MASKED = tl.constexpr(-1.0e30)
+MASKED = tl.constexpr(float("-inf"))
 LOG2E = 1.4426950408889634
 
 
@@ -51,10 +51,15 @@ def _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC: tl.constexpr):
     """One online-softmax step over a block of logits s in score units (r.k, gate terms divided
     by qk_scale); m_i and l_i in base 2. The scale enters exp2's argument as one fused multiply-add
     per logit instead of a multiply of its own: at D = 64 the element-wise work per logit costs as
-    much as its two products on the tensor cores. Needs qk_scale > 0 (`path_attention` checks)."""
+    much as its two products on the tensor cores. Needs qk_scale > 0 (`path_attention` checks).
+    Masked logits are -inf, so that they weigh exactly 0: a finite mask value M would leave the
+    fused M * qk_scale - m its rounding residual, up to half an ulp of |M * qk_scale| (about 1e22 for
+    M = -1e30), and exp2 of that overflows on rows whose keys so far are all masked (padding). Such
+    rows keep m = -inf and take 0 as the reference, which leaves acc and l at 0."""
     m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-    alpha = tl.exp2(m_i - m_new)
-    p = tl.exp2(s * qk_scale - m_new[:, None])
+    m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m_i - m_ref)
+    p = tl.exp2(s * qk_scale - m_ref[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PREC)
     return acc, m_new, l_i
@@ -233,7 +238,8 @@ def _path_attn_fwd(
     o_ptrs = O + split.to(tl.int64) * so_s + b * so_b + hq * so_h + rows.to(tl.int64)[:, None] * so_t + d[None, :]
     tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=row_ok[:, None])
     if WRITE_LSE:
-        lse = tl.where(l_i > 0, m_i + tl.log2(l_safe), float("-inf"))
+        # a split with no unmasked key: finite, so that rows with none in any split merge to 0, not NaN
+        lse = tl.where(l_i > 0, m_i + tl.log2(l_safe), -1.0e30)
         tl.store(LSE + split.to(tl.int64) * slse_s + b * slse_b + hq * slse_h + rows, lse, mask=row_ok)
 
 

@@ -253,6 +253,28 @@ def test_left_padding(variant, block_m):
     ref = definition(x)
     for b, pad in enumerate([0, 17, 64]):
         assert rel(out[b, pad:].double().cpu(), ref[b, pad:]) <= 1e-5
+        assert torch.equal(out[b, :pad], torch.zeros_like(out[b, :pad]))  # padded rows see no key
+
+
+@pytest.mark.parametrize("splits", [1, 3])
+def test_rows_without_an_unmasked_key_give_zero(splits):
+    """A row with every key masked (padding at the start of a sequence over a masked cache) attends
+    to nothing: exactly 0, never inf or NaN, which a later layer would spread through the padded
+    positions' keys and values. Masked logits must weigh exactly 0 for that: with a finite mask
+    value the fused multiply-add of the compiled softmax leaves a residual that exp2 overflows on.
+    The other rows are the same with the cache in one part or in three merged by log-sum-exp."""
+    x = random_inputs("path_fox", 2, 8, 4, 2, 16, seed=3, pad_left=[0, 5])
+    args = as_dtype(x, torch.float32)
+    g = torch.Generator().manual_seed(4)
+    L = 40
+    cache = dict(cache_k=torch.randn(2, L, 2, 16, generator=g).to(DEVICE), cache_v=torch.randn(2, L, 2, 16, generator=g).to(DEVICE),
+                 cache_g=-torch.rand(2, L, 4, generator=g).to(DEVICE),
+                 cache_valid=torch.tensor([[True] * L, [False] * L]).to(DEVICE))
+    out, _ = path_attention(**args, **cache, splits=splits, cache_block=16)
+    one, _ = path_attention(**args, **cache, splits=1, cache_block=16)
+    assert torch.equal(out[1, :5], torch.zeros_like(out[1, :5]))
+    assert torch.isfinite(out).all()
+    assert rel(out.double().cpu(), one.double().cpu()) <= 1e-6
 
 
 def segment(x, sl):
