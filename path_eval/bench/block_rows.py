@@ -19,7 +19,7 @@ import triton
 from triton.testing import do_bench
 
 from path_eval.bench.forward_autotune import config_timings
-from path_eval.bench.kernels import GATED, TOKENS, inputs, log, rel, sdpa
+from path_eval.bench.kernels import GATED, TOKENS, inputs, log, rel, sdpa, timed
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.results.store import write_json_atomic
 
@@ -88,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                 x = inputs(B, T, H, D, transform, gate)
                 if op == "attn_fwd":
                     x.update(qh=x["q"].transpose(1, 2), kh=x["k"].transpose(1, 2), vh=x["v"].transpose(1, 2))
-                    ms = do_bench(lambda: sdpa("sdpa-cudnn")(x), warmup=25, rep=100)
-                    out["records"].append(dict(op=op, impl="sdpa-cudnn", D=D, T=T, B=B, H=H, ms=ms,
-                                               fa_equiv_tflops=flops / ms / 1e9))
+                    out["records"].append(timed(lambda: sdpa("sdpa-cudnn")(x), flops, op=op, impl="sdpa-cudnn",
+                                                D=D, T=T, B=B, H=H))
                 if transform:
                     size = fwd.default_super_chunks(D, T)
                     ms = do_bench(lambda: prepare_walk(x["q"], x["k"], x["w"], x["beta"], None, 64, size, False),
@@ -110,9 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                         out["tuning"].append(dict(op=op, D=D, T=T, block_m=bm, ms_by_config=timings,
                                                   fastest=min(timings, key=timings.get)))
                         log("tuned", out["tuning"][-1])
-                    ms = do_bench(lambda: forward(fwd, x, bm), warmup=25, rep=100)
-                    out["records"].append(dict(op=op, impl="path-eval", block_m=bm, D=D, T=T, B=B, H=H, ms=ms,
-                                               fa_equiv_tflops=flops / ms / 1e9))
+                    out["records"].append(timed(lambda: forward(fwd, x, bm), flops, op=op, impl="path-eval",
+                                                block_m=bm, D=D, T=T, B=B, H=H))
                     log(out["records"][-1])
                     write_json_atomic(out, args.out)
                 del x

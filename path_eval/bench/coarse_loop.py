@@ -21,10 +21,9 @@ from pathlib import Path
 
 import torch
 import triton
-from triton.testing import do_bench
 
 from path_eval.bench.forward_autotune import config_timings
-from path_eval.bench.kernels import GATED, TOKENS, inputs, log, rel, sdpa
+from path_eval.bench.kernels import GATED, TOKENS, inputs, log, rel, sdpa, timed
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.results.store import write_json_atomic
 
@@ -132,15 +131,13 @@ def main(argv: list[str] | None = None) -> int:
                 out["tuning"].append(dict(op=op, D=D, T=T, ms_by_config=timings, fastest=min(timings, key=timings.get)))
                 log("tuned", out["tuning"][-1])
                 for impl, module in (("now", fwd), ("before", before)):
-                    ms = do_bench(lambda: forward(module, x), warmup=25, rep=100)
-                    out["records"].append(dict(op=op, impl=impl, D=D, T=T, B=B, H=H, ms=ms,
-                                               fa_equiv_tflops=flops / ms / 1e9))
+                    out["records"].append(timed(lambda: forward(module, x), flops, op=op, impl=impl,
+                                                D=D, T=T, B=B, H=H))
                     log(out["records"][-1])
                 if op == "attn_fwd":
                     x.update(qh=x["q"].transpose(1, 2), kh=x["k"].transpose(1, 2), vh=x["v"].transpose(1, 2))
-                    ms = do_bench(lambda: sdpa("sdpa-cudnn")(x), warmup=25, rep=100)
-                    out["records"].append(dict(op=op, impl="sdpa-cudnn", D=D, T=T, B=B, H=H, ms=ms,
-                                               fa_equiv_tflops=flops / ms / 1e9))
+                    out["records"].append(timed(lambda: sdpa("sdpa-cudnn")(x), flops, op=op, impl="sdpa-cudnn",
+                                                D=D, T=T, B=B, H=H))
                 write_json_atomic(out, args.out)
                 del x
                 torch.cuda.empty_cache()

@@ -104,6 +104,13 @@ def rel(a, b):
     return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
 
+def timed(fn, flops: float, **fields) -> dict:
+    """A record of `fields` with fn's median ms (do_bench, 25 ms warm-up, 100 ms of runs) and the
+    TFLOP/s a FlashAttention forward of `flops` would reach in that time."""
+    ms = do_bench(fn, warmup=25, rep=100)
+    return dict(**fields, ms=ms, fa_equiv_tflops=flops / ms / 1e9)
+
+
 def check(args, out):
     """Ours vs the float32 torch backend (itself checked against the float64 definition) and vs fla."""
     rows = []
