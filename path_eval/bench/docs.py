@@ -365,7 +365,7 @@ def forward_targets(data: dict) -> str:
         shapes = sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == op}, key=lambda s: (-s[0], s[1]))
         for d, t in shapes:
             ours = ms(data["records"], op, "path-eval", d, t)
-            fla = ms(data.get("fla_records", []), op, "fla", d, t)
+            fla = ms(data["records"], op, "fla", d, t)
             sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
                        if v is not None)
             before = [ms(run["records"], op, "path-eval", d, t) for run in earlier]
@@ -529,6 +529,37 @@ def block_rows(data: dict) -> str:
     return "\n\n".join(parts)
 
 
+def coarse_loop(data: dict) -> str:
+    """A `coarse_loop` record: each candidate configuration's check, the whole forwards now and at
+    the earlier revision beside cuDNN, and every configuration the autotuner timed per variant."""
+    rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["D"]), c["config"].replace("num_ctas: 1, ", ""),
+             sci(c["rel_vs_fp32_torch"])] for c in data["checks"]]
+    parts = ["Each candidate configuration, bf16 (B = 2, T = 4K, 4 heads, super-chunks of 16), against the float32 "
+             "`torch` backend.\n\n" + table(["kernel", "D", "configuration", "rel. vs float32"], rows)]
+    recs = data["records"]
+    rows = []
+    for t in data["tuning"]:
+        ms = {r["impl"]: r["ms"] for r in recs if (r["op"], r["D"], r["T"]) == (t["op"], t["D"], t["T"])}
+        if {"now", "before"} <= ms.keys():
+            rows.append([CHECK_NAMES.get(t["op"], t["op"]), str(t["D"]), kilo(t["T"]), f"{ms['before']:.2f}",
+                         f"{ms['now']:.2f}", ratio(ms["before"] / ms["now"]),
+                         f"{ms['sdpa-cudnn']:.2f}" if "sdpa-cudnn" in ms else "-",
+                         t["fastest"].replace("num_ctas: 1, ", "")])
+    parts.append("Whole forwards (the preparation included), ms per call, at the earlier revision and now (each at "
+                 "its fastest tuned configuration), the speed-up (above 1: now is faster), cuDNN's SDPA where timed, "
+                 "and the configuration the autotuner chose now.\n\n"
+                 + table(["kernel", "D", "T", "before ms", "now ms", "speed-up", "cuDNN ms", "fastest configuration"],
+                         rows))
+    configs = sorted({c for t in data["tuning"] if t["op"] != "attn_fwd" for c in t["ms_by_config"]})
+    tuned = [t for t in data["tuning"] if t["op"] != "attn_fwd"]
+    rows = [[c.replace("num_ctas: 1, ", "")] + [f"{t['ms_by_config'][c]:.2f}" if c in t["ms_by_config"] else "-"
+                                                for t in tuned] for c in configs]
+    parts.append("The forward kernel alone under each candidate configuration, as Triton's autotuner timed it "
+                 "(ms).\n\n" + table(["configuration", *(f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} "
+                                                          f"{kilo(t['T'])}" for t in tuned)], rows))
+    return "\n\n".join(parts)
+
+
 def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
@@ -550,6 +581,8 @@ def kernels(results: Path) -> str:
     autotune_path = results / "bench" / "forward_autotune.json"
     autotune = load(autotune_path) if autotune_path.exists() else None
     rows_records = [(path, load(path)) for path in sorted((results / "bench").glob("block_rows*.json"))]
+    loop_path = results / "bench" / "coarse_loop_h200.json"
+    loop = load(loop_path) if loop_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
@@ -569,6 +602,8 @@ def kernels(results: Path) -> str:
                         *(["### Rows a program"] if rows_records else []),
                         *[part for path, record in rows_records
                           for part in (*kernel_header(path, results, record), block_rows(record))],
+                        *([] if loop is None else ["### The softmax and the coarse key loop",
+                                                   *kernel_header(loop_path, results, loop), coarse_loop(loop)]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records),
                         *([] if decode is None else [*kernel_header(decode_path, results, decode),
