@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if not fwd.TUNED:
         raise SystemExit("the forward is not autotuned here (interpreter or PATH_EVAL_AUTOTUNE=0): run on a GPU")
     before = load_baseline(args.baseline)
+    before._path_attn_fwd = tuner(before, before.CONFIGS, prune=True)  # its own configurations, per variant and T
     ops = [o for o in args.ops.split(",") if o]
     began = time.perf_counter()
     out = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
@@ -114,7 +115,6 @@ def main(argv: list[str] | None = None) -> int:
             transform, gate = GATED[op]
             # plain attention never runs the coarse loop: it tunes its usual configurations
             fwd._path_attn_fwd = tuner(fwd, configs) if transform else tuner(fwd, fwd.CONFIGS, prune=True)
-            before._path_attn_fwd = tuner(before, before.CONFIGS, prune=True)
             for T in (int(t) for t in args.lengths.split(",")):
                 if time.perf_counter() - began > args.budget_s:
                     log("budget spent: no more timings")
