@@ -560,6 +560,36 @@ def coarse_loop(data: dict) -> str:
     return "\n\n".join(parts)
 
 
+def prep_overlap(data: dict) -> str:
+    """A `prep_overlap` record: whole forwards and preparations with the super-chunk transport on one
+    stream and beside the query kernel on two, their peaks, whether the outputs were identical, and
+    cuDNN's SDPA at the same shape."""
+    recs = data["records"]
+    sdpa_ms = {(r["D"], r["T"]): r["ms"] for r in recs if r.get("mode") == "sdpa-cudnn"}
+    same = {(r["op"], r["D"], r["T"]): r["identical"] for r in recs if r["part"] == "outputs"}
+    by_mode: dict[tuple, dict] = {}
+    for r in recs:
+        if r["part"] == "forward" and r["mode"] != "sdpa-cudnn":
+            by_mode.setdefault((r["op"], r["D"], r["T"]), {})[r["mode"]] = r
+    rows = []
+    for (op, d, t), m in by_mode.items():
+        if {"one stream", "two streams"} <= m.keys():
+            one, two = m["one stream"], m["two streams"]
+            rows.append([CHECK_NAMES.get(op, op), str(d), kilo(t), str(one["super_chunks"]),
+                         f"{one['prep_ms']:.2f}", f"{two['prep_ms']:.2f}", f"{one['ms']:.2f}", f"{two['ms']:.2f}",
+                         ratio(one["ms"] / two["ms"]),
+                         ratio(sdpa_ms[(d, t)] / two["ms"]) if (d, t) in sdpa_ms else "-",
+                         f"{one['peak_gib']:.2f}", f"{two['peak_gib']:.2f}",
+                         {True: "yes", False: "no", None: "-"}[same.get((op, d, t))]])
+    return ("The preparation and the whole forward with the super-chunk transport and the query kernel on one stream "
+            "(one after the other) and on two (side by side), ms per call (B x T = 64K tokens, bf16); the speed-up "
+            "of two streams (above 1: faster); the two-stream forward's speed as a fraction of cuDNN's SDPA at the "
+            "same shape; each forward's peak memory above its inputs, GiB; and whether the two outputs were "
+            "identical bit for bit.\n\n"
+            + table(["kernel", "D", "T", "S", "prep 1 ms", "prep 2 ms", "forward 1 ms", "forward 2 ms", "speed-up",
+                     "x cuDNN", "peak 1 GiB", "peak 2 GiB", "identical"], rows))
+
+
 def kernels(results: Path) -> str:
     path = results / "bench" / "kernels.json"
     data = load(path)
@@ -583,6 +613,8 @@ def kernels(results: Path) -> str:
     rows_records = [(path, load(path)) for path in sorted((results / "bench").glob("block_rows*.json"))]
     loop_path = results / "bench" / "coarse_loop_h200.json"
     loop = load(loop_path) if loop_path.exists() else None
+    overlap_path = results / "bench" / "prep_overlap_h200.json"
+    overlap = load(overlap_path) if overlap_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
@@ -604,6 +636,9 @@ def kernels(results: Path) -> str:
                           for part in (*kernel_header(path, results, record), block_rows(record))],
                         *([] if loop is None else ["### The softmax and the coarse key loop",
                                                    *kernel_header(loop_path, results, loop), coarse_loop(loop)]),
+                        *([] if overlap is None else ["### The transport beside the query kernel",
+                                                      *kernel_header(overlap_path, results, overlap),
+                                                      prep_overlap(overlap)]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records),
                         *([] if decode is None else [*kernel_header(decode_path, results, decode),
