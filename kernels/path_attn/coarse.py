@@ -80,13 +80,10 @@ def _transport_rows(head_dim: int) -> int:
     return min(head_dim, 32)
 
 
-def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch.dtype,
-                                 stream: torch.cuda.Stream | None = None):
+def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch.dtype):
     """k32, tw [B, H, N, C, D] float32 (the preparation's); w [B, T, H, D] or any view with unit
     stride along D -> keys at their super-chunk end [B, H, count * size * C, D] and U_super
-    [B, H, count, D, D] in `dtype`, for the first `count` super-chunks of `size` chunks.
-    `stream`: launch there, after the current stream's work so far (the outputs are allocated on the
-    current stream, which must wait for `stream` before reading them or freeing the inputs)."""
+    [B, H, count, D, D] in `dtype`, for the first `count` super-chunks of `size` chunks."""
     if not (k32.is_contiguous() and tw.is_contiguous()):
         raise ValueError("the super-chunk transport takes the preparation's contiguous k32 and tw")
     B, H, _, C, D = k32.shape
@@ -96,18 +93,13 @@ def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch
         w = w.contiguous()
     prec, round_tf32 = product_precision(dtype)
     DR = _transport_rows(D)
-    if stream is not None:
-        stream.wait_stream(torch.cuda.current_stream(k32.device))
-        for t in (k32, w, tw):  # their memory is not reused before the transport has read them
-            t.record_stream(stream)
-    with torch.cuda.stream(stream):  # None: the current stream
-        # a super-chunk's row blocks first in the grid, so they run together and read its inputs from HBM once
-        _super_chunk_transport[(D // DR, count, B * H)](
-            k32, w, tw, keys, U, H,
-            k32.stride(0), k32.stride(1), k32.stride(2), w.stride(0), w.stride(1), w.stride(2),
-            tw.stride(0), tw.stride(1), tw.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
-            U.stride(0), U.stride(1), U.stride(2),
-            D=D, C=C, SIZE=size, DR=DR, PREC=prec, ROUND_TF32=round_tf32,
-            **_transport_launch(),
-        )
+    # a super-chunk's row blocks first in the grid, so they run together and read its inputs from HBM once
+    _super_chunk_transport[(D // DR, count, B * H)](
+        k32, w, tw, keys, U, H,
+        k32.stride(0), k32.stride(1), k32.stride(2), w.stride(0), w.stride(1), w.stride(2),
+        tw.stride(0), tw.stride(1), tw.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
+        U.stride(0), U.stride(1), U.stride(2),
+        D=D, C=C, SIZE=size, DR=DR, PREC=prec, ROUND_TF32=round_tf32,
+        **_transport_launch(),
+    )
     return keys, U

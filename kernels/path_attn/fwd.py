@@ -400,46 +400,21 @@ def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
     """The PaTH preparation (with its per-chunk `Transport` when `transport` is asked for) and the
     coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
     (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None.
-    The super-chunk transport runs after the transition kernel, beside the query kernel on a second
-    stream (`overlaps_transport`), or else before it, so that the float32 keys it reads are freed
-    (unless the `Transport` keeps them) before the queries are made: with Cm in the logits buffer
-    (`chunk_transitions`), three float32 buffers of the queries' size are alive at once instead of
-    five (four when the two kernels overlap)."""
+    The super-chunk transport runs between the transition and query kernels, so that the float32
+    keys it reads are freed (unless the `Transport` keeps them) before the queries are made: with
+    Cm in the logits buffer (`chunk_transitions`), three float32 buffers of the queries' size are
+    alive at once instead of five."""
     count = (q.shape[1] // chunk_size - 1) // super_chunks
     if super_chunks == 1 or count == 0:
         return prepare_path(q, k, w, beta, chunk_size, transport), None
     q, k, w = unit_stride(q, k, w)
     t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, transport, keys32=True)
-    side = _side_stream(q.device) if overlaps_transport(q) else None
-    keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype, stream=side)
+    keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype)
     if not transport:
         t = replace(t, k32=None)
     qs = chunk_queries(q, k, w, t)
-    if side is not None:
-        torch.cuda.current_stream(q.device).wait_stream(side)
     g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
     return prepared(qs, t, transport), Coarse(super_chunks, keys, U, g_end, g_total)
-
-
-# The super-chunk transport is bound by latency (a chain of dependent products on each program), the
-# query kernel by memory traffic, so the two run side by side on two streams for segments of at most
-# OVERLAP_MAX_LENGTH tokens. Overlapping keeps the transport's float32 keys alive while the float32
-# queries are made: one float32 buffer of the keys' size more at the preparation's peak.
-OVERLAP_MAX_LENGTH = 1 << 30
-_SIDE_STREAMS: dict[torch.device, torch.cuda.Stream] = {}
-
-
-def overlaps_transport(q) -> bool:
-    """Whether the preparation runs the super-chunk transport beside the query kernel (CUDA only)."""
-    return q.is_cuda and q.shape[1] <= OVERLAP_MAX_LENGTH
-
-
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
-    """One second stream per device, made once."""
-    device = torch.device("cuda", torch.cuda.current_device() if device.index is None else device.index)
-    if device not in _SIDE_STREAMS:
-        _SIDE_STREAMS[device] = torch.cuda.Stream(device)
-    return _SIDE_STREAMS[device]
 
 
 def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gate_scale, key_valid, cache_k, cache_v,

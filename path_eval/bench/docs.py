@@ -613,8 +613,6 @@ def kernels(results: Path) -> str:
     rows_records = [(path, load(path)) for path in sorted((results / "bench").glob("block_rows*.json"))]
     loop_path = results / "bench" / "coarse_loop_h200.json"
     loop = load(loop_path) if loop_path.exists() else None
-    overlap_path = results / "bench" / "prep_overlap_h200.json"
-    overlap = load(overlap_path) if overlap_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
                         "### Forward speed", forward_speed(records),
@@ -636,9 +634,6 @@ def kernels(results: Path) -> str:
                           for part in (*kernel_header(path, results, record), block_rows(record))],
                         *([] if loop is None else ["### The softmax and the coarse key loop",
                                                    *kernel_header(loop_path, results, loop), coarse_loop(loop)]),
-                        *([] if overlap is None else ["### The transport beside the query kernel",
-                                                      *kernel_header(overlap_path, results, overlap),
-                                                      prep_overlap(overlap)]),
                         "### Chunked prefill", chunked_prefill(records),
                         "### Decoding", decode_speed(records),
                         *([] if decode is None else [*kernel_header(decode_path, results, decode),
@@ -669,11 +664,13 @@ def against_baseline(records: list[dict], baseline: list[dict]) -> str:
 
 def trial_tables(data: dict) -> list[str]:
     """The tables of one trial JSON: a kernel bench's checks, prefill and decoding; a transition-kernel
-    ablation; or a trial's forwards against its baseline."""
+    ablation; the preparation on one stream and two; or a trial's forwards against its baseline."""
     if "baseline_records" in data:
         return [against_baseline(data["records"], data["baseline_records"])]
     if data["records"] and "variant" in data["records"][0]:
         return [transition_ablation(data["records"])]
+    if any(r.get("mode") == "two streams" for r in data["records"]):
+        return [prep_overlap(data)]
     return [kernel_checks(data["checks"]), chunked_prefill(data["records"]), decode_speed(data["records"])]
 
 

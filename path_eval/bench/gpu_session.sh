@@ -18,9 +18,6 @@
 #   150 s: seven variants compile per head dim, and 70 s on a cold machine were not enough),
 # coarse-loop (path_eval.bench.coarse_loop: the forward's inner loop against an earlier fwd.py named by CL_BASELINE=, carried
 #   as an ignored file; CL_ARGS= further arguments, CL_S= the limit, 360 s),
-# prep-overlap (path_eval.bench.prep_overlap: the super-chunk transport beside the query kernel on a second stream
-#   against one stream, forward and preparation times, peaks, outputs compared; PO_ARGS= its arguments, PO_S= the limit,
-#   400 s, no timing started after 3/4 of it),
 # apply (the ablation's candidate named by APPLY= written into prep.py, for the test steps after it),
 # decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
 #   DT_S= the limit, 150 s),
@@ -62,8 +59,6 @@ for step in "$@"; do
     ablation) timeout ${AB_S:-150} python3 -m path_eval.bench.transition_ablation ${AB_ARGS:-} --out "$OUT/transition_ablation.json" ;;
     coarse-loop) timeout ${CL_S:-360} python3 -m path_eval.bench.coarse_loop --baseline "${CL_BASELINE:?name the earlier fwd.py in CL_BASELINE=}" \
         ${CL_ARGS:-} --out "$OUT/coarse_loop.json" ;;
-    prep-overlap) timeout ${PO_S:-400} python3 -m path_eval.bench.prep_overlap --budget-s $(( ${PO_S:-400} * 3 / 4 )) ${PO_ARGS:-} \
-      --out "$OUT/prep_overlap_h200.json" ;;
     apply) python3 -m path_eval.bench.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;

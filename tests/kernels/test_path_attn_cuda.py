@@ -59,37 +59,6 @@ def test_coarse_walk_keeps_the_fine_walks_accuracy(variant, D, HQ, H):
     assert max(errors.values()) <= 2e-2 and max(errors[s] for s in (2, 4, 8, 16)) <= 1.25 * errors[1], errors
 
 
-@pytest.mark.parametrize("transport", [False, True])
-@pytest.mark.parametrize("variant", ["path", "path_fox"])
-def test_transport_beside_the_query_kernel_changes_nothing(variant, transport, monkeypatch):
-    """The super-chunk transport on a second stream beside the query kernel (`fwd.overlaps_transport`)
-    gives the output (and the per-chunk `Transport`) bit for bit of the two launched one after the
-    other: the same kernels on the same inputs, where a missing wait between the streams would read
-    keys or U_super before the transport wrote them, or let the queries reuse the float32 keys' memory
-    while the transport still reads it. A run of calls, so that freed buffers are reused."""
-    from path_eval.kernels.path_attn import fwd
-
-    g = torch.Generator(device="cuda").manual_seed(11)
-    r = lambda *s: torch.randn(*s, generator=g, device="cuda")  # noqa: E731
-    B, T, HQ, H, D = 2, 4096, 4, 2, 64
-    calls = []
-    for _ in range(3):
-        q, k, v = (r(B, T, n, D).bfloat16() for n in (HQ, H, H))
-        w, beta = F.normalize(r(B, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T, H))
-        gates = F.logsigmoid(r(B, T, HQ) + 4) if variant == "path_fox" else None
-        calls.append(dict(q=q, k=k, v=v, w=w, beta=beta, g=gates, scale=D ** -0.5, gate_scale=D ** -0.5,
-                          super_chunks=8, transport=transport))
-    results = {}
-    for limit in (0, T):
-        monkeypatch.setattr(fwd, "OVERLAP_MAX_LENGTH", limit)
-        assert fwd.overlaps_transport(calls[0]["q"]) == (limit == T)
-        results[limit] = [path_attention(**c) for c in calls]
-    for (one, moved_one), (two, moved_two) in zip(results[0], results[T]):
-        assert torch.equal(one, two)
-        if transport:
-            assert torch.equal(moved_one.k_end, moved_two.k_end) and torch.equal(moved_one.U, moved_two.U)
-
-
 def far_apart(t: torch.Tensor, stride: int) -> torch.Tensor:
     """t [B, ...] copied into a storage whose batch stride is `stride` elements (the gaps are
     allocated but never written)."""
