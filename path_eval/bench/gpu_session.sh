@@ -18,6 +18,10 @@
 #   150 s: seven variants compile per head dim, and 70 s on a cold machine were not enough),
 # coarse-loop (path_eval.bench.coarse_loop: the forward's inner loop against an earlier fwd.py named by CL_BASELINE=, carried
 #   as an ignored file; CL_ARGS= further arguments, CL_S= the limit, 360 s),
+# end-to-end (path_eval.bench.end_to_end: E2E_PARTS= its parts, default generate (about 300 s on an H200, most of it
+#   fla's warm-up and timed call); then E2E_PARTS=cold,run E2E_OUT=end_to_end_h200_cold_run in the next command while
+#   the same machine is held, so that the run part finds the kernels the generate part compiled in Triton's cache
+#   (about 90 s); E2E_S= the limit, 560 s),
 # apply (the ablation's candidate named by APPLY= written into prep.py, for the test steps after it),
 # decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
 #   DT_S= the limit, 150 s),
@@ -59,6 +63,8 @@ for step in "$@"; do
     ablation) timeout ${AB_S:-150} python3 -m path_eval.bench.transition_ablation ${AB_ARGS:-} --out "$OUT/transition_ablation.json" ;;
     coarse-loop) timeout ${CL_S:-360} python3 -m path_eval.bench.coarse_loop --baseline "${CL_BASELINE:?name the earlier fwd.py in CL_BASELINE=}" \
         ${CL_ARGS:-} --out "$OUT/coarse_loop.json" ;;
+    end-to-end) timeout ${E2E_S:-560} python3 -m path_eval.bench.end_to_end --parts "${E2E_PARTS:-generate}" \
+      --work /tmp/e2ework --out "$OUT/${E2E_OUT:-end_to_end_h200}.json" ;;
     apply) python3 -m path_eval.bench.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m path_eval.bench.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
