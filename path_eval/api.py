@@ -149,22 +149,24 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     from path_eval.locations import stay_offline
 
     stay_offline()
-    from path_eval.models.loading import check_device_and_backend
-    from path_eval.plan import resolve_plan
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.reports.stored import StoredRun
-    from path_eval.runner import RunOptions, check_out_folder, run
+    from path_eval.plan.models import resolve_models
+    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
     from path_eval.suites import SuiteSpec, load_suite
 
-    from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
-
-    check_device_and_backend(device, attention)
     if wandb_args is not None:
         check_wandb_args(wandb_args)
     if hf_hub_log_args:
         check_hub_log_args(hf_hub_log_args)
     spec = (suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))).with_longbench_rule(longbench_rule)
     models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
+    resolve_models(models or [])  # a mistyped model fails here, before the model stack (torch, transformers) imports
+    from path_eval.models.loading import check_device_and_backend
+    from path_eval.plan import resolve_plan
+    from path_eval.reports.extrapolation import write_reports
+    from path_eval.reports.stored import StoredRun
+    from path_eval.runner import RunOptions, check_out_folder, run
+
+    check_device_and_backend(device, attention)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
                         max_length=max_length)

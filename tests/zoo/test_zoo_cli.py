@@ -35,3 +35,15 @@ def test_an_unknown_zoo_model_is_one_line(tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: no zoo model 'patth': choose one of flipflop_fox, flipflop_path, flipflop_path_fox, flipflop_rope, "
         "fox, path, path_fox, rope (zoo:NAME), or zoo for all of them"]
+
+
+def test_a_mistyped_model_fails_before_the_model_stack_imports():
+    """A mistyped --model is checked before torch and transformers' modeling code are imported
+    (about 7 s on a 2-core machine), so its one-line error comes at once."""
+    code = ("import sys\nfrom path_eval.api import evaluate\nfrom path_eval.errors import PathEvalError\n"
+            "try:\n    evaluate('ci', ['zoo:patth'])\nexcept PathEvalError as error:\n    print(error)\n"
+            "print(sorted(m for m in ('torch', 'transformers.modeling_utils') if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("no zoo model 'patth'")
+    assert result.stdout.splitlines()[-1] == "[]"
