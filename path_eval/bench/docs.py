@@ -488,13 +488,26 @@ def forward_autotune(records: list[dict]) -> str:
         return sum(ratios) / len(ratios), config
 
     configs = sorted({config for r in records for config in r["ms_by_config"]}, key=mean_ratio)
-    rows = [[config.replace("num_ctas: 1, ", "")]
+    rows = [[config_name(config)]
             + [f"{r['ms_by_config'][config]:.2f} ({r['ms_by_config'][config] / min(r['ms_by_config'].values()):.2f}x)"
                if config in r["ms_by_config"] else "-" for r in records] for config in configs]
     rows.append(["first call s (compiling and timing all)"] + [f"{r['first_call_s']:.1f}" for r in records])
     return ("The forward kernel's launch configurations, all of `fwd.CONFIGS`, timed by Triton's autotuner per "
             "kernel variant: ms per call (and x the fastest of the variant); `fwd._prune` tunes only some.\n\n"
             + table(["configuration", *(r["case"] for r in records)], rows))
+
+
+def config_name(config: str) -> str:
+    """A Triton config as printed, without its always-default CTA count."""
+    return config.replace("num_ctas: 1, ", "")
+
+
+def tuning_table(tunings: list[dict], heading) -> str:
+    """ms of each launch configuration (rows) in each autotuner run (columns, `heading(run)`)."""
+    configs = sorted({c for t in tunings for c in t["ms_by_config"]})
+    rows = [[config_name(c)] + [f"{t['ms_by_config'][c]:.2f}" if c in t["ms_by_config"] else "-" for t in tunings]
+            for c in configs]
+    return table(["configuration", *(heading(t) for t in tunings)], rows)
 
 
 def block_rows(data: dict) -> str:
@@ -519,20 +532,17 @@ def block_rows(data: dict) -> str:
                  "call, by query rows a program (BM); the preparation with the super-chunk transport alone and cuDNN's "
                  "SDPA on the same shapes beside them.\n\n"
                  + table(["kernel", "D", "T", *(f"BM = {b} ms" for b in sizes), "preparation ms", "cuDNN ms"], rows))
-    configs = sorted({c for t in data["tuning"] for c in t["ms_by_config"]})
-    rows = [[c.replace("num_ctas: 1, ", "")] + [f"{t['ms_by_config'][c]:.2f}" if c in t["ms_by_config"] else "-"
-                                                for t in data["tuning"]] for c in configs]
     parts.append("The forward kernel alone under each launch configuration, as Triton's autotuner timed it on the "
                  "first call of each variant (ms; inf: does not fit the SM).\n\n"
-                 + table(["configuration", *(f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} {kilo(t['T'])} BM = "
-                                             f"{t['block_m']}" for t in data["tuning"])], rows))
+                 + tuning_table(data["tuning"], lambda t: f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} "
+                                                          f"{kilo(t['T'])} BM = {t['block_m']}"))
     return "\n\n".join(parts)
 
 
 def coarse_loop(data: dict) -> str:
     """A `coarse_loop` record: each candidate configuration's check, the whole forwards now and at
     the earlier revision beside cuDNN, and every configuration the autotuner timed per variant."""
-    rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["D"]), c["config"].replace("num_ctas: 1, ", ""),
+    rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["D"]), config_name(c["config"]),
              sci(c["rel_vs_fp32_torch"])] for c in data["checks"]]
     parts = ["Each candidate configuration, bf16 (B = 2, T = 4K, 4 heads, super-chunks of 16), against the float32 "
              "`torch` backend.\n\n" + table(["kernel", "D", "configuration", "rel. vs float32"], rows)]
@@ -544,19 +554,16 @@ def coarse_loop(data: dict) -> str:
             rows.append([CHECK_NAMES.get(t["op"], t["op"]), str(t["D"]), kilo(t["T"]), f"{ms['before']:.2f}",
                          f"{ms['now']:.2f}", ratio(ms["before"] / ms["now"]),
                          f"{ms['sdpa-cudnn']:.2f}" if "sdpa-cudnn" in ms else "-",
-                         t["fastest"].replace("num_ctas: 1, ", "")])
+                         config_name(t["fastest"])])
     parts.append("Whole forwards (the preparation included), ms per call, at the earlier revision and now (each at "
                  "its fastest tuned configuration), the speed-up (above 1: now is faster), cuDNN's SDPA where timed, "
                  "and the configuration the autotuner chose now.\n\n"
                  + table(["kernel", "D", "T", "before ms", "now ms", "speed-up", "cuDNN ms", "fastest configuration"],
                          rows))
-    configs = sorted({c for t in data["tuning"] if t["op"] != "attn_fwd" for c in t["ms_by_config"]})
     tuned = [t for t in data["tuning"] if t["op"] != "attn_fwd"]
-    rows = [[c.replace("num_ctas: 1, ", "")] + [f"{t['ms_by_config'][c]:.2f}" if c in t["ms_by_config"] else "-"
-                                                for t in tuned] for c in configs]
     parts.append("The forward kernel alone under each candidate configuration, as Triton's autotuner timed it "
-                 "(ms).\n\n" + table(["configuration", *(f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} "
-                                                          f"{kilo(t['T'])}" for t in tuned)], rows))
+                 "(ms).\n\n" + tuning_table(tuned, lambda t: f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} "
+                                                             f"{kilo(t['T'])}"))
     return "\n\n".join(parts)
 
 
