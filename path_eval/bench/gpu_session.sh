@@ -28,7 +28,9 @@
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (path_eval.bench.kernels; PARTS= picks parts, KARGS= adds arguments),
 # generation (path_eval.bench.generation: whole-model decoding tokens/s of ours, eager and CUDA graphs, against the same-shape
 #   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
-#   started after 3/4 of it; GEN_ARGS= further arguments).
+#   started after 3/4 of it; GEN_ARGS= further arguments),
+# scoring-profile (path_eval.bench.scoring_profile: GPU ms per kernel of one 64K scoring call, ours and the Llama; SP_ARGS=
+#   further arguments, SP_S= the limit, 240 s).
 # The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
 # process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
 # compiling, on the CPU; no test is timed. With workers, each test's printed lines
@@ -72,6 +74,8 @@ for step in "$@"; do
     parity) timeout 530 python3 -m path_eval.bench.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;
     generation) timeout ${GEN_S:-400} python3 -m path_eval.bench.generation --budget-s $(( ${GEN_S:-400} * 3 / 4 )) ${GEN_ARGS:-} \
         --out "$OUT/generation_h200.json" ;;
+    scoring-profile) timeout ${SP_S:-240} python3 -m path_eval.bench.scoring_profile ${SP_ARGS:-} --top 25 \
+        --out "$OUT/scoring_profile_h200.json" ;;
     extrapolation) timeout 560 python3 -m path_eval.bench.extrapolation_speed --budget-s 400 --out "$OUT/extrapolation_h200.json" ;;
     long-context)
       python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m

@@ -13,6 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
+from path_eval.kernels.path_attn import supported
+from path_eval.kernels.path_attn.directions import conv_history, householder_directions
 from path_eval.models.attention import AttentionInputs, default_backend, get_backend
 from path_eval.models.cache import DecoderCache, LayerCache
 from path_eval.models.config import PathEvalConfig
@@ -120,27 +122,28 @@ class DecoderAttention(nn.Module):
             self.q_norm, self.k_norm = RMSNorm(d, 1e-5), RMSNorm(d, 1e-5)
             self.qk_norm_names = ("q_norm", "k_norm")
 
-    def _householder_directions(self, x: torch.Tensor, conv_state: torch.Tensor | None,
-                                valid: torch.Tensor | None, use_cache: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _householder_directions(self, x: torch.Tensor, conv_state: torch.Tensor | None, valid: torch.Tensor | None,
+                                use_cache: bool, backend: str) -> tuple[torch.Tensor, torch.Tensor | None]:
         """w = l2norm(silu(causal depthwise conv(w_proj(x)))) per head, and the new conv history
-        (None unless `use_cache`: a call that does not extend the cache leaves its history alone)."""
-        B, T, _ = x.shape
+        (None unless `use_cache`: a call that does not extend the cache leaves its history alone).
+        On the triton backend one fused kernel computes w (`short_conv`)."""
         raw = self.w_proj(x)
         if valid is not None:  # padding must look like the zero history before a sequence starts
             raw = raw * valid[..., None].to(raw.dtype)
+        conv = self.w_conv1d if self.conv_size else None
+        if conv is not None and backend == "triton" and self.head_dim in supported.HEAD_DIMS and raw.dtype in supported.DTYPES:
+            from path_eval.kernels.path_attn.short_conv import householder_directions_triton  # with triton, on first use
+            w = householder_directions_triton(raw, conv_state, conv.weight, conv.bias, self.num_kv_heads)
+        else:
+            w = householder_directions(raw, conv_state, conv.weight if conv is not None else None,
+                                       conv.bias if conv is not None else None, self.num_kv_heads)
         new_state = None
-        if self.conv_size:
-            history = conv_state if conv_state is not None else raw.new_zeros(B, self.conv_size - 1, self.kv_dim)
-            full = torch.cat([history.to(raw.dtype), raw], 1)
-            raw = F.silu(F.conv1d(full.transpose(1, 2), self.w_conv1d.weight, self.w_conv1d.bias,
-                                  groups=self.kv_dim).transpose(1, 2))
-            if use_cache:
-                last = full[:, -(self.conv_size - 1):]
-                # Updated in place, so a captured decoding step (CUDA graph) keeps writing the buffer the
-                # next replay reads; a fresh history is a copy, not a view that would keep `full` alive.
-                new_state = conv_state.copy_(last) if conv_state is not None else last.clone()
-        w = raw.view(B, T, self.num_kv_heads, self.head_dim).to(_float_dtype(raw))
-        return w * torch.rsqrt(w.square().sum(-1, keepdim=True) + 1e-6), new_state
+        if conv is not None and use_cache:
+            last = conv_history(conv_state, raw, self.conv_size - 1)
+            # Updated in place, so a captured decoding step (CUDA graph) keeps writing the buffer the
+            # next replay reads; a fresh history is a copy, not a view that would keep `raw` alive.
+            new_state = conv_state.copy_(last) if conv_state is not None else last.clone()
+        return w, new_state
 
     def forward(self, x: torch.Tensor, state: LayerCache | None, positions: torch.Tensor,
                 valid: torch.Tensor | None, use_cache: bool, backend: str) -> tuple[torch.Tensor, LayerCache | None]:
@@ -159,7 +162,7 @@ class DecoderAttention(nn.Module):
         elif self.variant == "fox":
             g = F.logsigmoid(self.f_proj(x).to(f))
         elif self.variant in ("path", "path_fox"):
-            w, conv_state = self._householder_directions(x, state.conv if state else None, valid, use_cache)
+            w, conv_state = self._householder_directions(x, state.conv if state else None, valid, use_cache, backend)
             beta = 2 * torch.sigmoid(self.bt_proj(x).to(f))
             if self.variant == "path_fox":
                 g, gate_scale = F.logsigmoid(self.g_proj(x).to(f)), scale  # PaTH-FoX scales the gate too
