@@ -22,9 +22,7 @@ def householder_directions(raw: torch.Tensor, history: torch.Tensor | None, conv
     conv_bias [C] or None -> unit vectors [B, T, heads, C / heads] in float32 (float64 for float64)."""
     B, T, C = raw.shape
     if conv_weight is not None:
-        K = conv_weight.shape[-1]
-        past = history.to(raw.dtype) if history is not None else raw.new_zeros(B, K - 1, C)
-        full = torch.cat([past, raw], 1)
+        full = torch.cat([_past(history, raw, conv_weight.shape[-1] - 1), raw], 1)
         raw = F.silu(F.conv1d(full.transpose(1, 2), conv_weight, conv_bias, groups=C).transpose(1, 2))
     w = raw.reshape(B, T, heads, C // heads).to(torch.float64 if raw.dtype == torch.float64 else torch.float32)
     return w * torch.rsqrt(w.square().sum(-1, keepdim=True) + NORM_EPS)
@@ -33,8 +31,12 @@ def householder_directions(raw: torch.Tensor, history: torch.Tensor | None, conv
 def conv_history(history: torch.Tensor | None, raw: torch.Tensor, size: int) -> torch.Tensor:
     """The last `size` rows of history + raw (the next segment's convolution history), a view of `raw`
     where it is long enough; history None stands for zeros."""
-    B, T, C = raw.shape
+    T = raw.shape[1]
     if T >= size:
         return raw[:, T - size:]
-    past = history.to(raw.dtype) if history is not None else raw.new_zeros(B, size, C)
-    return torch.cat([past[:, T:], raw], 1)
+    return torch.cat([_past(history, raw, size)[:, T:], raw], 1)
+
+
+def _past(history: torch.Tensor | None, raw: torch.Tensor, size: int) -> torch.Tensor:
+    """The `size` rows before `raw` in its dtype: the history, or zeros where a sequence starts."""
+    return history.to(raw.dtype) if history is not None else raw.new_zeros(raw.shape[0], size, raw.shape[2])

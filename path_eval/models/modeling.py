@@ -89,7 +89,6 @@ class DecoderAttention(nn.Module):
         D, d = config.hidden_size, config.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = config.num_heads, config.num_kv_heads, d
         kv_dim = self.num_kv_heads * d
-        self.kv_dim = kv_dim
         self.q_proj = nn.Linear(D, config.num_heads * d, bias=config.qkv_bias)
         self.k_proj = nn.Linear(D, kv_dim, bias=config.qkv_bias)
         self.v_proj = nn.Linear(D, kv_dim, bias=config.qkv_bias)
