@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -306,10 +307,56 @@ def cold_start(checkpoint: str, requests_file: str, device: str, dtype: str, bat
     synchronize(device)
     load = time.perf_counter() - began
     requests = load_requests(Path(requests_file))
-    first, _ = timed_call(lm, requests, device)
+    with triton_compiles() as compiles:
+        first, _ = timed_call(lm, requests, device)
     second, _ = timed_call(lm, requests, device)
     return {"load_s": round(load, 3), "first_call_s": round(first, 3), "second_call_s": round(second, 3),
-            "compile_autotune_s": round(first - second, 3), "requests": len(requests)}
+            "compile_autotune_s": round(first - second, 3), "requests": len(requests),
+            "triton_compile_s": round(sum(c["s"] for c in compiles["kernels"].values()), 3),
+            "triton_compiles": compiles["kernels"], "launcher_builds": compiles["launchers"]}
+
+
+@contextmanager
+def triton_compiles():
+    """{"kernels": {kernel: {"count", "s"}}, "launchers": {"count", "s"}}: the Triton compilations made
+    inside the block with the compiler's own seconds (Triton's compilation listener), and the C
+    launchers built for them with a C compiler (one per new kernel signature, outside the listener's
+    timing), so that a cold start's cost splits into compiling, by kernel and specialisation count,
+    and the rest (autotuning's timed runs, first-call costs). Empty where Triton is absent."""
+    compiles: dict = {"kernels": {}, "launchers": {"count": 0, "s": 0.0}}
+    try:
+        from triton import knobs
+        from triton.runtime import build
+    except ImportError:
+        yield compiles
+        return
+
+    def listen(*, src, times, cache_hit, **_):
+        if not cache_hit:
+            row = compiles["kernels"].setdefault(src.name, {"count": 0, "s": 0.0})
+            row["count"] += 1
+            row["s"] = round(row["s"] + times.total / 1e6, 3)
+
+    build_module = getattr(build, "_build", None)  # private: where it is missing, launchers go uncounted
+
+    def timed_build(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return build_module(*args, **kwargs)
+        finally:
+            launchers = compiles["launchers"]
+            launchers["count"] += 1
+            launchers["s"] = round(launchers["s"] + time.perf_counter() - began, 3)
+
+    before, knobs.compilation.listener = knobs.compilation.listener, listen
+    if build_module is not None:
+        build._build = timed_build
+    try:
+        yield compiles
+    finally:
+        knobs.compilation.listener = before
+        if build_module is not None:
+            build._build = build_module
 
 
 def cold_record(args, checkpoint: Path, warmup, max_length: int) -> dict:
@@ -475,7 +522,10 @@ def summary(records: list[dict]) -> None:
                   f"warm-up ({r['impl']})")
         elif r["part"] == "cold":
             print(f"cold start: compile + autotune {r['compile_autotune_s']:.1f} s (first call {r['first_call_s']:.1f} s, "
-                  f"second {r['second_call_s']:.1f} s)")
+                  f"second {r['second_call_s']:.1f} s; Triton compiling {r['triton_compile_s']:.1f} s, "
+                  f"{r['launcher_builds']['count']} C launchers built in {r['launcher_builds']['s']:.1f} s)")
+            for kernel, c in sorted(r["triton_compiles"].items(), key=lambda kv: -kv[1]["s"]):
+                print(f"  {c['s']:6.2f} s {c['count']:3d} compiles  {kernel}")
         else:
             print(f"eval.py run: {r['wall_s']:.1f} s, generation {r['generation_s']:.1f} s: "
                   f"{r['wall_over_generation']:.2f}x (target {r['target']}x); same requests: {r['same_requests']}")

@@ -50,6 +50,7 @@ def test_both_sides_answer_alike_on_the_same_weights(tmp_path, monkeypatch):
     assert speedup["same_generations"] == 2 and hf["generated_characters"] == ours["generated_characters"] > 0
     assert cold["status"] == "ok" and cold["requests"] == 1 and cold["first_call_s"] > 0 and cold["load_s"] > 0
     assert cold["compile_autotune_s"] == pytest.approx(cold["first_call_s"] - cold["second_call_s"], abs=0.002)
+    assert cold["triton_compile_s"] == pytest.approx(sum(c["s"] for c in cold["triton_compiles"].values()), abs=0.002)
     assert run["status"] == "ok" and run["same_requests"] and run["requests_computed"] == 2
     assert run["wall_s"] > run["generation_s"] > 0
     assert set(run["phases"]) >= {"samples", "requests"}
@@ -101,3 +102,30 @@ def test_a_task_or_length_it_cannot_run_is_one_line_before_any_model_is_built(ca
 def test_the_cold_start_result_is_the_last_json_line():
     assert end_to_end.last_json_line('autotuning...\n{"load_s": 1.5}\nbye\n') == {"load_s": 1.5}
     assert end_to_end.last_json_line("Traceback (most recent call last):\n") is None
+
+
+def test_a_cold_start_counts_each_triton_compilation_by_kernel_and_each_launcher_build():
+    """Triton calls its compilation listener once per compiled specialisation (cache hits too, which
+    are not compiling) and builds a C launcher through `triton.runtime.build._build`; the cold start
+    sums the compiler's microseconds per kernel and times the builds, then puts back what it found."""
+    from types import SimpleNamespace
+
+    triton = pytest.importorskip("triton")
+    from triton.runtime import build
+
+    knobs = triton.knobs
+    found, found_build = knobs.compilation.listener, build._build
+    calls = []
+    fake = build._build = lambda *args, **kwargs: calls.append(args) or "launcher.so"
+    try:
+        with end_to_end.triton_compiles() as compiles:
+            for name, micros, hit in [("_rms_norm", 1_500_000, False), ("_fwd", 250_000, False),
+                                      ("_rms_norm", 500_000, False), ("_fwd", 9_000_000, True)]:
+                knobs.compilation.listener(src=SimpleNamespace(name=name), metadata={}, metadata_group={},
+                                           times=SimpleNamespace(total=micros), cache_hit=hit)
+            assert build._build("__triton_launcher", "src.c", "/tmp") == "launcher.so"
+        assert knobs.compilation.listener is found and build._build is fake
+    finally:
+        build._build = found_build
+    assert compiles["kernels"] == {"_rms_norm": {"count": 2, "s": 2.0}, "_fwd": {"count": 1, "s": 0.25}}
+    assert compiles["launchers"]["count"] == 1 and 0 <= compiles["launchers"]["s"] < 1 and len(calls) == 1
