@@ -15,6 +15,7 @@ from transformers import PreTrainedModel
 
 from path_eval.kernels.path_attn import supported
 from path_eval.kernels.path_attn.directions import conv_history, householder_directions
+from path_eval.kernels.rms_norm.naive import rms_norm
 from path_eval.models.attention import AttentionInputs, default_backend, get_backend
 from path_eval.models.cache import DecoderCache, LayerCache
 from path_eval.models.config import PathEvalConfig
@@ -42,17 +43,19 @@ def _float_dtype(t: torch.Tensor) -> torch.dtype:
 class RMSNorm(nn.Module):
     """RMSNorm over the last dim. Also the per-head q/k norm of x [..., heads, head_dim]: its weight
     is per channel ([heads * head_dim], fla's GroupNorm in FoX) or shared by all heads ([head_dim],
-    fla's RMSNorm(head_dim) in PaTH and the Transformer)."""
+    fla's RMSNorm(head_dim) in PaTH and the Transformer). `fused`: one Triton kernel (the `triton`
+    backend's choice) instead of torch's nine."""
 
     def __init__(self, size: int, eps: float):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(size))
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.to(_float_dtype(x))
-        y = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + self.eps)
-        return (y * self.weight.to(y.dtype).view(-1, x.shape[-1])).to(x.dtype)
+    def forward(self, x: torch.Tensor, fused: bool = False) -> torch.Tensor:
+        if fused and x.dtype in supported.DTYPES:
+            from path_eval.kernels.rms_norm.fused import rms_norm_triton  # with triton, on first use
+            return rms_norm_triton(x, self.weight, self.eps)
+        return rms_norm(x, self.weight, self.eps)
 
 
 class GatedMLP(nn.Module):
@@ -152,7 +155,8 @@ class DecoderAttention(nn.Module):
         k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim)
         v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim)
         if self.qk_norm_names is not None:
-            q, k = getattr(self, self.qk_norm_names[0])(q), getattr(self, self.qk_norm_names[1])(k)
+            fused = backend == "triton"
+            q, k = getattr(self, self.qk_norm_names[0])(q, fused), getattr(self, self.qk_norm_names[1])(k, fused)
         scale = self.head_dim ** -0.5
         w = beta = g = conv_state = None
         gate_scale = 1.0
@@ -186,9 +190,10 @@ class DecoderLayer(nn.Module):
         self.mlp = GatedMLP(config.hidden_size, config.intermediate_size)
 
     def forward(self, x, state, positions, valid, use_cache, backend):
-        h, new_state = self.attn(self.attn_norm(x), state, positions, valid, use_cache, backend)
+        fused = backend == "triton"
+        h, new_state = self.attn(self.attn_norm(x, fused), state, positions, valid, use_cache, backend)
         x = x + h
-        return x + self.mlp(self.mlp_norm(x)), new_state
+        return x + self.mlp(self.mlp_norm(x, fused)), new_state
 
 
 class PathEvalPreTrainedModel(PreTrainedModel):
@@ -291,7 +296,7 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
                 cache.next_position = start + advanced
             else:  # in place, as a captured decoding step (CUDA graph) needs
                 cache.next_position.add_(advanced)
-        return self.model.norm(h), (cache if use_cache else None)
+        return self.model.norm(h, backend == "triton"), (cache if use_cache else None)
 
     def logits_of(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits of final hidden states, in fp32 (fp64 for fp64 models)."""

@@ -1,0 +1,1 @@
+"""RMSNorm: one Triton launch (`fused`) for what the model's norms compute in torch (`naive`)."""
