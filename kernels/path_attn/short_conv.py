@@ -22,7 +22,7 @@ from path_eval.kernels.path_attn.directions import NORM_EPS
 ROWS_PER_PROGRAM = 64
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])  # one compile for a decoding step's T = 1 and every prefill chunk's T
 def _householder_directions(
     RAW, HIST, CONV_W, CONV_B, OUT, T, H,
     sr_b, sr_t, sh_b, sh_t, scw_c, scw_k,
