@@ -315,10 +315,7 @@ def end_to_end(results: Path) -> str:
                              f"{ratio(r['target'])}); the same greedy text for {r['same_generations']} of "
                              f"{r['requests']} requests.{caveat}")
             elif r["part"] == "cold":
-                parts.append(f"Cold start, in a fresh process: our model loaded in {seconds(r['load_s'])} s, the "
-                             f"warm-up call of {r['requests']} requests took {seconds(r['first_call_s'])} s, then "
-                             f"{seconds(r['second_call_s'])} s: compile and autotune "
-                             f"{seconds(r['compile_autotune_s'])} s.")
+                parts.append(cold_start(r))
             elif r["part"] == "run":
                 parts.append(table(
                     ["eval.py run wall s", "from model load s", "requests phase s", "generation s",
@@ -328,6 +325,22 @@ def end_to_end(results: Path) -> str:
                       ratio(r["wall_over_generate_part"]) if "wall_over_generate_part" in r else "-",
                       "yes" if r["same_requests"] else "NO"]]))
     return "\n\n".join(parts)
+
+
+def cold_start(r: dict) -> str:
+    """One cold-start record: its times, then (records that split them) Triton's compiles by kernel."""
+    label = f" ({r['revision']}, machine start {r['machine_start']})" if "revision" in r else ""
+    text = (f"Cold start{label}, in a fresh process: our model loaded in {seconds(r['load_s'])} s, the warm-up call "
+            f"of {r['requests']} requests took {seconds(r['first_call_s'])} s, then {seconds(r['second_call_s'])} s: "
+            f"compile and autotune {seconds(r['compile_autotune_s'])} s.")
+    if "triton_compiles" not in r:
+        return text
+    by_time = sorted(r["triton_compiles"].items(), key=lambda kv: -kv[1]["s"])
+    launchers = r.get("launcher_builds")
+    return (text + f" Of it Triton compiled for {seconds(r['triton_compile_s'])} s ("
+            + ", ".join(f"`{name}` {c['count']}x {c['s']:.2f} s" for name, c in by_time) + ")"
+            + ("" if launchers is None else f" and built {launchers['count']} C launchers in {seconds(launchers['s'])} s")
+            + ".")
 
 
 def kernel_header(path: Path, results: Path, data: dict) -> list[str]:

@@ -103,3 +103,16 @@ def test_forward_autotune_table_ranks_configs_against_each_variants_fastest():
     rows = [line for line in docs.forward_autotune(records).splitlines() if line.startswith("| w")]
     assert rows == ["| w4 | 2.00 (1.00x) | 3.00 (2.00x) | 1.00 (1.00x) |",
                     "| w8 | 5.00 (2.50x) | 1.50 (1.00x) | - |"]
+
+
+def test_a_cold_start_that_splits_its_cost_lists_the_compiles_slowest_first():
+    plain = {"load_s": 1.6, "requests": 2, "first_call_s": 19.1, "second_call_s": 0.7, "compile_autotune_s": 18.4}
+    assert docs.cold_start(plain) == ("Cold start, in a fresh process: our model loaded in 1.6 s, the warm-up call of "
+                                      "2 requests took 19.1 s, then 0.7 s: compile and autotune 18.4 s.")
+    split = {**plain, "revision": "a18b5e2", "machine_start": 3, "triton_compile_s": 2.5,
+             "triton_compiles": {"_rms_norm": {"count": 1, "s": 0.5}, "_fwd": {"count": 4, "s": 2.0}},
+             "launcher_builds": {"count": 2, "s": 0.9}}
+    assert docs.cold_start(split) == (
+        "Cold start (a18b5e2, machine start 3), in a fresh process: our model loaded in 1.6 s, the warm-up call of "
+        "2 requests took 19.1 s, then 0.7 s: compile and autotune 18.4 s. Of it Triton compiled for 2.5 s (`_fwd` "
+        "4x 2.00 s, `_rms_norm` 1x 0.50 s) and built 2 C launchers in 0.9 s.")
