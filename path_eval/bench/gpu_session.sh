@@ -39,8 +39,14 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 stamp() { echo "[$(date +%T)] $*"; }
-stamp "installing wheels"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+# A machine kept warm between commands already has these wheels; installing them again would cost every command
+# part of the half minute it takes to reach its first step (install, nvidia-smi, the version line).
+installed=/tmp/site/.path-eval-wheels-$(stat -c '%n %s' .whl/*.whl | md5sum | cut -c1-16)  # names and sizes: a copy's times change
+if [ -e "$installed" ]; then stamp "wheels already installed"; else
+  stamp "installing wheels"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  touch "$installed"
+fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 workers=${GPU_TEST_WORKERS:-8}
 if [ "$workers" = 0 ]; then spread=(-s); else spread=(-n "$workers" --dist loadgroup -rA); fi
