@@ -335,7 +335,7 @@ def triton_compiles():
         if not cache_hit:
             row = compiles["kernels"].setdefault(src.name, {"count": 0, "s": 0.0})
             row["count"] += 1
-            row["s"] = round(row["s"] + times.total / 1e6, 3)
+            row["s"] += times.total / 1e6
 
     build_module = getattr(build, "_build", None)  # private: where it is missing, launchers go uncounted
 
@@ -346,7 +346,7 @@ def triton_compiles():
         finally:
             launchers = compiles["launchers"]
             launchers["count"] += 1
-            launchers["s"] = round(launchers["s"] + time.perf_counter() - began, 3)
+            launchers["s"] += time.perf_counter() - began
 
     before, knobs.compilation.listener = knobs.compilation.listener, listen
     if build_module is not None:
@@ -357,6 +357,8 @@ def triton_compiles():
         knobs.compilation.listener = before
         if build_module is not None:
             build._build = build_module
+        for row in [*compiles["kernels"].values(), compiles["launchers"]]:
+            row["s"] = round(row["s"], 3)
 
 
 def cold_record(args, checkpoint: Path, warmup, max_length: int) -> dict:

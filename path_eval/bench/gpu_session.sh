@@ -44,7 +44,7 @@ stamp() { echo "[$(date +%T)] $*"; }
 installed=/tmp/site/.path-eval-wheels-$(stat -c '%n %s' .whl/*.whl | md5sum | cut -c1-16)  # names and sizes: a copy's times change
 if [ -e "$installed" ]; then stamp "wheels already installed"; else
   stamp "installing wheels"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
   touch "$installed"
 fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1

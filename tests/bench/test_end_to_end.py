@@ -50,7 +50,8 @@ def test_both_sides_answer_alike_on_the_same_weights(tmp_path, monkeypatch):
     assert speedup["same_generations"] == 2 and hf["generated_characters"] == ours["generated_characters"] > 0
     assert cold["status"] == "ok" and cold["requests"] == 1 and cold["first_call_s"] > 0 and cold["load_s"] > 0
     assert cold["compile_autotune_s"] == pytest.approx(cold["first_call_s"] - cold["second_call_s"], abs=0.002)
-    assert cold["triton_compile_s"] == pytest.approx(sum(c["s"] for c in cold["triton_compiles"].values()), abs=0.002)
+    assert isinstance(cold["triton_compiles"], dict) and set(cold["launcher_builds"]) == {"count", "s"}
+    assert all(set(c) == {"count", "s"} and c["count"] >= 1 for c in cold["triton_compiles"].values())
     assert run["status"] == "ok" and run["same_requests"] and run["requests_computed"] == 2
     assert run["wall_s"] > run["generation_s"] > 0
     assert set(run["phases"]) >= {"samples", "requests"}

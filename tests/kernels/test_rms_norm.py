@@ -16,6 +16,9 @@ SHAPES = [  # x shape, weight size
     ((2, 70, 96), 96),           # rows across programs, masked columns
     ((3, 5, 4, 64), 64),         # per-head norm, one weight for every head
     ((2, 33, 6, 16), 96),        # per-head norm, a weight per channel of every head (FoX's)
+    ((3, 7, 1536), 1536),        # the hidden state over several programs of two rows
+    ((2, 5, 24, 128), 3072),     # head dim 128, a weight per channel of each of 24 heads
+    ((1, 40, 4, 64), 64),        # 160 rows of 64: programs of 64 rows, the last one part full
 ]
 
 
@@ -48,3 +51,9 @@ def test_rms_norm_kernel_rounds_like_the_torch_path(shape, size, dtype):
     ulps = (got - torch_path).abs() / (torch.finfo(dtype).eps * torch_path.abs().clamp(min=torch.finfo(dtype).tiny))
     assert ulps.max().item() <= 1.0
     assert (got != torch_path).double().mean().item() <= 0.01
+
+
+def test_a_weight_that_fits_neither_the_last_dim_nor_every_head_is_refused():
+    x = torch.randn(2, 3, 4, 16, device=DEVICE)
+    with pytest.raises(ValueError, match="a weight of 32 values fits neither the last dim"):
+        rms_norm_triton(x, torch.ones(32, device=DEVICE), 1e-5)
