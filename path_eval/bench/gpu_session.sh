@@ -30,7 +30,9 @@
 #   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
 #   started after 3/4 of it; GEN_ARGS= further arguments),
 # scoring-profile (path_eval.bench.scoring_profile: GPU ms per kernel of one 64K scoring call, ours and the Llama; SP_ARGS=
-#   further arguments, SP_S= the limit, 240 s).
+#   further arguments, SP_S= the limit, 240 s),
+# scoring-64k (issue 18's memory and tokens/s target: one 64K block scored by ours, the same-shape Llama and fla's model,
+#   into $OUT/extrapolation_64k_h200.json; S64_S= the limit, 200 s).
 # The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
 # process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
 # compiling, on the CPU; no test is timed. With workers, each test's printed lines
@@ -83,6 +85,8 @@ for step in "$@"; do
     scoring-profile) timeout ${SP_S:-240} python3 -m path_eval.bench.scoring_profile ${SP_ARGS:-} --top 25 \
         --out "$OUT/scoring_profile_h200.json" ;;
     extrapolation) timeout 560 python3 -m path_eval.bench.extrapolation_speed --budget-s 400 --out "$OUT/extrapolation_h200.json" ;;
+    scoring-64k) timeout ${S64_S:-200} python3 -m path_eval.bench.extrapolation_speed --models path,rope-sdpa,fla-path --lengths 65536 \
+        --warmup 65536 --prefill-chunk 8192 --out "$OUT/extrapolation_64k_h200.json" ;;
     long-context)
       python3 -m path_eval.bench.random_checkpoint --variant path --out /tmp/path-760m
       timeout ${RULER_S:-300} python3 eval.py run --suite ruler --lengths 16k --limit 3 --model /tmp/path-760m --data-dir .gpudata \
