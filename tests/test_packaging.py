@@ -48,6 +48,13 @@ def test_kernels_import_only_under_the_namespace():
     assert run.returncode == 0, run.stderr
 
 
+def test_no_test_folder_is_a_package_that_hides_an_installed_one():
+    """conftest.py puts tests/ on sys.path, so a tests/ subfolder with an __init__.py is importable by
+    its bare name and hides any installed package of that name: tests/kernels/ as a package hides
+    Hugging Face's `kernels`, which transformers imports, and every model test fails."""
+    assert sorted(p.parent.name for p in (ROOT / "tests").glob("*/__init__.py")) == []
+
+
 def test_the_installed_checkout_serves_the_mapped_folders_outside_it(tmp_path):
     """`pip install -e .` (CI's install), used from elsewhere: the kernels import and the suites are
     found. Skipped where the installed path_eval is another checkout (a worktree beside it)."""
