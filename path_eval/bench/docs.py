@@ -661,9 +661,11 @@ def kernels(results: Path) -> str:
     loop = load(loop_path) if loop_path.exists() else None
     return "\n\n".join(["## Attention kernels", *kernel_header(path, results, data),
                         "### Accuracy", kernel_checks(data["checks"]),
-                        "### Forward speed", forward_speed(records),
+                        "### Forward speed",
                         *([] if forward is None else [*kernel_header(forward_path, results, forward),
                                                       forward_targets(forward)]),
+                        f"The first measurement of every forward, at revision {data['revisions']['forward_prefill']} "
+                        f"({source(path, results)}, its command above):", forward_speed(records),
                         *(["### Coarse walk", *walks] if walks else []),
                         *(["### The preparation's transition kernel"] if ablations else []),
                         *[part for path, ablation in ablations
