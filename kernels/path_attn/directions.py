@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from path_eval.kernels.precision import compute_dtype
+
 NORM_EPS = 1e-6  # fla's l2norm epsilon, added to the squared norm
 
 
@@ -24,7 +26,7 @@ def householder_directions(raw: torch.Tensor, history: torch.Tensor | None, conv
     if conv_weight is not None:
         full = torch.cat([_past(history, raw, conv_weight.shape[-1] - 1), raw], 1)
         raw = F.silu(F.conv1d(full.transpose(1, 2), conv_weight, conv_bias, groups=C).transpose(1, 2))
-    w = raw.reshape(B, T, heads, C // heads).to(torch.float64 if raw.dtype == torch.float64 else torch.float32)
+    w = raw.reshape(B, T, heads, C // heads).to(compute_dtype(raw))
     return w * torch.rsqrt(w.square().sum(-1, keepdim=True) + NORM_EPS)
 
 

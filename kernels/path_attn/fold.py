@@ -17,12 +17,14 @@ import torch
 import triton
 import triton.language as tl
 
+from path_eval.kernels.precision import compute_dtype
+
 ROWS_PER_PROGRAM = 1024  # M is loaded once per program; the cache's rows are split among programs
 
 
 def move_keys_reference(k: torch.Tensor, M: torch.Tensor) -> None:
     """k [B, L, H, D] <- k M per (batch, head), M [B, H, D, D]; in float32 (float64 for float64)."""
-    f = torch.float64 if k.dtype == torch.float64 else torch.float32
+    f = compute_dtype(k)
     k.copy_(torch.einsum("bjhd,bhde->bjhe", k.to(f), M.to(f)).to(k.dtype))
 
 

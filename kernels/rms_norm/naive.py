@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import torch
 
+from path_eval.kernels.precision import compute_dtype
+
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    f = torch.float64 if x.dtype == torch.float64 else torch.float32
+    f = compute_dtype(x)
     xf = x.to(f)
     y = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + eps)
     return (y * weight.to(f).view(-1, x.shape[-1])).to(x.dtype)

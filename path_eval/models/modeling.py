@@ -15,6 +15,7 @@ from transformers import PreTrainedModel
 
 from path_eval.kernels.path_attn import supported
 from path_eval.kernels.path_attn.directions import conv_history, householder_directions
+from path_eval.kernels.precision import compute_dtype
 from path_eval.kernels.rms_norm.naive import rms_norm
 from path_eval.models.attention import AttentionInputs, default_backend, get_backend
 from path_eval.models.cache import DecoderCache, LayerCache
@@ -33,11 +34,6 @@ class CausalLMOutput:
     @property
     def cache(self) -> DecoderCache | None:
         return self.past_key_values
-
-
-def _float_dtype(t: torch.Tensor) -> torch.dtype:
-    """Where precision matters (norms, gates, w, RoPE) compute in fp32, or fp64 for fp64 models."""
-    return torch.float64 if t.dtype == torch.float64 else torch.float32
 
 
 class RMSNorm(nn.Module):
@@ -71,7 +67,7 @@ class GatedMLP(nn.Module):
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """GPT-NeoX (rotate-half) RoPE of x [B, T, heads, d] at integer positions [B, T]."""
-    f = _float_dtype(x)
+    f = compute_dtype(x)
     d = x.shape[-1]
     inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, device=x.device, dtype=f) / d))  # fp32 as in fla
     angles = positions.to(f)[..., None] * inv_freq                                       # [B, T, d/2]
@@ -150,7 +146,7 @@ class DecoderAttention(nn.Module):
     def forward(self, x: torch.Tensor, state: LayerCache | None, positions: torch.Tensor,
                 valid: torch.Tensor | None, use_cache: bool, backend: str) -> tuple[torch.Tensor, LayerCache | None]:
         B, T, _ = x.shape
-        f = _float_dtype(x)
+        f = compute_dtype(x)
         q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim)
         v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from path_eval.kernels.path_attn.chunks import gates_to_end
+from path_eval.kernels.precision import compute_dtype
 
 
 @dataclass
@@ -41,8 +42,8 @@ class AttentionInputs:
 
     @property
     def compute_dtype(self) -> torch.dtype:
-        """float64 stays float64 (tests); everything else is computed in float32."""
-        return torch.float64 if self.q.dtype == torch.float64 else torch.float32
+        """The dtype of the precision-sensitive arithmetic on these inputs (`kernels/precision.py`)."""
+        return compute_dtype(self.q)
 
     def without_padding_effects(self) -> AttentionInputs:
         """Make padded positions inert: beta = 0 (H = I) and g = 0 (no decay)."""
