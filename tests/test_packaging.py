@@ -49,7 +49,7 @@ def test_kernels_import_only_under_the_namespace():
 
 
 def test_no_test_folder_is_a_package_that_hides_an_installed_one():
-    """conftest.py puts tests/ on sys.path, so a tests/ subfolder with an __init__.py is importable by
+    """pytest puts tests/ (conftest.py's folder) on sys.path, so a tests/ subfolder with an __init__.py is importable by
     its bare name and hides any installed package of that name: tests/kernels/ as a package hides
     Hugging Face's `kernels`, which transformers imports, and every model test fails."""
     assert sorted(p.parent.name for p in (ROOT / "tests").glob("*/__init__.py")) == []

@@ -69,10 +69,16 @@ def weight_bytes(model) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
+def random_block(length: int) -> list[int]:
+    """The token ids scored at `length`: uniform over the vocabulary, seeded by the length, so every
+    model and every bench that scores this length sees the same block."""
+    return torch.randint(0, SHAPE["vocab_size"], (length,), generator=torch.Generator().manual_seed(length)).tolist()
+
+
 def measure(model, length: int, prefill_chunk: int) -> dict:
     """Seconds and peak memory of scoring one random block; the peak counts this model's weights and
     activations, not the other models resident beside it."""
-    block = torch.randint(0, SHAPE["vocab_size"], (length,), generator=torch.Generator().manual_seed(length)).tolist()
+    block = random_block(length)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     others = torch.cuda.memory_allocated() - weight_bytes(model)

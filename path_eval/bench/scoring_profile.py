@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from path_eval.bench.extrapolation_speed import MODELS, SHAPE, build
+from path_eval.bench.extrapolation_speed import MODELS, SHAPE, build, random_block
 from path_eval.lm.scoring import next_token_nll
 from path_eval.models.attention import default_backend
 from path_eval.results.store import write_json_atomic
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("scoring_profile times CUDA kernels: run it on a CUDA GPU")
     attention = default_backend("cuda", torch.bfloat16, SHAPE["hidden_size"] // SHAPE["num_heads"])
-    block = torch.randint(0, SHAPE["vocab_size"], (args.length,),
-                          generator=torch.Generator().manual_seed(args.length)).tolist()
+    block = random_block(args.length)
     profiles = {}
     for name in names:
         model, impl = build(name, "cuda", attention)
