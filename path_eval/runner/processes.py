@@ -6,10 +6,11 @@ the first process alone writes plan, records, results and the phase times (OUT/t
 processes' counters are gathered for the provenance."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,11 +62,35 @@ def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
     """Freeze (or find already frozen) every sample set, each process its share balanced by tokens;
     then every process waits for all, so the sets exist before anyone reads them (each read checks
     the set against its recorded hash)."""
-    shares = balanced_shares([s.tokens for s in sets], parallel.world_size if parallel else 1)
-    for index in shares[parallel.rank if parallel else 0]:
-        sets[index].freeze()
+    processes = parallel.world_size if parallel else 1
+    shares = balanced_shares([s.tokens for s in sets], processes)
+    freeze_on_cores([sets[index] for index in shares[parallel.rank if parallel else 0]],
+                    cores=max(1, (os.cpu_count() or 1) // processes))
     if parallel:
         parallel.barrier()
+
+
+# Below this many tokens of samples, starting worker processes (each imports the task code) costs
+# more than it saves; above it (long RULER and PhoneBook sets), generating takes minutes on one core.
+POOL_MIN_TOKENS = 4_000_000
+
+
+def _freeze(make) -> None:
+    make()  # the built task holds closures: only the files it leaves behind come back
+
+
+def freeze_on_cores(sets: list[FrozenSet], cores: int) -> None:
+    """Freeze `sets` here, or, when they are large and this process has spare cores, in that many
+    worker processes (spawned: the model loads in a thread meanwhile), costliest first. Each set is
+    generated from its own seed and written atomically, so where it is made changes no sample."""
+    workers = min(len(sets), cores - 1)
+    if workers < 2 or sum(s.tokens for s in sets) < POOL_MIN_TOKENS:
+        for frozen in sets:
+            frozen.freeze()
+        return
+    ordered = sorted(sets, key=lambda s: -s.tokens)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_freeze, [s.freeze for s in ordered]))
 
 
 def writes_results(parallel: DataParallel | None) -> bool:

@@ -6,13 +6,18 @@ Variants: fox = fla `ForgettingTransformerForCausalLM`, path / path_fox = fla
 with SDPA (fla's own Transformer needs flash-attn). Every variant gets the same data, token budget,
 seed, optimizer (AdamW) and schedule (linear warmup, cosine decay to a tenth), bf16 autocast.
 
-  lm        4 layers, hidden 128, 2 heads of 64, the 4096-piece BPE, on the windows `corpus` built
+  lm        4 layers, hidden 192, 3 heads of 64, the 4096-piece BPE, on the windows `corpus` built
+            (their width is the training length)
   flipflop  1 layer, 2 heads of 64 (hidden 128), the eight flip-flop symbols, on FFL(0.8) drawn
             afresh every step; the loss is taken at the read positions only (the bits a model can
             predict), and the error is measured on fixed in / sparse / dense sets every --eval-every steps
 
 Weights are saved in bf16 with tied input and output embeddings (the embedding dominates at this
 width), with a model card (model_card.json, README.md) beside them.
+
+With --wait-for-stream the process compiles the training kernels first (one forward and backward
+on random tokens of the training shape, no optimizer step: the weights stay as initialised) and
+then waits for the windows file, so that compiling overlaps building the windows.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ PROCESS_START = time.time()
 FLA_TYPES = {"fox": ("forgetting_transformer", {}), "path": ("path_attn", {}),
              "path_fox": ("path_attn", {"use_forget_gate": True})}
 VARIANTS = ("rope", "fox", "path", "path_fox")
-SHAPES = {"lm": {"layers": 4, "hidden": 128, "heads": 2}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2}}
+SHAPES = {"lm": {"layers": 4, "hidden": 192, "heads": 3}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2}}
 EVAL_SETS = {"in": 512, "sparse": 4096, "dense": 128}  # sequences per split (the sparse split has few reads)
 FINAL_EVAL_SETS = {"in": 4096, "sparse": 16384, "dense": 1024}
 EVAL_SEED, FINAL_EVAL_SEED = 10_001, 20_001
@@ -79,6 +84,24 @@ def logits_of(model, ids: torch.Tensor) -> torch.Tensor:
         return model(input_ids=ids, use_cache=False).logits.float()
 
 
+def wait_for(path: Path, deadline_s: float | None) -> None:
+    while not path.exists():
+        if deadline_s and time.time() - PROCESS_START > deadline_s:
+            raise PathEvalError(f"{path} did not appear before the deadline: the windows were not built")
+        time.sleep(1.0)
+
+
+def compile_kernels(model, vocab: int, batch: int, length: int) -> None:
+    """One forward and backward at the training shape on random tokens (its own generator: the
+    seeded initialisation and data order are untouched), gradients dropped."""
+    generator = torch.Generator(device="cuda").manual_seed(12345)
+    ids = torch.randint(3, vocab, (batch, length + 1), device="cuda", generator=generator)
+    logits = logits_of(model, ids[:, :-1])
+    F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten()).backward()
+    model.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+
+
 def lm_batches(stream_path: str, batch: int, steps: int, pad: int):
     stream = np.load(stream_path, mmap_mode="r")
     if steps * batch > len(stream):
@@ -118,7 +141,7 @@ def flipflop_errors(model, sets: dict[str, int], seed: int) -> dict[str, float]:
 
 
 @torch.no_grad()
-def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int = 512) -> dict:
+def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int) -> dict:
     """Mean next-token loss over the held-out text cut into windows of the training length."""
     from tokenizers import Tokenizer
 
@@ -143,11 +166,24 @@ def train(args) -> None:
         tokenizer = Tokenizer.from_file(str(Path(args.tokenizer) / "tokenizer.json"))
         vocab = tokenizer.get_vocab_size()
         bos, eos, pad = (tokenizer.token_to_id(t) for t in ("<s>", "</s>", "<pad>"))
-        batches = lm_batches(args.stream, args.batch, args.steps, pad)
+        length = args.length
     else:
         vocab, bos, eos, pad = flipflop.VOCAB_SIZE, flipflop.BOS, flipflop.EOS, flipflop.PAD
-        batches = flipflop_batches(args.batch, args.steps, args.seed)
+        length = flipflop.LENGTH
     model = build_model(args.variant, vocab, bos=bos, eos=eos, pad=pad, **shape).cuda().train()
+    if args.wait_for_stream:
+        compile_kernels(model, vocab, args.batch, length)
+        print(json.dumps({"compiled_s": round(time.time() - PROCESS_START, 1)}), flush=True)
+        wait_for(Path(args.stream), args.deadline_s)
+        wait_for(Path(args.stream_info), args.deadline_s)
+    if args.task == "lm":
+        batches = lm_batches(args.stream, args.batch, args.steps, pad)
+        windows_length = np.load(args.stream, mmap_mode="r").shape[1] - 1
+        if windows_length != length:
+            raise PathEvalError(f"{args.stream} holds windows of {windows_length} tokens, not --length {length}: "
+                                f"build it with --length {length}")
+    else:
+        batches = flipflop_batches(args.batch, args.steps, args.seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
@@ -188,13 +224,13 @@ def train(args) -> None:
         curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
     torch.cuda.synchronize()
     wall = time.time() - start
-    tokens_per_step = args.batch * 512
+    tokens_per_step = args.batch * length
     timed_steps = steps_done - 21
     throughput = tokens_per_step * timed_steps / (time.time() - timed_start) if timed_start and timed_steps > 0 else None
     card = {"variant": args.variant, "task": args.task, "architecture": type(model).__name__,
             "parameters": sum(p.numel() for p in model.parameters()), **shape, "head_dim": shape["hidden"] // shape["heads"],
             "vocab_size": vocab, "tie_word_embeddings": True, "weights_dtype": "bfloat16",
-            "training_length": 512, "steps": steps_done, "planned_steps": args.steps,
+            "training_length": length, "steps": steps_done, "planned_steps": args.steps,
             "stopped_at_deadline": stopped_at_deadline, "batch_windows": args.batch,
             "tokens": steps_done * tokens_per_step, "seed": args.seed,
             "optimizer": {"name": "AdamW", "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": args.weight_decay,
@@ -206,8 +242,8 @@ def train(args) -> None:
             "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "command": "python -m path_eval.zoo.train " + " ".join(sys.argv[1:]), "git_revision": args.revision}
     if args.task == "lm":
-        card["heldout"] = {"text": f"path_eval/zoo/heldout/{Path(args.heldout).name}", "length": 512,
-                           **heldout_loss(model, Path(args.tokenizer), Path(args.heldout))}
+        card["heldout"] = {"text": f"path_eval/zoo/heldout/{Path(args.heldout).name}", "length": length,
+                           **heldout_loss(model, Path(args.tokenizer), Path(args.heldout), length)}
         card["data"] = json.loads(Path(args.stream_info).read_text()) if args.stream_info else None
     else:
         card["loss_on"] = "read positions only (the bits that follow a read instruction)"
@@ -246,7 +282,8 @@ def readme(card: dict) -> str:
         lines.append(f"Stopped at the run's deadline after {card['steps']} of {card['planned_steps']} planned steps "
                      "(the cosine schedule was cut short).")
     if card["task"] == "lm":
-        lines.append(f"Held-out loss at length 512: {card['heldout']['loss']:.4f} ({card['heldout']['text']}).")
+        lines.append(f"Held-out loss at length {card['heldout']['length']}: {card['heldout']['loss']:.4f} "
+                     f"({card['heldout']['text']}).")
         if card["data"]:
             lines.append(f"Data: the zoo mixture (path_eval/zoo/corpus.py), windows sha256 {card['data']['sha256']}.")
     else:
@@ -266,6 +303,9 @@ def main() -> None:
     parser.add_argument("--stream-info", help="lm: the JSON line corpus printed (sha256, sources)")
     parser.add_argument("--tokenizer", help="lm: folder with the zoo's tokenizer.json")
     parser.add_argument("--heldout", default=str(Path(__file__).parent / "heldout" / "jack_sheppard_tail.txt"))
+    parser.add_argument("--length", type=int, default=1024, help="lm: the training length (the windows' width)")
+    parser.add_argument("--wait-for-stream", action="store_true",
+                        help="compile the kernels first, then wait for --stream and --stream-info to appear")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)

@@ -212,6 +212,15 @@ class _NiahGenerator:
         return "\n".join(lines)
 
 
+def draw_niah(config: NiahConfig, size: int, rng: random.Random, seed: int, essays=None) -> tuple[str, str, list[str]]:
+    """(prompt, answer prefix, references) of one sample of `config` with a haystack of `size` units,
+    as the task's generator draws it but with no length search: for making training text in RULER's
+    format. `essays` is anything with a `sentences(num_words)` method (EssayHaystack, or a span of
+    other text); `seed` fixes the order the needles are shuffled into."""
+    draw = _NiahGenerator(config, seed, essays).draw(size, rng)
+    return draw.input, draw.answer_prefix, draw.outputs
+
+
 def generate_niah(
     task: str, length: int, tokenizer: Tokenizer, seed: int, num_samples: int, essays: str | None
 ) -> list[RulerSample]:

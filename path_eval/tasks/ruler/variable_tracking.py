@@ -55,6 +55,13 @@ def _prompt(size: int, letters: int, rng: random.Random, np_rng: np.random.Rando
     return prompt, VARIABLE_TRACKING.answer_prefix.format(num_v=len(names), query=value), names
 
 
+def draw_chain(size: int, rng: random.Random, np_rng: np.random.RandomState,
+               letters: int = NAME_LETTERS) -> tuple[str, str, list[str]]:
+    """(prompt, answer prefix, the chain's names) of one chain among `size` noise lines, drawn as the
+    task's samples are but with no length search and no in-context example: for training text."""
+    return _prompt(size, letters, rng, np_rng, example=False)
+
+
 def _example(tokenizer: Tokenizer, rng: random.Random, np_rng: np.random.RandomState) -> str:
     """The in-context example: prompt, answer prefix, its names, newline (the original's first pass)."""
     def draw(size: int) -> tuple[str, str, list[str]]:
