@@ -46,13 +46,13 @@ HELDOUT_FILE = Path(__file__).parent / "heldout" / "jack_sheppard_tail.txt"
 BABI_TRAIN = "babi/tasks_1-20_v1-2/en-10k"
 ESSAYS = "paul_graham_essays/PaulGrahamEssays"
 CODE_EXCLUDED = ("test", "tests", "idlelib", "tkinter", "lib2to3", "turtledemo", "site-packages", "ensurepip")
-# Share of the training windows from each source. Most is retrieval and state tracking in the
+# Share of the training windows from each source. Half is retrieval and state tracking in the
 # evaluation tasks' formats (a small model learns to retrieve only from plenty of it: a 4 x 256 RoPE
-# model trained on 30% NIAH still failed NIAH at 65M tokens and passed at 131M); the rest real text,
-# as much as its few distinct tokens bear (books and essays about 10 epochs at 131M tokens, prose
-# and code about 7, bAbI 3).
-MIXTURE = {"books": 0.03, "prose": 0.16, "essays": 0.015, "babi": 0.035, "code": 0.18,
-           "niah": 0.34, "phonebook": 0.16, "vt": 0.06, "flipflop": 0.02}
+# model trained on 30% NIAH still failed NIAH at 65M tokens and passed at 131M); half real text, as
+# much of each source as its distinct tokens bear at 131M tokens: prose (12M tokens) about 3 epochs,
+# code and bAbI 3-5, the Gutenberg books and essays (0.6M) about 10.
+MIXTURE = {"books": 0.03, "prose": 0.30, "essays": 0.015, "babi": 0.035, "code": 0.12,
+           "niah": 0.30, "phonebook": 0.14, "vt": 0.05, "flipflop": 0.01}
 REAL_SOURCES = ("books", "prose", "essays", "babi", "code")
 SYNTHETIC_SEED_DOMAIN = 7_000_000  # far from the evaluation tasks' seeds
 SYNTHETIC_CHUNK = 4_000  # samples drawn by one seeded generator (the unit of parallel drawing)
