@@ -51,10 +51,11 @@ def compact_row(row: dict) -> dict:
 
 
 def compact_run(run: Path, copy: Path) -> int:
-    """Write the compact copy of `run` to `copy` (a new folder); returns the rows copied."""
+    """Write the compact copy of `run` to `copy` (a new folder; of an unfinished run, whatever
+    per-sample logs it has); returns the rows copied."""
     run, copy = Path(run), Path(copy)
-    if not (run / "results.json").is_file():
-        raise PathEvalError(f"{run} holds no results.json: give the folder of a finished run")
+    if not (run / "plan.json").is_file():
+        raise PathEvalError(f"{run} holds no plan.json: give a run folder")
     if copy.exists():
         raise PathEvalError(f"{copy} exists: give a new folder for the copy")
     copy.mkdir(parents=True)
