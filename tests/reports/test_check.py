@@ -126,13 +126,13 @@ def test_an_unknown_difference_name_is_one_line(tmp_path, baseline, capsys):
 
 
 def test_the_gpu_run_of_the_ci_suite_needs_device_and_attention_accepted(tmp_path, capsys):
-    """The committed ci baseline is a CPU float32 run; the H200 float32 run of results/zoo differs from it
-    in the device class and the attention backend (triton), and agrees within the tolerances."""
-    results = Path(__file__).resolve().parents[2] / "results"
-    gpu = json.loads((results / "zoo" / "ci_h200_float32.json").read_text())["records"]
+    """The first zoo's ci baseline is a CPU float32 run; its H200 float32 run differs from it in the
+    device class and the attention backend (triton), and agrees within the tolerances."""
+    first_zoo = Path(__file__).resolve().parents[2] / "results" / "zoo" / "first_zoo"
+    gpu = json.loads((first_zoo / "ci_h200_float32.json").read_text())["records"]
     (tmp_path / "gpu" / "results.json").parent.mkdir()
     (tmp_path / "gpu" / "results.json").write_text(json.dumps(gpu))
-    baseline = str(results / "ci" / "baseline.json")
+    baseline = str(first_zoo / "ci_baseline.json")
     assert main(["check", str(tmp_path / "gpu"), "--baseline", baseline]) == 2
     out = capsys.readouterr().out
     assert "incomparable: device differs (cpu in the baseline, cuda in the results) in 108 records" in out

@@ -1,7 +1,12 @@
-"""The training mixture: only train files, the held-out tail left out, seeded synthetic samples."""
+"""The training mixture: only train files, the held-out tail left out, seeded synthetic samples in
+the evaluation tasks' formats, whole samples packed into windows."""
+import random
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
 from path_eval.errors import PathEvalError
 from path_eval.zoo import corpus
@@ -29,7 +34,7 @@ def fake_code_dir(root: Path) -> Path:
 
 
 def test_real_documents_read_train_files_only_and_drop_the_heldout_tail(tmp_path):
-    docs = corpus.real_documents(fake_data_dir(tmp_path / "data"), fake_code_dir(tmp_path / "code"))
+    docs = corpus.real_documents(fake_data_dir(tmp_path / "data"), fake_code_dir(tmp_path / "code"), text_dir=None)
     assert docs["babi"] == ["1 Mary moved to the bathroom.\n"]
     assert docs["code"] == ["# json/decoder.py\n", "# os.py\n"]
     book = corpus.strip_gutenberg(BOOK)
@@ -40,7 +45,7 @@ def test_real_documents_read_train_files_only_and_drop_the_heldout_tail(tmp_path
 
 def test_missing_data_is_one_clear_error(tmp_path):
     with pytest.raises(PathEvalError, match="--data-dir"):
-        corpus.real_documents(tmp_path, tmp_path)
+        corpus.real_documents(tmp_path, tmp_path, None)
 
 
 @pytest.mark.parametrize("kind", ["niah", "phonebook", "vt", "flipflop"])
@@ -51,7 +56,77 @@ def test_synthetic_samples_are_seeded(kind):
     assert a != corpus.synthetic_samples(kind, 5, seed=1, essay_sentences=essays)
 
 
-def test_a_niah_sample_ends_with_the_asked_value():
-    sample = corpus.synthetic_samples("niah", 1, seed=0, essay_sentences=["An essay sentence."] * 100)[0]
-    value = sample.rstrip(".").split()[-1]
-    assert f"is: {value}." in sample and "The special magic number for" in sample
+ZOO_TOKENIZER = Path(__file__).resolve().parents[2] / "path_eval" / "zoo" / "models" / "rope" / "tokenizer.json"
+ESSAY = [f"Sentence {i} of an essay about things." for i in range(400)]
+
+
+def test_a_niah_sample_answers_with_the_values_of_its_queried_needles():
+    """The answer after RULER's answer prefix lists exactly the values its question asks for, each
+    inserted in the haystack as RULER's needle sentence."""
+    for sample in corpus.synthetic_samples("niah", 200, seed=3, essay_sentences=ESSAY):
+        prompt, answer = sample.rsplit(" mentioned in the provided text ", 1)
+        values = answer.removeprefix("is ").removeprefix("are ").rstrip(".").split(", ")
+        keys = prompt.rsplit(" for ", 1)[1].replace(", and ", ", ").split(", ")  # the answer prefix's
+        needles = dict(re.findall(r"One of the special magic \w+ for (\S+) is: (\S+)\.", prompt))
+        assert len(keys) == len(set(keys)) >= 1
+        for value in values:
+            assert f" is: {value}." in prompt
+        assert all(key in needles for key in keys)
+
+
+def test_niah_samples_cover_ruler_s_haystacks_keys_and_counts():
+    samples = corpus.synthetic_samples("niah", 300, seed=0, essay_sentences=ESSAY)
+    assert any("The grass is green." in s for s in samples)  # noise
+    assert any("Sentence 1" in s for s in samples)  # essay
+    assert any(s.count("One of the special magic") > 6 for s in samples)  # distractor needles
+    assert any("special magic uuids" in s or "special magic uuid " in s for s in samples)
+    assert any("special magic numbers for" in s and ", and " in s for s in samples)  # several queries
+
+
+def test_essay_spans_start_anywhere_and_hold_enough_words():
+    rng = random.Random(0)
+    span = corpus.EssaySpan(ESSAY, rng)
+    starts = {span.sentences(30)[0] for _ in range(20)}
+    assert len(starts) > 10
+    assert sum(len(s.split()) for s in span.sentences(50)) >= 50
+
+
+def test_vt_samples_end_with_the_chain():
+    for sample in corpus.synthetic_samples("vt", 50, seed=0, essay_sentences=ESSAY):
+        names = sample.rsplit("they are: ", 1)[1].split()
+        value = re.findall(r"assigned the value (\d+) in the text above", sample)[-1]
+        assert f"VAR {names[0]} = {value}" in sample
+        for old, new in zip(names, names[1:]):
+            assert f"VAR {new} = VAR {old} " in sample
+
+
+def test_packing_keeps_samples_whole_and_drops_those_too_long():
+    tokenizer = Tokenizer.from_file(str(ZOO_TOKENIZER))
+    samples = corpus.synthetic_samples("phonebook", 60, seed=1, essay_sentences=ESSAY, length=256)
+    windows = corpus.packed_windows(tokenizer, samples, 257)
+    bos, eos, pad = (tokenizer.token_to_id(t) for t in ("<s>", "</s>", "<pad>"))
+    found = []
+    for window in windows.tolist():
+        content = window[:len(window) - next(i for i, t in enumerate(reversed(window)) if t != pad)]
+        assert pad not in content  # pads only at the end
+        assert content[-1] == eos
+        while content:
+            end = content.index(eos)
+            assert content[0] == bos
+            found.append(tokenizer.decode(content[1:end]))
+            content = content[end + 1:]
+    fitting = [s for s in samples if len(tokenizer.encode(s).ids) + 2 <= 257]
+    assert sorted(found) == sorted(fitting) and len(fitting) < len(samples)
+    assert (windows == pad).mean() < 0.25
+
+
+def test_the_mixture_is_whole():
+    assert abs(sum(corpus.MIXTURE.values()) - 1) < 1e-9
+    assert set(corpus.MIXTURE) == set(corpus.REAL_SOURCES) | set(corpus.SYNTHETIC_KINDS)
+
+
+def test_missing_prose_is_one_clear_error(tmp_path):
+    from path_eval.zoo import text_sources
+
+    with pytest.raises(PathEvalError, match="text_sources"):
+        text_sources.documents(tmp_path)

@@ -15,7 +15,7 @@ def test_list_shows_the_zoo_and_each_tasks_models():
         assert f"model zoo:{name}: {kind}" in lines
     assert ("  task flipflop_sparse (flip-flop p_ignore 0.98; lengths 512; models flipflop_rope, flipflop_fox, "
             "flipflop_path, flipflop_path_fox): flipflop_error") in lines
-    assert any(line.startswith("  task heldout (corpus zoo/heldout/jack_sheppard_tail.txt; lengths 512, 2048, 4096")
+    assert any(line.startswith("  task heldout (corpus zoo/heldout/jack_sheppard_tail.txt; lengths 1024, 2048, 4096")
                for line in lines)
 
 
