@@ -94,13 +94,16 @@ def default_out(args, suite: str) -> Path:
 
 
 DEMO_VARIANTS = ("rope", "fox", "path", "path_fox")
-DEMO_LENGTHS = (512, 2048)
+DEMO_LENGTHS = (1024, 2048)  # 1x and 2x the language models' training length
+DEMO_SAMPLES = 3
 
 
 def _demo(args) -> None:
-    """A real, offline CPU evaluation of the trained zoo (path_eval/zoo, trained at 512 tokens): the
-    ci suite's held-out perplexity by position at 512 and 2048 tokens for the four language models,
-    and its in-distribution flip-flop error for the four flip-flop models, in one table."""
+    """A real, offline CPU evaluation of the trained zoo (path_eval/zoo, language models trained at
+    1024 tokens): the ci suite's NIAH (single_1) and PhoneBook retrieval and its held-out perplexity
+    by position at 1x and 2x the training length for the four language models, and its
+    in-distribution flip-flop error for the four flip-flop models, in one table whose caption is
+    computed from the run."""
     from rich.console import Console
     from rich.table import Table
 
@@ -109,31 +112,38 @@ def _demo(args) -> None:
 
     console = Console()
     ci = load_suite("ci")
-    suite = ci.model_copy(update={"tasks": [t.model_copy(update={"lengths": list(DEMO_LENGTHS)})
-                                            if t.name == "heldout" else t for t in ci.tasks]})
+    lengths = list(DEMO_LENGTHS)
+    tasks = [t.model_copy(update={"lengths": lengths}) if t.flipflop is None else t for t in ci.tasks]
+    suite = ci.model_copy(update={"max_blocks": 2, "bucket_size": lengths[0], "tasks": tasks})
     models = [f"zoo:{v}" for v in DEMO_VARIANTS] + [f"zoo:flipflop_{v}" for v in DEMO_VARIANTS]
     out = Path(args.out)
-    console.print("demo: the trained zoo (path_eval/zoo/models, trained at 512 tokens) on the CPU: perplexity on "
-                  f"held-out text (never trained on) by position in {suite.max_blocks} blocks of 512 and of 2048 "
-                  "tokens, and flip-flop error (share of reads wrong, FFL(0.8), 128 sequences)")
-    study = evaluate(suite, models, out=out, tasks=["heldout", "flipflop_in"], data_dir=default_data_dir())
+    console.print(f"demo: the trained zoo (path_eval/zoo/models, language models trained at {lengths[0]} tokens) on the "
+                  f"CPU: NIAH and PhoneBook retrieval ({DEMO_SAMPLES} samples per length) and perplexity on held-out "
+                  f"text by position at {lengths[0]} and {lengths[1]} tokens; flip-flop error (FFL(0.8), 128 sequences)")
+    study = evaluate(suite, models, out=out, tasks=["niah_single_1", "phonebook", "heldout", "flipflop_in"],
+                     limit=DEMO_SAMPLES, data_dir=default_data_dir())
     cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in study.records}
-    buckets = [(512, (0, 510))] + [(2048, (a, min(a + 511, 2046))) for a in range(0, 2048, 512)]
-    table = Table(title="the trained zoo: held-out perplexity by block length and position; flip-flop error (in)")
+    first, second = (0, lengths[0] - 1), (lengths[0], lengths[1] - 2)
+    table = Table(title="the trained zoo: retrieval and held-out perplexity at 1x and 2x the training length")
     table.add_column("variant")
-    for length, (first, last) in buckets:
-        table.add_column(f"@{length}\n{first}-{last}", justify="right")
-    table.add_column("flip-flop\nerror", justify="right")
+    for task in ("NIAH", "Phone\nBook"):
+        for length in lengths:
+            table.add_column(f"{task}\n@{length}", justify="right")
+    for a, b in (first, second):
+        table.add_column(f"ppl\n@{lengths[1]}\n{a}-\n{b}", justify="right")
+    table.add_column("flip-\nflop\nerror", justify="right")
     for variant in DEMO_VARIANTS:
-        table.add_row(variant, *(f"{cell[variant, 'heldout', n, b]:.1f}" for n, b in buckets),
+        table.add_row(variant, *(f"{100 * cell[variant, task, n, ()]:.0f}%" for task in ("niah_single_1", "phonebook")
+                                 for n in lengths),
+                      *(f"{cell[variant, 'heldout', lengths[1], b]:.1f}" for b in (first, second)),
                       f"{100 * cell[f'flipflop_{variant}', 'flipflop_in', 512, ()]:.1f}%")
-    climb = {v: cell[v, "heldout", 2048, buckets[-1][1]] / cell[v, "heldout", 2048, buckets[1][1]]
-             for v in DEMO_VARIANTS}
-    table.caption = ("Trained at 512 tokens; perplexity in positions 1536-2046 of a 2048 block over positions 0-511: "
-                     + ", ".join(f"{v} {climb[v]:.2f}x" for v in DEMO_VARIANTS)
-                     + ". The paper expects RoPE to climb past its training length while FoX and PaTH-FoX stay flat, "
-                     "and PaTH's flip-flop error below RoPE's (paper: 0% vs 6.9%). Four blocks only: their later "
-                     "positions are also harder text, which every variant's ratio includes.")
+    climb = {v: cell[v, "heldout", lengths[1], second] / cell[v, "heldout", lengths[1], first] for v in DEMO_VARIANTS}
+    table.caption = (f"Trained at {lengths[0]} tokens. Perplexity past the training length over perplexity before it, "
+                     "in the same blocks: " + ", ".join(f"{v} {climb[v]:.2f}x" for v in DEMO_VARIANTS)
+                     + ". The paper expects RoPE to fail past its training length while FoX and PaTH-FoX hold, and "
+                     f"PaTH's flip-flop error below RoPE's (paper: 0% vs 6.9%). Two blocks and {DEMO_SAMPLES} samples "
+                     "per cell, and the blocks' later text is also harder, which every ratio includes: `eval.py run "
+                     "--suite zoo_study` measures the same with enough samples to test the differences.")
     console.print(table)
     console.print(f"results: {out / 'results.json'}")
     for report in study.files:
@@ -207,8 +217,17 @@ def _check(args) -> int:
 def _report(args) -> None:
     from path_eval.api import load_results
 
+    if args.baseline is not None and args.layout != "variants":
+        raise PathEvalError("--baseline NAME is only valid with --layout variants")
+    if args.layout == "variants" and args.baseline is None:
+        raise PathEvalError("--layout variants needs --baseline NAME: the model the others are tested against")
     study = load_results(*args.results)
-    _emit(study.report(args.layout, args.format), args.format)
+    if args.baseline is not None:
+        from path_eval.reports.variants import variants_report
+
+        _emit(variants_report(study.runs, study.suites, args.baseline, args.format), args.format)
+    else:
+        _emit(study.report(args.layout, args.format), args.format)
     if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
         plots = study.plot(args.plot)
         for plot in plots:
@@ -216,7 +235,10 @@ def _report(args) -> None:
         if not plots:
             print("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
     if args.html:
-        print(f"html: {study.html(args.html, args.layout)}", file=sys.stderr)
+        from path_eval.reports.html import write_page
+
+        page = write_page(study.runs, study.suites, study.figures, Path(args.html), args.layout, args.baseline)
+        print(f"html: {page}", file=sys.stderr)
 
 
 def _rescore(args) -> None:
@@ -423,7 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
-                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket)")
+                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket), or "
+                                    "variants: per task metric, the models against --baseline at each length")
+    p.add_argument("--baseline", metavar="NAME", help="with --layout variants: the model the others are tested "
+                                                      "against (paired, * at p < 0.05)")
     p.add_argument("--plot", metavar="DIR", help="also draw each long-context suite's metrics against length "
                                                  "(one line per model, error bars) as DIR/SUITE.png and .svg")
     p.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page of the study: tables, "
