@@ -1,7 +1,7 @@
 """The `ci` suite's check has teeth: a zoo model broken in one of three ways, saved as a checkpoint,
 makes `eval.py check` exit 1 against the committed baseline, while an unchanged copy exits 0; and two
 runs on one machine give identical records. To stay short each model runs the tasks of its records
-that are cheap (held-out perplexity at 512, flip-flop error in distribution) with the baseline
+that are cheap (held-out perplexity at 1024, flip-flop error in distribution) with the baseline
 filtered to them. The unchanged copy sits in a renamed folder and runs as `--model ZOO_NAME=FOLDER`:
 check matches records by display name."""
 import json
@@ -74,8 +74,8 @@ def run_and_check(tmp_path: Path, model: Path, task: str, length: int, name: str
     return main(["check", str(out), "--baseline", str(filtered)])
 
 
-CASES = [("path", householder_ignored, "heldout", 512), ("fox", forget_gate_flipped, "heldout", 512),
-         ("path_fox", forget_gate_flipped, "heldout", 512), ("rope", one_layer_perturbed, "heldout", 512),
+CASES = [("path", householder_ignored, "heldout", 1024), ("fox", forget_gate_flipped, "heldout", 1024),
+         ("path_fox", forget_gate_flipped, "heldout", 1024), ("rope", one_layer_perturbed, "heldout", 1024),
          ("flipflop_path", householder_ignored, "flipflop_in", 512)]
 
 
@@ -86,13 +86,13 @@ def test_a_broken_model_fails_the_check(tmp_path, zoo_name, breakage, task, leng
     assert "REGRESSED" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("zoo_name, task", [("rope", "heldout"), ("flipflop_path", "flipflop_in")])
-def test_the_unchanged_model_passes_and_two_runs_give_identical_records(tmp_path, zoo_name, task, capsys):
+@pytest.mark.parametrize("zoo_name, task, length", [("rope", "heldout", 1024), ("flipflop_path", "flipflop_in", 512)])
+def test_the_unchanged_model_passes_and_two_runs_give_identical_records(tmp_path, zoo_name, task, length, capsys):
     model = checkpoint(tmp_path, zoo_name, unchanged, folder_name=f"renamed_{zoo_name}")
-    assert run_and_check(tmp_path, model, task, 512, name=zoo_name) == 0
+    assert run_and_check(tmp_path, model, task, length, name=zoo_name) == 0
     first = json.loads((tmp_path / "runs" / "unchanged" / "results.json").read_text())
     shutil.rmtree(tmp_path / "runs")  # no resume: the second run computes everything again
-    assert run_and_check(tmp_path, model, task, 512, name=zoo_name) == 0
+    assert run_and_check(tmp_path, model, task, length, name=zoo_name) == 0
     second = json.loads((tmp_path / "runs" / "unchanged" / "results.json").read_text())
     assert [(r["task"], r["bucket"], r["value"], r["stderr"], r["n"]) for r in first] == \
         [(r["task"], r["bucket"], r["value"], r["stderr"], r["n"]) for r in second]
