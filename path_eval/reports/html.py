@@ -102,9 +102,9 @@ def run_section(index: int, run: StoredRun) -> str:
 
 
 def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: list[StudyFigure],
-               layout: str | None = None) -> str:
-    """The page's text: tables and plots per suite (and the paper `layout` table, if given), then
-    each run's protocol and provenance."""
+               layout: str | None = None, baseline: str | None = None) -> str:
+    """The page's text: tables and plots per suite (and the paper `layout` table, if given, or the
+    variants against `baseline` for layout "variants"), then each run's protocol and provenance."""
     records = [r for run in runs for r in run.records]
     by_name = {figure.name: figure for figure in figures}
     title = "path-eval study: " + ", ".join(suites)
@@ -115,7 +115,14 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: lis
             f"{html.escape(__version__)} (<code>eval.py report --html</code>). Values in the suite's units "
             "(fractions x100); the plots' error bars are +-1 standard error.</p>",
             "<nav><ul>" + "".join(nav) + "</ul></nav>"]
-    if layout:
+    if layout == "variants":
+        from path_eval.reports.variants import left_out_line, variant_tables
+
+        tables, left_out = variant_tables(runs, suites, baseline)
+        body.append(f'<section id="layout"><h2>Variants against {html.escape(str(baseline))}</h2>'
+                    + "".join(table(*t[1:3], title=t[0], note=t[3]) for t in tables)
+                    + (f"<p>{html.escape(left_out_line(baseline, left_out))}</p>" if left_out else "") + "</section>")
+    elif layout:
         header, rows, note = paper_layout(layout, records)
         body.append(f'<section id="layout"><h2>PaTH paper {html.escape(layout)} layout</h2>'
                     f"{table(header, rows, note=note)}</section>")
@@ -128,6 +135,6 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: lis
 
 
 def write_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: list[StudyFigure], target: Path,
-               layout: str | None = None) -> Path:
-    write_atomic(study_page(runs, suites, figures, layout), Path(target))
+               layout: str | None = None, baseline: str | None = None) -> Path:
+    write_atomic(study_page(runs, suites, figures, layout, baseline), Path(target))
     return Path(target)
