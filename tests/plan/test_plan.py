@@ -73,7 +73,7 @@ def test_zoo_models_by_name_and_each_task_on_its_own_models_and_lengths(tmp_path
     assert [m.name for m in plan.models] == ["rope", "flipflop_path"]
     assert {m.max_length for m in plan.models} == {4097}  # the suite's, whatever the subset
     assert [(i.task, i.kind, i.length, i.models) for i in plan.items] == [
-        ("heldout", "corpus", 512, ["rope"]), ("heldout", "corpus", 2048, ["rope"]),
+        ("heldout", "corpus", 1024, ["rope"]), ("heldout", "corpus", 2048, ["rope"]),
         ("heldout", "corpus", 4096, ["rope"]), ("flipflop_in", "flipflop", 512, ["flipflop_path"])]
     assert plan.of_kind("flipflop", "rope") == [] and len(plan.of_kind("corpus", "rope")) == 3
     only_lm = resolve_plan(load_suite("ci"), ["zoo:fox"], tasks=["heldout", "flipflop_in"], data_dir=tmp_path)

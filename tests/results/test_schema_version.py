@@ -13,7 +13,7 @@ from path_eval.results import load_results, write_results
 from path_eval.results.schema import SCHEMA_VERSION
 from tests.helpers import records
 
-BASELINE = Path(__file__).resolve().parents[2] / "results" / "ci" / "baseline.json"
+BASELINE = Path(__file__).resolve().parents[2] / "results" / "zoo" / "first_zoo" / "ci_baseline.json"
 
 
 def test_written_records_carry_the_current_version(tmp_path):
@@ -28,7 +28,7 @@ def test_version_1_files_still_read(tmp_path):
         del r["provenance"]["model_source"], r["provenance"]["model_revision"]
     (tmp_path / "results.json").write_text(json.dumps(old))
     assert [r.value for r in load_results(tmp_path)] == [0.55, 18.0]
-    baseline, _ = load_baseline(BASELINE)  # the committed ci baseline predates the field
+    baseline, _ = load_baseline(BASELINE)  # the first zoo's committed ci baseline predates the field
     assert "schema_version" not in json.loads(BASELINE.read_text())["records"][0] and len(baseline) == 108
 
 
