@@ -325,3 +325,31 @@ def test_the_html_page_holds_the_variant_tables(study, tmp_path):
     assert "<h2>Variants against base</h2>" in text
     assert "<caption>vstudy: NIAH string_match_all: baseline base: * p &lt; 0.05" in text
     assert text.count("<table>") >= 4 + 1  # the variant tables, then the suite's own table, runs...
+
+
+STUDY = Path(__file__).resolve().parents[2] / "results" / "zoo" / "study" / "cpu"
+
+
+def test_on_the_committed_zoo_study_each_retrieval_mark_is_the_mcnemar_p_of_its_logs(capsys):
+    """The view on the zoo study's committed CPU run (results/zoo/study/cpu): every NIAH and variable
+    tracking cell of FoX, PaTH and PaTH-FoX is marked exactly where scipy's binomial test of the
+    discordant pairs against RoPE, read from the per-sample logs, gives p < 0.05."""
+    assert main(["report", str(STUDY), "--layout", "variants", "--baseline", "rope", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    checked = 0
+    for task, label in (("niah_single_1", "niah_single_1 string_match_all"),
+                        ("niah_multikey_2", "niah_multikey_2 string_match_all")):
+        block = out.split(f"**zoo_study: {label}**", 1)[1].split("\n\n", 2)[1]
+        rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in block.splitlines()[2:]}
+        for model in ("fox", "path", "path_fox"):
+            for column, length in enumerate((1024, 2048, 4096)):
+                def scores(name):
+                    log = STUDY / "samples" / name / f"{task}_{length}_s1234.jsonl"
+                    return [json.loads(line)["scores"]["string_match_all"] for line in log.read_text().splitlines()]
+                base, other = np.array(scores("rope")), np.array(scores(model))
+                only_base, only_other = int(((base == 1) & (other == 0)).sum()), int(((base == 0) & (other == 1)).sum())
+                p = 1.0 if only_base + only_other == 0 else \
+                    stats.binomtest(only_base, only_base + only_other, 0.5).pvalue
+                assert rows[model][column].rstrip(" |").endswith("*") == (p < 0.05), (task, model, length, p)
+                checked += 1
+    assert checked == 18
