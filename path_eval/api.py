@@ -56,15 +56,23 @@ class Results:
 
         return pd.json_normalize([r.model_dump(mode="json") for r in self.records])
 
-    def report(self, layout: str | None = None, format: str = "markdown"):
-        """Each suite's table in its layout (or the paper table `layout`: table3, table7) as the text of
-        a Markdown, CSV or LaTeX table; `format="terminal"` gives the rich tables to print."""
+    def report(self, layout: str | None = None, format: str = "markdown", baseline: str | None = None):
+        """Each suite's table in its layout (or the paper table `layout`: table3, table7; or `variants`:
+        each model against the model `baseline` at each length, paired tests marked) as the text of a
+        Markdown, CSV or LaTeX table; `format="terminal"` gives the rich tables to print."""
         from rich.console import Group
 
         from path_eval.reports.tables import paper_layout, render, suite_table
 
         if format not in REPORT_FORMATS:
             raise PathEvalError(f"unknown report format {format!r}: choose one of {', '.join(REPORT_FORMATS)}")
+        if (layout == "variants") != (baseline is not None):
+            raise PathEvalError("layout='variants' and baseline=NAME go together: baseline names the model the "
+                                "others are tested against")
+        if layout == "variants":
+            from path_eval.reports.variants import variants_report
+
+            return variants_report(self.runs, self.suites, baseline, format)
         if layout:
             header, rows, note = paper_layout(layout, self.records)
             rendered = [render(header, rows, format, f"PaTH paper {layout} layout", note)]

@@ -847,7 +847,6 @@ def study_tables(results: Path) -> str:
     FoX and the flip-flop models at 1x-16x on the H200 (summarised from the per-sample logs of a run
     stopped at its time limit)."""
     from path_eval.api import load_results
-    from path_eval.reports.variants import variants_report
 
     study = results / "zoo" / "study"
     index = load(study / "index.json")
@@ -865,8 +864,7 @@ def study_tables(results: Path) -> str:
         f"All four language models on the CPU, 1x to 4x the training length, made by `{index['cpu']['command']}` "
         f"({index['cpu']['machine']}); cells x100 with their standard error, `*` where the paired test against RoPE "
         "on the same samples gives p < 0.05:",
-        variants_report(*variants_inputs(load_results(root_of(results) / index["cpu"]["run"])), "rope",
-                        "markdown").strip(),
+        load_results(root_of(results) / index["cpu"]["run"]).report("variants", "markdown", baseline="rope").strip(),
         "The paper's directions beside these numbers (reproduced: the zoo moves the paper's way and, where the "
         "cells hold the same samples, the paired test gives p < 0.05):",
         directions_table(results),
@@ -881,10 +879,6 @@ def study_tables(results: Path) -> str:
 
 def root_of(results: Path) -> Path:
     return results.parent
-
-
-def variants_inputs(study) -> tuple:
-    return study.runs, study.suites
 
 
 def directions_table(results: Path) -> str:

@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from path_eval.cli import main
+from path_eval.errors import PathEvalError
 from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
 from path_eval.results import ResultRecord, write_results
 from path_eval.suites import SuiteSpec
@@ -353,3 +354,13 @@ def test_on_the_committed_zoo_study_each_retrieval_mark_is_the_mcnemar_p_of_its_
                 assert rows[model][column].rstrip(" |").endswith("*") == (p < 0.05), (task, model, length, p)
                 checked += 1
     assert checked == 18
+
+
+def test_the_python_api_gives_the_same_view():
+    from path_eval.api import load_results
+
+    study = load_results(STUDY)
+    text = study.report("variants", "markdown", baseline="rope")
+    assert "**zoo_study: niah_single_1 string_match_all**" in text and "| fox | 100.0 ± 0.0 | 100.0 ± 0.0 * |" in text
+    with pytest.raises(PathEvalError, match="go together"):
+        study.report("variants", "markdown")
