@@ -865,6 +865,7 @@ def study_tables(results: Path) -> str:
         f"({index['cpu']['machine']}); cells x100 with their standard error, `*` where the paired test against RoPE "
         "on the same samples gives p < 0.05:",
         load_results(root_of(results) / index["cpu"]["run"]).report("variants", "markdown", baseline="rope").strip(),
+        niah_at_training_length(results, index["niah_1k"]),
         "The paper's directions beside these numbers (reproduced: the zoo moves the paper's way and, where the "
         "cells hold the same samples, the paired test gives p < 0.05):",
         directions_table(results),
@@ -879,6 +880,14 @@ def study_tables(results: Path) -> str:
 
 def root_of(results: Path) -> Path:
     return results.parent
+
+
+def niah_at_training_length(results: Path, run: dict) -> str:
+    from path_eval.results import load_results
+
+    found = {r.model: r for r in load_results(root_of(results) / run["run"])}
+    return (f"At the training length with more samples (`{run['command']}`): NIAH single_1 "
+            + ", ".join(f"{v} {100 * found[v].value:.1f}% of {found[v].n}" for v in ZOO_VARIANTS) + ".")
 
 
 def directions_table(results: Path) -> str:
