@@ -1,11 +1,12 @@
-"""A first look at the zoo on the CPU, through `load_model` (our torch backend for fla checkpoints):
+"""A first look at the first zoo (language models trained at 512) on the CPU, through `load_model` (our torch backend for fla checkpoints):
 
   - per-position loss on the held-out text (blocks of 512, 2K and 4K tokens; positions bucketed
     0-512, 512-1K, 1K-2K, 2K-4K), where RoPE's should climb past the training length (512);
   - flip-flop error (share of reads wrong) in / sparse / dense for the flip-flop models;
   - the drift of the CPU's per-token loss from the GPU reference's (parity JSON of path_eval.zoo.parity).
 
-  python -m path_eval.zoo.measure --out results/zoo/first_look_cpu.json [--parity results/zoo/parity_h200.json]
+  python -m path_eval.zoo.measure --out results/zoo/first_zoo/first_look_cpu.json \
+      [--parity results/zoo/first_zoo/parity_h200.json]
 """
 from __future__ import annotations
 
