@@ -3,7 +3,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # The tests' models and kernel shapes are tiny: one thread per process (this one and the CLI runs it
-# starts) is faster than two on a 2-core machine (a kernel test file: 30 s against 43 s), and the
+# starts) is faster than two on a 2-core machine (the processes would contend for the cores), and the
 # golden records compare equal to the last bit either way.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 

@@ -63,20 +63,19 @@ def _super_chunk_transport(
 
 def _transport_launch() -> dict:
     """4 warps, the chunk loop pipelined over two stages: with 32 rows of S a program
-    (`_transport_rows`) the fastest of those timed on an H200
-    (results/bench/launch_configs_transport_h200.json, 64K tokens at S = 8): 1.35 ms at D = 128 and
-    0.59 ms at D = 64, against 1.60 and 0.65 ms for 64 rows at one stage, the launch before, and
-    2.2 and 0.83 ms for 64 rows at two stages, whose D-wide float32 loads then fill shared memory.
-    At D = 128 the two stages take 128 KB of shared memory as Triton 3.6 builds them: one program
-    per SM, faster all the same than 32 rows at one stage (1.57 ms) with more programs."""
+    (`_transport_rows`) the fastest of the launches timed on an H200
+    (results/bench/launch_configs_transport_h200.json), ahead of 64 rows at one or two stages (at two
+    their D-wide float32 loads fill shared memory). At D = 128 the two stages take 128 KB of shared
+    memory as Triton 3.6 builds them: one program per SM, faster all the same than 32 rows at one
+    stage with more programs."""
     return dict(num_warps=4, num_stages=2)
 
 
 def _transport_rows(head_dim: int) -> int:
     """Rows of the suffix product S per program: 32 (all of them below D = 32). Each program reads
     its super-chunk's keys, w and T W whole, so more row blocks read them again, from L2 (they
-    launch together); with 32 rows twice the programs of 64 hide the chunk loop's latency (16 rows:
-    1.18x / 1.39x the time of 32 at D = 128 / 64, results/bench/launch_configs_transport_h200.json)."""
+    launch together); with 32 rows twice the programs of 64 hide the chunk loop's latency, and 16 rows
+    are slower again (results/bench/launch_configs_transport_h200.json)."""
     return min(head_dim, 32)
 
 

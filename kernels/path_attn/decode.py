@@ -235,11 +235,9 @@ def decode_step(cache, q, k, v, w, beta, g, key_valid, scale: float, gate_scale:
 def _attend_launch(rows: int, sms: int) -> dict:
     """Block of cached tokens per iteration, pipeline stages and warps of `_decode_attend` for
     `rows` (batch x query heads) on `sms` SMs. Three stages keep the next blocks' keys and values
-    in flight while one is reduced. Timed on an H200 for a 760M layer
-    (results/bench/decode_launch_configs.json): at 16K tokens 0.046 ms a step at B = 1 (24 rows,
-    blocks of 64) and 0.263 at B = 8 (192 rows, blocks of 128), against 0.064 and 0.385 with one
-    stage and blocks of 64; blocks of 128 lose at 24 rows and win at 192, so the cut at the SM
-    count (132) lies between the two measured points."""
+    in flight while one is reduced, faster than one stage for a 760M layer at 16K tokens on an H200
+    (results/bench/decode_launch_configs.json). Blocks of 128 lose at 24 rows (B = 1) and win at
+    192 (B = 8), so the cut at the SM count (132) lies between the two measured points."""
     return dict(BN=128 if rows >= sms else 64, STAGES=3, num_warps=4)
 
 

@@ -247,19 +247,17 @@ def default_blocks(head_dim: int) -> tuple[int, int]:
     """(chunk size C, query rows per program BM). 64 x 64 keeps r, the accumulator and the scores in
     registers; at D = 128 a chunk of 128 (dense transition at 1.5x attention's matmul work instead
     of 2x) needs more shared memory than an H200 has with two pipeline stages. Two chunks a program
-    (BM = 128) made plain attention 1.06-1.09x faster on an H200 but PaTH 0.88-0.99x
-    (results/bench/block_rows_h200.json: 128 rows need 8 warps, one program per SM, and spill at D = 128)."""
+    (BM = 128) made plain attention faster on an H200 but PaTH slower: 128 rows need 8 warps, one
+    program per SM, and spill at D = 128 (results/bench/block_rows_h200.json)."""
     return 64, 64
 
 
 def default_super_chunks(head_dim: int, tokens: int) -> int:
     """Chunks per super-chunk of the coarse walk (1: no coarse walk). The coarse walk costs the
-    super-chunk transport up front (`coarse.py`, O(T D^2): about 2 ms per 64K tokens of 16 heads of
-    128 on an H200) and saves a part of the walk, which grows with T^2. Measured on an H200
-    (results/bench/kernels_coarse_walk.json): at D = 128, S = 16 is the fastest from 8K tokens (1.21x
-    S = 1 at 8K, 1.64x at 64K) and S = 8 at 4K (1.02x S = 1). At D = 64 S = 1 wins at 4K (1.02x
-    S = 16) and S = 16 from 8K (results/bench/kernels_coarse_walk_d64.json: PaTH 1.07x S = 1 at 8K,
-    1.26x at 64K; S = 8 is 5% faster for PaTH at 16K only)."""
+    super-chunk transport up front (`coarse.py`, O(T D^2)) and saves a part of the walk, which grows
+    with T^2, so S grows with T. The fastest S measured on an H200 at each length: at D = 128, S = 16
+    from 8K tokens and S = 8 at 4K (results/bench/kernels_coarse_walk.json); at D = 64, S = 1 at 4K
+    and S = 16 from 8K (results/bench/kernels_coarse_walk_d64.json)."""
     if head_dim < 64:  # not measured: the walk over every chunk
         return 1
     if head_dim == 64:
@@ -280,13 +278,10 @@ UNTUNED = dict(num_warps=4, num_stages=1)
 # Every configuration the forward can take; `_prune` picks those tuned for a variant. COARSE_STAGES
 # pipelines the coarse walk's loop over a super-chunk's keys deeper than the rest of the kernel (whose
 # walk over single chunks also holds a D x D transition per step): at D = 128 two stages everywhere
-# take 144 KB of shared memory, one program per SM, where one stage but in that loop keeps two. On an
-# H200 PaTH at D = 128 went from 11.78 / 18.16 to 10.80 / 16.02 ms per 64K tokens at 8K / 16K, at
-# D = 64 from 10.79 / 17.10 to 10.59 / 16.92 (results/bench/kernels_forward_h200.json, its notes).
-# COARSE_CHUNKS = 2 takes that loop's keys two chunks at a time: half the online-softmax steps, on
-# 64 x 128 logits. At D = 64 a configuration with it was the fastest in 3 of 4 tunings (PaTH and
-# PaTH-FoX at 8K and 16K; the fourth within 0.4%); at D = 128, where the kernel already spills,
-# 1.09-1.28x the fastest without it (results/bench/coarse_loop_h200.json).
+# take 144 KB of shared memory, one program per SM, where one stage but in that loop keeps two
+# (measured in results/bench/kernels_forward_h200.json). COARSE_CHUNKS = 2 takes that loop's keys two
+# chunks at a time: half the online-softmax steps, on 64 x 128 logits; it wins at D = 64 and loses
+# at D = 128, where the kernel already spills (results/bench/coarse_loop_h200.json).
 CONFIGS = ([triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (1, 2, 3)]
            + [triton.Config({}, num_warps=4, num_stages=2, maxnreg=CAPPED)]
            + [triton.Config({"COARSE_STAGES": c}, num_warps=4, num_stages=1) for c in (2, 3)]
@@ -301,17 +296,15 @@ def _prune(configs, named_args, **kwargs):
     stages only, at D = 128 every uncapped one. Of every configuration timed on an H200 for the
     760M shape's prefill variants (results/bench/forward_autotune.json) 4 warps at 2 stages capped at
     168 registers (three programs per SM, about 100 bytes spilled) was the fastest and 4 warps at 3
-    stages within 1.08x of it; 1 or 2 stages uncapped were 1.1-1.5x slower, 8 warps 1.5-3.5x. The
-    walk over every chunk does not tune the capped one, though it was 1.08x faster on a cache (the
-    one such variant timed): it then compiles one configuration and times none, which keeps a cold
-    start of the 760M model at 17.6 s against 30.0 tuning all (results/bench/end_to_end_h200_cold.json;
-    a variant's first call took 12-17 s for seven configurations in forward_autotune.json, about 2 s
-    each). The coarse walk at D <= 64 tunes three: its key loop two chunks a step at 4 warps and 3
-    stages, and capped, and the capped one with that loop pipelined over 3 stages: of six timed for
-    PaTH and PaTH-FoX at 8K and 16K (results/bench/coarse_loop_h200.json) these held the fastest every
-    time, the other three were 1.04-1.32x it. At D = 128 every uncapped one but those two chunks a
-    step (slower there). D = 16 and 32 follow D = 64, unmeasured. Two chunks a step need an even
-    super-chunk."""
+    stages close to it; fewer stages uncapped and 8 warps were slower. The walk over every chunk
+    does not tune the capped one, though it was faster on a cache (the one such variant timed): it
+    then compiles one configuration and times none, because each tuned configuration is a compile
+    of its own and a cold start's time is mostly compiling (results/bench/end_to_end_h200_cold.json).
+    The coarse walk at D <= 64 tunes three: its key loop two chunks a step at 4 warps and 3 stages,
+    and capped, and the capped one with that loop pipelined over 3 stages: of six timed for PaTH and
+    PaTH-FoX at 8K and 16K (results/bench/coarse_loop_h200.json) these held the fastest every time.
+    At D = 128 every uncapped one but those two chunks a step (slower there). D = 16 and 32 follow
+    D = 64, unmeasured. Two chunks a step need an even super-chunk."""
     meta = {**named_args, **kwargs}  # constexprs arrive in kwargs (Triton 3.x)
     coarse = meta["SUPER"] > 1
     if not coarse:

@@ -128,7 +128,7 @@ def _chunk_transition(
     # size 2h, M holding A's entries inside those but outside the blocks of size h (the 2 x 2 block
     # formula [[X11, 0], [-X22 A21 X11, X22]] for every pair at once); h = 1 needs no product, h = 2,
     # 4, 8 two each: six batched tf32x3 products one after another, where forward substitution takes
-    # 16 dependent vector steps (0.78x / 0.87x the kernel's time at D = 64 / 128, with the block rows below;
+    # 16 dependent vector steps (timed with the block rows below against it in
     # results/bench/trials/transition_candidates_h200.json), and like it within 1e-4 of float64 on
     # ill-conditioned I + A (the correlated-w tests). The doubling product (I - A)(I + A^2)(I + A^4)
     # (I + A^8), a little faster, is not: powers of A grow without bound there. The blocks of A come
@@ -247,17 +247,15 @@ def _chunk_queries(
 
 def _transition_launch() -> dict:
     """Warps and register cap of the transition kernel: 4 warps capped at 168 registers, so that
-    three programs share an SM, the fastest of those timed on an H200 at D = 64 and D = 128
-    (results/bench/launch_configs.json: at D = 128 3.38 ms a preparation against 3.61 uncapped and
-    5.1-5.7 at 8 warps). Four programs per SM, capped at 128 registers (1.06x / 1.04x the time at
-    D = 128 / 64, its spills cost more than the extra program hides) or at 2 warps (2.2-2.4x), are
-    slower."""
+    three programs share an SM, the fastest of those timed on an H200 at D = 64 and D = 128, ahead
+    of uncapped and 8 warps (results/bench/launch_configs.json). Four programs per SM, capped at 128
+    registers (its spills cost more than the extra program hides) or at 2 warps, are slower."""
     return dict(num_warps=4, maxnreg=168)
 
 
 def _queries_launch() -> dict:
     """Warps of the query kernel: 4 (155 registers at D = 128, three programs per SM; faster than 8 on
-    an H200, and capped at 128 registers for four programs within 0.5% of it:
+    an H200, and capping it at 128 registers for four programs gains nothing:
     results/bench/launch_configs.json)."""
     return dict(num_warps=4)
 

@@ -3,10 +3,8 @@ projection, silu and the per-head l2 norm (`directions.householder_directions`, 
 
 In torch these are a concatenation with the history, two transposes around cuDNN's depthwise
 convolution (its generic kernel), silu, a float32 copy, a square, a sum over each head's D columns,
-an rsqrt and a product. Scoring a 64K block with the 760M model on an H200, cuDNN's kernel alone
-took 26.0 ms of GPU time over the 24 layers and the sum over D 18.5 ms; the fused kernel takes
-4.6 ms, and the whole call fell from 1284.5 to 1186.5 ms under the profiler
-(results/bench/scoring_profile_h200_*.json). Each program reads its rows of the projection (and,
+an rsqrt and a product, with cuDNN's generic convolution and the sum over D the largest of them
+in a scoring call's profile (results/bench/scoring_profile_h200_*.json). Each program reads its rows of the projection (and,
 for the first rows, of the history) once and writes float32 w once. The convolution accumulates
 in float32 and rounds to the input dtype, silu too, as torch's 16-bit ops do, so w matches the
 torch path but for accumulation order.

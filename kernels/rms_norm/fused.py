@@ -5,9 +5,8 @@ mean, the epsilon, the rsqrt, two products and the copy back). A decoding step o
 model has 49 norms, so about 440 launches of a few microseconds each, even replayed from a CUDA
 graph, for arithmetic that takes well under one. Here each program normalises a block of rows in
 float32 and rounds once to the input dtype, as the torch path does; results differ from it only by
-the order of the sum of squares. On an H200, PaTH-FoX's generation with CUDA graphs at B = 1 and 16K
-went from 219.8 to 249.2 and 232.8 tokens/s on two machines, from 0.74x to 0.86x and 0.94x the
-compiled same-shape Llama there (results/bench/generation_h200.json and its notes).
+the order of the sum of squares. Its effect on whole-model generation is measured in
+results/bench/generation_h200.json (tabled in docs/benchmarks.md).
 """
 from __future__ import annotations
 

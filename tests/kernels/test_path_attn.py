@@ -100,8 +100,8 @@ def test_preparation_kernel_with_correlated_w_rows():
 @pytest.mark.parametrize("group, D, C, shared", [(1, 64, 32, True), (1, 64, 64, True), (2, 64, 64, False),
                                                  (1, 32, 64, False)])
 def test_cm_shares_the_in_chunk_logits_buffer_only_where_one_query_program_reads_it(group, D, C, shared):
-    """Cm in the in-chunk-logits buffer (one float32 buffer fewer: the 64K scoring peak on an H200
-    fell from 5.40 to 4.85 GiB, results/bench/extrapolation_64k_h200_prep_memory.json) only
+    """Cm in the in-chunk-logits buffer (one float32 buffer fewer, which lowers the 64K scoring peak:
+    results/bench/extrapolation_64k_h200_prep_memory.json) only
     without grouped queries, where a chunk's one query program reads Cm before writing its logits
     there, and with D >= C, where the solve's scratch for A fits T W's buffer (D > C: a scratch slot
     of C x C would overlap the next chunk's); everything the two kernels make equals the torch

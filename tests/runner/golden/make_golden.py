@@ -151,7 +151,7 @@ def run_all(suites: list[str]) -> dict[str, list[dict]]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     # One thread: the same summation order on every machine, and on a busy 2-core CPU generation runs
-    # several times faster than with two threads (26 s against 110 s for all the runs here). The goldens,
+    # several times faster than with two threads (no contention for the cores). The goldens,
     # made with two threads, are equal to the last bit with one.
     torch.set_num_threads(1)
     found = {}
