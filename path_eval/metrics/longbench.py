@@ -2,7 +2,8 @@
 (written from their definitions): each metric compares the prediction with one answer, a sample
 scores the best over its answers, and the suite's LongBench rule says whose predictions score only
 their first line after leading newlines (THUDM: trec, triviaqa and samsum; the FoX repository's copy:
-every dataset) and whether dataset cells are rounded. Values are in 0..1; LongBench prints them x100.
+every dataset) and to how many decimals a dataset cell is rounded (both originals: 2, x100). Values
+are in 0..1; LongBench prints them x100.
 
 Where lm-eval's port differs (it strips every prediction, and its code_sim skips blank lines where
 the original takes the first line as it is), the original's rule is used here.
@@ -13,6 +14,8 @@ import difflib
 import re
 import string
 from collections import Counter
+
+import numpy as np
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = frozenset(string.punctuation)
@@ -104,10 +107,24 @@ def first_line(prediction: str) -> str:
     return prediction.lstrip("\n").split("\n")[0]
 
 
-def rounded_cell(value: float, decimals: int | None) -> float:
-    """A dataset cell (a fraction) as the FoX repository's eval.py rounds it: x100, rounded to
-    `decimals` places (Python's round, half to even on the binary value), kept a fraction; None: as is."""
-    return value if decimals is None else round(100 * value, decimals) / 100
+def length_bucket_cell(scores: list[float], decimals: int) -> float:
+    """A LongBench-E cell (one dataset, one length bucket) as THUDM's and the FoX repository's
+    eval.py (`scorer_e`) compute it: `round(100 * np.mean(scores), decimals)` over the bucket's
+    per-sample scores in document order. np.mean sums pairwise, not left to right, and the round of
+    its numpy float64 is numpy's (x100, then to the nearest integer, half to even, then /100), not
+    Python's correctly rounded one: at a tie either moves the last decimal. Returned as a fraction
+    (the records' unit), which x100 rounds back to the printed cell."""
+    return float(round(100 * np.mean(np.asarray(scores, dtype=np.float64)), decimals)) / 100
+
+
+def all_samples_cell(scores: list[float], decimals: int) -> float:
+    """A dataset's cell over all its samples as the same eval.py scripts compute one (`scorer`, the
+    whole-dataset cell): the scores summed one by one in document order into a Python float, then
+    `round(100 * total / n, decimals)` with Python's round. Returned as a fraction, as above."""
+    total = 0.0
+    for score in scores:
+        total += score
+    return round(100 * total / len(scores), decimals) / 100
 
 
 def longbench_score(metric: str, prediction: str, answers: list[str], all_classes: list[str] | None,

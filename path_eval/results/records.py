@@ -1,6 +1,8 @@
 """TaskResults -> ResultRecords: one record per (task, length, metric), per length bucket of the
 suite (LongBench-E) and per position bucket (corpora); then the suite's aggregates. A task scored by
-a LongBench rule that rounds cells (`fox`) has its dataset cells rounded here, before any average."""
+a LongBench rule that rounds cells (`fox` and `thudm` both do) has its dataset cells computed and
+rounded here as the originals' eval.py does, from the per-sample scores in document order, before
+any average."""
 from __future__ import annotations
 
 import hashlib
@@ -9,9 +11,10 @@ import numpy as np
 
 from path_eval.evaluators import TaskResult
 from path_eval.metrics import mean_and_stderr, plain_mean
-from path_eval.metrics.longbench import rounded_cell
+from path_eval.metrics.longbench import all_samples_cell, length_bucket_cell
 from path_eval.metrics.registry import metric_entry
 from path_eval.results.schema import Provenance, ResultRecord
+from path_eval.samples import in_document_order
 from path_eval.suites import SuiteSpec
 
 # The provenance fields a record takes from its TaskResult; the others are the model's and the run's.
@@ -31,7 +34,8 @@ def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_
         for metric, per_seed in result.metrics.items():
             values = [value for value, _ in per_seed]
             value, stderr = plain_mean(values, [stderr for _, stderr in per_seed])
-            value = rounded_cell(value, decimals)
+            if decimals is not None:
+                value = all_samples_cell([float(s[metric]) for s in in_document_order(result.samples)], decimals)
             several = len(result.seeds) > 1
             records.append(ResultRecord(
                 suite=suite.name, model=model, task=result.task, length=result.length, metric=metric,
@@ -60,21 +64,24 @@ def cell_decimals(suite: SuiteSpec, result: TaskResult) -> int | None:
 
 def bucket_records(suite: SuiteSpec, model: str, result: TaskResult, provenance: Provenance) -> list[ResultRecord]:
     """Per metric, the mean of the per-sample scores in each of the suite's length buckets (by the
-    doc's field, e.g. LongBench-E's `length` in words); an empty bucket gives no record."""
+    doc's field, e.g. LongBench-E's `length` in words), a rounded cell under a rule that rounds; an
+    empty bucket gives no record."""
     buckets = suite.length_buckets
     decimals = cell_decimals(suite, result)
     records = []
     for metric in result.metrics:
         scores: dict[str, list[float]] = {label: [] for label in buckets.labels}
-        for sample in result.samples:
+        for sample in in_document_order(result.samples):
             scores[buckets.label(sample["doc"][buckets.field])].append(float(sample[metric]))
         for label, values in scores.items():
             if not values:
                 continue
             value, stderr = mean_and_stderr(values)
+            if decimals is not None:
+                value = length_bucket_cell(values, decimals)
             records.append(ResultRecord(
                 suite=suite.name, model=model, task=result.task, length=result.length, length_bucket=label,
-                metric=metric, value=rounded_cell(value, decimals), stderr=stderr, n=len(values),
+                metric=metric, value=value, stderr=stderr, n=len(values),
                 higher_is_better=metric_entry(metric).higher_is_better, provenance=provenance))
     return records
 

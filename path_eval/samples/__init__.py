@@ -30,5 +30,11 @@ def sample_record(sample: dict) -> dict:
     }
 
 
+def in_document_order(samples: list[dict]) -> list[dict]:
+    """lm-eval's sample dicts by doc_id (a data-parallel run gathers them rank by rank); samples
+    without one (read back from a log, which is in this order) keep theirs."""
+    return sorted(samples, key=lambda s: s.get("doc_id", 0))
+
+
 def write_samples(samples: list[dict], target: Path) -> int:
-    return write_jsonl_atomic((sample_record(s) for s in sorted(samples, key=lambda s: s.get("doc_id", 0))), target)
+    return write_jsonl_atomic((sample_record(s) for s in in_document_order(samples)), target)

@@ -265,13 +265,14 @@ class SuiteSpec(BaseModel):
     @classmethod
     def _first_line_per_task(cls, value):
         """`first_line: true` on tasks (the form older run folders' suite.json hold) reads as one rule,
-        `thudm`, cutting those tasks' predictions and rounding nothing."""
+        `thudm`, cutting those tasks' predictions and rounding cells as THUDM's eval.py does."""
         if not isinstance(value, dict) or not any(isinstance(t, dict) and "first_line" in t
                                                   for t in value.get("tasks") or []):
             return value
         tasks = [dict(t) for t in value["tasks"]]
         cut = [t["name"] for t in tasks if t.pop("first_line", False)]
-        return value | {"tasks": tasks, "longbench_rules": {"thudm": {"first_line": cut}}, "longbench_rule": "thudm"}
+        return value | {"tasks": tasks, "longbench_rules": {"thudm": {"first_line": cut, "cell_decimals": 2}},
+                        "longbench_rule": "thudm"}
 
     @model_validator(mode="after")
     def _rule_defined(self):

@@ -49,6 +49,11 @@ from path_eval.tasks.extrapolation import strip_gutenberg
 from path_eval.tasks.frozen import freeze
 
 GENERATOR_VERSION = "1"
+# NLTK's Punkt splits the noise into sentences, so its version decides the rows; pinned here and in
+# pyproject.toml. Up to 3.10.1 the untrained Punkt splits as the original's pinned 3.8.1 does; 3.10.2
+# and later treat curly quotes and guillemets as closing punctuation, which moves sentence ends in any
+# book that has them.
+NLTK_VERSION = "3.10.1"
 BABI_FOLDER = Path("babi/tasks_1-20_v1-2/en-10k")
 BOOKS_FOLDER = Path("gutenberg_books")
 INDICES_FILE = Path("babilong/test_100_idxs.json")
@@ -128,15 +133,25 @@ def read_babi(path: Path, max_lines: int | None = None) -> list[BabiSample]:
     return samples
 
 
+def require_pinned_nltk() -> None:
+    """The rows depend on NLTK's sentence splitting: another version than the pinned one would make
+    rows that differ from every other machine's, so it is one error line, before any row is made."""
+    try:
+        found = version("nltk")
+    except PackageNotFoundError:
+        found = None
+    if found != NLTK_VERSION:
+        raise PathEvalError(f"regenerated BABILong splits book sentences with NLTK {NLTK_VERSION}'s Punkt (its version "
+                            f"decides the rows), and {f'nltk {found} is' if found else 'nltk is not'} installed: "
+                            f"pip install nltk=={NLTK_VERSION}")
+
+
 class NoiseSentences:
     """Book sentences in the order the original's shuffled SentenceSampler hands them out."""
 
     def __init__(self, books: list[str], rng: np.random.Generator):
-        try:
-            from nltk.tokenize.punkt import PunktSentenceTokenizer
-        except ImportError:
-            raise PathEvalError("regenerated BABILong splits book sentences with NLTK's Punkt, and nltk is not "
-                                "installed: pip install nltk") from None
+        require_pinned_nltk()
+        from nltk.tokenize.punkt import PunktSentenceTokenizer
 
         self.books, self.rng = books, rng
         self.splitter = PunktSentenceTokenizer()
@@ -247,6 +262,7 @@ def frozen_samples(task: str, length: int, sample_set: str, seed: int, limit: in
     """The frozen regenerated samples of `task` (qa1 ...) at `length` (a multiple of 1024), made on first
     use; and the files they were made from."""
     files = input_files(task, sample_set, data_dir)
+    require_pinned_nltk()
     length_k = length // 1024
     chosen = chosen_samples(task, sample_set, files, length_k)  # read once: it counts and makes the set
     count = min(len(chosen), limit) if limit else len(chosen)

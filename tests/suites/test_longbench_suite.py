@@ -3,10 +3,7 @@ fixtures (three datasets whose answers are short, to keep generation cheap on a 
 dataset and length bucket, sample logs, the Table 7 report; and a missing dataset as one error line."""
 import json
 
-import pytest
-
 from path_eval.bench.random_checkpoint import random_model
-from path_eval.metrics.longbench import rounded_cell
 from path_eval.results import load_results
 from tests.helpers import LONGBENCH_LENGTHS, ROOT, assert_missing_data_line, run_cli, write_longbench_e
 
@@ -27,7 +24,7 @@ def test_longbench_e_suite_offline(tmp_path):
         assert sorted(mine, key=str) == sorted([None, "0-4k", "4-8k", "8k+"], key=str), task
         assert [mine[b].n for b in (None, "0-4k", "4-8k", "8k+")] == [3, 1, 1, 1]
         # the fox rule (the suite's): each cell rounded to 2 decimals x100
-        assert mine[None].value == rounded_cell(sum(mine[b].value for b in ("0-4k", "4-8k", "8k+")) / 3, 2)
+        assert mine[None].value == round(100 * sum(mine[b].value for b in ("0-4k", "4-8k", "8k+")) / 3, 2) / 100
         assert all(0 <= r.value <= 1 and r.provenance.truncate_middle == 15500 for r in mine.values())
         assert {r.provenance.longbench_rule for r in mine.values()} == {"fox"}
         assert mine[None].provenance.max_length == 16384
@@ -66,10 +63,11 @@ def check_rescore(out, records, logged):
     fox = {(r.task, r.length_bucket): r for r in load_results(out / "fox")}
     thudm = {(r.task, r.length_bucket): r for r in load_results(out / "thudm")}
     # fox: every first line is the answer; thudm: 2wikimqa's answers "Jane Roe", "Oslo", "Film B" with two more
-    # words (F1 2/3, 1/2, 2/3), passage_count's number among three numbers (1/3), triviaqa cut as under fox
+    # words (F1 2/3, 1/2, 2/3), passage_count's number among three numbers (1/3), triviaqa cut as under fox;
+    # both rules round each cell x100 to 2 decimals
     assert {k: round(r.value, 4) for k, r in fox.items()} == {(t, b): 1.0 for t in TASKS for b in BUCKETS}
-    assert [thudm["2wikimqa", b].value for b in BUCKETS] == pytest.approx([(2 / 3 + 1 / 2 + 2 / 3) / 3, 2 / 3, 1 / 2, 2 / 3])
-    assert [thudm["passage_count", b].value for b in BUCKETS] == pytest.approx([1 / 3] * 4)
+    assert [f"{100 * thudm['2wikimqa', b].value:.2f}" for b in BUCKETS] == ["61.11", "66.67", "50.00", "66.67"]
+    assert [f"{100 * thudm['passage_count', b].value:.2f}" for b in BUCKETS] == ["33.33"] * 4
     assert [thudm["triviaqa", b].value for b in BUCKETS] == [1.0] * 4
     assert {r.provenance.longbench_rule for r in thudm.values()} == {"thudm"}
     for key, record in fox.items():  # the rest of each record as it was

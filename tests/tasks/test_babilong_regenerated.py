@@ -10,7 +10,7 @@ mapped to printable characters, the pre-tokenizing pattern, the lowest-ranked me
 import json
 import re
 from functools import lru_cache
-from importlib.metadata import distribution
+from importlib.metadata import distribution, version
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ from nltk.tokenize.punkt import PunktSentenceTokenizer
 from path_eval.errors import PathEvalError
 from path_eval.tasks import babilong_regenerated as regenerated
 from path_eval.tasks.extrapolation import strip_gutenberg
-from tests.helpers import FIXTURE_DATA, counted
+from tests.helpers import FIXTURE_DATA, ROOT, counted
 from tests.shared_data import SHARED_DATA
 
 GPT2_PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
@@ -216,6 +216,22 @@ def test_a_set_is_counted_and_made_from_one_reading_of_its_babi_file(tmp_path, m
     monkeypatch.setattr(regenerated, "read_babi", counted(calls, "read", regenerated.read_babi))
     made, _ = regenerated.frozen_samples("qa1", 1024, "1k", 3, 2, FIXTURE_DATA, tmp_path)
     assert len(made.read_text().splitlines()) == 2 and calls == {"read": 1}
+
+
+def test_the_sentence_splitter_is_the_pinned_nltk_and_splits_as_the_originals(tmp_path, monkeypatch):
+    """NLTK's Punkt decides the noise sentences, so the rows: the generator requires the version
+    pyproject.toml pins, which splits as the original's NLTK 3.8.1 does (a closing curly quote or
+    guillemet is no sentence end there; from 3.10.2 on it is). Another installed version is one
+    error line, before any row is made."""
+    assert f'"nltk=={regenerated.NLTK_VERSION}"' in (ROOT / "pyproject.toml").read_text()
+    assert version("nltk") == regenerated.NLTK_VERSION
+    text = "He said, “It is done.” She left. «Oui.» Then he went."
+    assert PunktSentenceTokenizer().tokenize(text) == ["He said, “It is done.” She left.", "«Oui.» Then he went."]
+    installed = regenerated.version
+    monkeypatch.setattr(regenerated, "version", lambda name: "3.10.4" if name == "nltk" else installed(name))
+    with pytest.raises(PathEvalError, match=r"nltk 3\.10\.4 is installed: pip install nltk==3\.10\.1$") as error:
+        regenerated.frozen_samples("qa1", 1024, "1k", 3, 1, FIXTURE_DATA, tmp_path)
+    assert "\n" not in str(error.value) and not any(tmp_path.iterdir())
 
 
 def test_missing_inputs_are_one_line_each(tmp_path):
