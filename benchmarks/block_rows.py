@@ -18,11 +18,12 @@ import torch
 import triton
 from triton.testing import do_bench
 
-from benchmarks.forward_autotune import config_timings
-from benchmarks.kernels import GATED, TOKENS, inputs, log, sdpa, timed
+from benchmarks.forward_autotune import config_timings, tuning_table
+from benchmarks.kernels import CHECK_NAMES, GATED, TOKENS, inputs, log, sdpa, timed
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.numerics import relative_error
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kernel_source, kilo, load, sci, table as markdown_table
 
 
 def forward(fwd, x, block_m):
@@ -132,6 +133,39 @@ def table(out: dict) -> None:
         prep = next((f"{r['ms']:.2f}" for r in recs if r["op"] == "path_prep_coarse" and (r["D"], r["T"]) == (D, T)), "-")
         cudnn = next((f"{r['ms']:.2f}" for r in recs if r["impl"] == "sdpa-cudnn" and (r["D"], r["T"]) == (D, T)), "-")
         print(f"| {op} | {D} | {T} | " + " | ".join(cells) + f" | {prep if op != 'attn_fwd' else '-'} | {cudnn} |")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def block_rows_tables(data: dict) -> str:
+    """A record's checks, each forward's ms by rows a program (BM) beside the preparation and cuDNN,
+    and every launch configuration the autotuner timed per variant."""
+    parts = []
+    if data["checks"]:
+        rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["D"]), str(c["T"]), str(c["block_m"]),
+                 sci(c["rel_vs_fp32_torch"]), sci(c["rel_vs_bm64"])] for c in data["checks"]]
+        parts.append(markdown_table(["kernel", "D", "T", "BM", "rel. vs float32", "rel. vs BM = 64"], rows))
+    recs = data["records"]
+    sizes = sorted({r["block_m"] for r in recs if "block_m" in r})
+    rows = []
+    for op, d, t in sorted({(r["op"], r["D"], r["T"]) for r in recs if "block_m" in r}, key=lambda k: (k[0], -k[1], k[2])):
+        ms = {r["block_m"]: r["ms"] for r in recs if (r["op"], r["D"], r["T"]) == (op, d, t) and "block_m" in r}
+        prep = next((r["ms"] for r in recs if r["op"] == "path_prep_coarse" and (r["D"], r["T"]) == (d, t)), None)
+        cudnn = next((r["ms"] for r in recs if r["impl"] == "sdpa-cudnn" and (r["D"], r["T"]) == (d, t)), None)
+        rows.append([CHECK_NAMES.get(op, op), str(d), kilo(t), *(f"{ms[b]:.2f}" if b in ms else "-" for b in sizes),
+                     "-" if prep is None or op == "attn_fwd" else f"{prep:.2f}", "-" if cudnn is None else f"{cudnn:.2f}"])
+    parts.append(markdown_table(["kernel", "D", "T", *(f"BM = {b} ms" for b in sizes), "preparation ms", "cuDNN ms"], rows))
+    parts.append(tuning_table(data["tuning"], lambda t: f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} "
+                                                        f"{kilo(t['T'])} BM = {t['block_m']}"))
+    return "\n\n".join(parts)
+
+
+def render_block_rows(results: Path) -> str:
+    parts = []
+    for path in sorted((results / "bench").glob("block_rows*.json")):
+        data = load(path)
+        parts += [kernel_source(path, results, data), block_rows_tables(data)]
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

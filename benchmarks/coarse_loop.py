@@ -22,11 +22,12 @@ from pathlib import Path
 import torch
 import triton
 
-from benchmarks.forward_autotune import config_timings
-from benchmarks.kernels import GATED, TOKENS, inputs, log, sdpa, timed
+from benchmarks.forward_autotune import config_name, config_timings, tuning_table
+from benchmarks.kernels import CHECK_NAMES, GATED, TOKENS, inputs, log, sdpa, timed
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.numerics import relative_error
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kernel_source, kilo, load, ratio, sci, table as markdown_table
 
 
 def candidates(fwd, D: int) -> list[triton.Config]:
@@ -154,6 +155,36 @@ def table(out: dict) -> None:
         if {"now", "before"} <= ms.keys():
             print(f"| {t['op']} | {t['D']} | {t['T']} | {ms['before']:.2f} | {ms['now']:.2f} | "
                   f"{ms['now'] / ms['before']:.3f} | {t['fastest']} |")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def coarse_loop_tables(data: dict) -> str:
+    """A record's check of each candidate configuration, the whole forwards now and at the earlier
+    revision beside cuDNN, and every configuration the autotuner timed per variant."""
+    rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["D"]), config_name(c["config"]),
+             sci(c["rel_vs_fp32_torch"])] for c in data["checks"]]
+    parts = [markdown_table(["kernel", "D", "configuration", "rel. vs float32"], rows)]
+    recs = data["records"]
+    rows = []
+    for t in data["tuning"]:
+        ms = {r["impl"]: r["ms"] for r in recs if (r["op"], r["D"], r["T"]) == (t["op"], t["D"], t["T"])}
+        if {"now", "before"} <= ms.keys():
+            rows.append([CHECK_NAMES.get(t["op"], t["op"]), str(t["D"]), kilo(t["T"]), f"{ms['before']:.2f}",
+                         f"{ms['now']:.2f}", ratio(ms["before"] / ms["now"]),
+                         f"{ms['sdpa-cudnn']:.2f}" if "sdpa-cudnn" in ms else "-",
+                         config_name(t["fastest"])])
+    parts.append(markdown_table(["kernel", "D", "T", "before ms", "now ms", "speed-up", "cuDNN ms", "fastest configuration"],
+                       rows))
+    tuned = [t for t in data["tuning"] if t["op"] != "attn_fwd"]
+    parts.append(tuning_table(tuned, lambda t: f"{CHECK_NAMES.get(t['op'], t['op'])} D = {t['D']} {kilo(t['T'])}"))
+    return "\n\n".join(parts)
+
+
+def render_coarse_loop(results: Path) -> str:
+    path = results / "bench" / "coarse_loop_h200.json"
+    data = load(path)
+    return "\n\n".join([kernel_source(path, results, data), coarse_loop_tables(data)])
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import torch
 
 from path_eval.results import load_results
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kilo, load, machine_line, ratio, source, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,6 +98,63 @@ def main(argv: list[str] | None = None) -> int:
                                               *(sys.argv[1:] if argv is None else argv)]),
                        "machine": machine(args.device), "runs": runs}, args.out)
     return 0 if all(run["records_identical"] for run in runs) else 1
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+SUITE_RUN_PAIR = ("ruler8k_dp1.json", "ruler8k_dp2.json")  # results/h200/: the same run on one and on two processes
+
+
+def render_data_parallel(results: Path) -> str:
+    """The runs of this script in results/bench/data_parallel_*.json: wall time and each phase of
+    the slowest process, per number of processes."""
+    parts = []
+    for path in sorted((results / "bench").glob("data_parallel_*.json")):
+        data = load(path)
+        phases = list(data["runs"][0]["phases"][0])
+        rows = [[str(run["processes"]), f"{run['wall_s']:.1f}", ratio(run["speedup"]),
+                 *(f"{max(p[name] for p in run['phases']):.1f}" for name in phases), str(run["requests_computed"]),
+                 f"{run['tokens']:,}", "yes" if run["records_identical"] else "NO"] for run in data["runs"]]
+        machine = data["machine"]
+        parts += [f"Source: {source(path, results)}. " + machine_line(
+                      GPUs=", ".join(machine.get("gpus", [])) or None, CPUs=machine["cpus"], device=machine["device"],
+                      torch=machine["torch"], Python=machine["python"]),
+                  table(["processes", "wall s", "speed-up", *(f"{name} s" for name in phases), "requests", "tokens",
+                         "records identical"], rows)]
+    return "\n\n".join(parts) or "None committed yet (`results/bench/data_parallel_*.json`)."
+
+
+def render_suite_runs(results: Path) -> str:
+    """The suites' runs on a GPU in results/h200/ (each a run's results.json), and the data-parallel
+    pair among them."""
+    from path_eval.results.schema import ResultRecord
+
+    paths = sorted((results / "h200").glob("*.json"))
+    runs = {path.name: [ResultRecord.model_validate(r) for r in load(path)] for path in paths}
+    rows = []
+    for path in paths:
+        records = runs[path.name]
+        p = records[0].provenance
+        lengths = ", ".join(kilo(n) for n in sorted({r.length for r in records if r.length is not None}))
+        rows.append([source(path, results), records[0].suite, lengths, str(p.limit), str(len(records)),
+                     str(p.requests_computed), f"{p.tokens:,}", f"{p.wall_time_s:.1f}", f"{p.tokens_per_second:,.0f}",
+                     str(p.processes), f"{max(r.value for r in records):g}"])
+    first = runs[paths[0].name][0].provenance
+    parts = [f"Sources: `results/h200/*.json`. Machine as the provenance records it: device {first.device}, "
+             f"{first.dtype}, attention backend {first.attention_backend}, batch size {first.batch_size}, torch "
+             f"{first.torch_version}, transformers {first.transformers_version}, lm-eval {first.lm_eval_version}, "
+             f"Python {first.python_version}; model: {first.variant}, random weights.",
+             table(["run", "suite", "length", "limit", "records", "requests", "tokens", "wall s", "tok/s",
+                    "processes", "highest value"], rows)]
+    one, two = (runs.get(name) for name in SUITE_RUN_PAIR)
+    if one and two:
+        same = [r.model_dump(exclude={"provenance"}) for r in one] == [r.model_dump(exclude={"provenance"}) for r in two]
+        speedup = one[0].provenance.wall_time_s / two[0].provenance.wall_time_s
+        parts.append(f"Data parallelism: `{SUITE_RUN_PAIR[1]}` ran on {two[0].provenance.processes} processes "
+                     f"and `{SUITE_RUN_PAIR[0]}` on {one[0].provenance.processes}: a {speedup:.2f}x speed-up of "
+                     "the wall time; the records other than provenance are "
+                     + ("identical." if same else "NOT identical."))
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

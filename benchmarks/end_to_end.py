@@ -54,6 +54,7 @@ from path_eval.models.random_checkpoint import SHAPES
 from path_eval.data import default_data_dir
 from path_eval.errors import PathEvalError
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kilo, load, machine_line, ratio, seconds, source, table
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("generate", "cold", "run")
@@ -531,6 +532,74 @@ def summary(records: list[dict]) -> None:
         else:
             print(f"eval.py run: {r['wall_s']:.1f} s, generation {r['generation_s']:.1f} s: "
                   f"{r['wall_over_generation']:.2f}x (target {r['target']}x); same requests: {r['same_requests']}")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def compiled(kernels) -> str:
+    """Kernels by name and count (older records: a count alone)."""
+    if isinstance(kernels, dict):
+        return ", ".join(f"{name} {count}" for name, count in kernels.items()) or "none"
+    return "-" if kernels is None else str(kernels)
+
+
+def cold_start_line(r: dict) -> str:
+    """One cold-start record: its times, then (records that split them) Triton's compiles by kernel."""
+    label = f" ({r['revision']}, machine start {r['machine_start']})" if "revision" in r else ""
+    text = (f"Cold start{label}, in a fresh process: our model loaded in {seconds(r['load_s'])} s, the warm-up call "
+            f"of {r['requests']} requests took {seconds(r['first_call_s'])} s, then {seconds(r['second_call_s'])} s: "
+            f"compile and autotune {seconds(r['compile_autotune_s'])} s.")
+    if "triton_compiles" not in r:
+        return text
+    by_time = sorted(r["triton_compiles"].items(), key=lambda kv: -kv[1]["s"])
+    launchers = r.get("launcher_builds")
+    return (text + f" Of it Triton compiled for {seconds(r['triton_compile_s'])} s ("
+            + ", ".join(f"`{name}` {c['count']}x {c['s']:.2f} s" for name, c in by_time) + ")"
+            + ("" if launchers is None else f" and built {launchers['count']} C launchers in {seconds(launchers['s'])} s")
+            + ".")
+
+
+def render_end_to_end(results: Path) -> str:
+    """The runs in results/bench/end_to_end_*.json, each part as it recorded it."""
+    parts = []
+    for path in sorted((results / "bench").glob("end_to_end_*.json")):
+        data = load(path)
+        meta, records = data["meta"], data["records"]
+        shape = ", ".join(f"{k} {v}" for k, v in meta["shape"].items())
+        first = records[0]
+        parts.append(f"Source: {source(path, results)}. " + machine_line(
+                         GPU=meta["machine"], **{name: version for name, version in meta["versions"].items() if version})
+                     + f" Models of shape {shape}, {meta['dtype']}; {meta['weights']}. Requests: {first['task']} at "
+                     f"{kilo(first['length'])} tokens (max_length {first['max_length']}).")
+        sides = [r for r in records if r["part"] == "generate" and r.get("side") in ("hf", "path") and r["status"] == "ok"]
+        if sides:
+            parts.append(table(["side", "impl", "requests", "batch", "warm-up s", "timed s", "s / request",
+                                "kernels compiled in the timed call"],
+                               [[r["side"], r["impl"], str(r["requests"]), str(r["batch_size"]), seconds(r["warmup_s"]),
+                                 seconds(r["seconds"]), f"{r['seconds_per_request']:.2f}",
+                                 compiled(r.get("kernels_compiled_in_timed_call"))] for r in sides]))
+        for r in records:
+            if r["status"] != "ok":
+                parts.append(f"Part {r['part']}: {r['status']}.")
+            elif r.get("side") == "speedup":
+                compiling = [side["side"] for side in sides if side.get("kernels_compiled_in_timed_call")]
+                caveat = ("" if not compiling else f" The timed call of {' and '.join(compiling)} still compiled "
+                          "kernels (above): that speed-up counts their compile and autotune time, so it is not "
+                          "the steady-state ratio.")
+                parts.append(f"Speed-up of ours over lm-eval's hf model over fla: {ratio(r['speedup'])} (target "
+                             f"{ratio(r['target'])}); the same greedy text for {r['same_generations']} of "
+                             f"{r['requests']} requests.{caveat}")
+            elif r["part"] == "cold":
+                parts.append(cold_start_line(r))
+            elif r["part"] == "run":
+                parts.append(table(
+                    ["eval.py run wall s", "from model load s", "requests phase s", "generation s",
+                     "wall / generation", "target", "wall / generate part's ours", "same requests"],
+                    [[seconds(r["wall_s"]), seconds(r["run_wall_time_s"]), seconds(r["phases"]["requests"]),
+                      seconds(r["generation_s"]), ratio(r["wall_over_generation"]), ratio(r["target"]),
+                      ratio(r["wall_over_generate_part"]) if "wall_over_generate_part" in r else "-",
+                      "yes" if r["same_requests"] else "NO"]]))
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from path_eval.models.random_checkpoint import SHAPES, random_model
 from path_eval.models.attention import default_backend
 from path_eval.models.config import PathEvalConfig
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kilo, load, machine_line, source, table
 
 SHAPE = SHAPES["760m"]
 MODELS = ("path", "path_fox", "fox", "rope-sdpa", "fla-path")
@@ -138,6 +139,37 @@ def save(records: list[dict], args) -> None:
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "python": platform.python_version(),
             "shape": SHAPE, "dtype": "bfloat16", "prefill_chunk": args.prefill_chunk, "command": command}
     write_json_atomic({"meta": meta, "records": records}, Path(args.out))
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def render_extrapolation(results: Path) -> str:
+    """Each run (results/bench/extrapolation_*.json) as its own table: runs of different revisions
+    and backends are not mixed in one."""
+    parts = []
+    for path in sorted((results / "bench").glob("extrapolation_*.json")):
+        data = load(path)
+        cells: dict[tuple[int, str], str] = {}
+        models: list[str] = []
+        impls: dict[str, str] = {}
+        for r in data["records"]:
+            if r["model"] not in models:
+                models.append(r["model"])
+            if "impl" in r:
+                impls[r["model"]] = r["impl"]
+            cells[(r["tokens"], r["model"])] = (f"{r['tokens_per_second']:.0f} tok/s, {r['peak_memory_gib']:.2f} GiB"
+                                                if r["status"] == "ok" else r["status"])
+        lengths = sorted({tokens for tokens, _ in cells})
+        header = ["tokens"] + [f"{m} ({impls[m]})" if m in impls else m for m in models]
+        rows = [[kilo(t)] + [cells.get((t, m), "-") for m in models] for t in lengths]
+        meta = data["meta"]
+        shape = ", ".join(f"{k} {v}" for k, v in meta["shape"].items())
+        parts += [f"Source: {source(path, results)}. "
+                  + machine_line(GPU=meta.get("gpu"), torch=meta.get("torch"), Python=meta.get("python"))
+                  + f" Models of shape {shape}, random weights, {meta['dtype']}, chunked prefill of "
+                  f"{meta['prefill_chunk']} tokens where a block does not fit one pass.",
+                  table(header, rows)]
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from path_eval.numerics import relative_error
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import load, machine_line, sci, source, table
 
 
 def _sdpa_as_flash_attn(q, k, v, causal=True, window_size=(-1, -1), **_):
@@ -166,6 +167,26 @@ def main() -> None:
     for r in records:
         print(f"{r['case']:34s} {r['T']:5d} {r['fp32_ours_vs_fla']:13.2e} {r['bf16_fla_vs_fla_fp32']:9.2e} "
               f"{r['bf16_ours_vs_fla_fp32']:9.2e} {r['fp32_ours_prefill_decode_vs_ours_full']:11.2e}")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def render_fla_parity(results: Path) -> str:
+    path = results / "fla_parity.json"
+    data = load(path)
+    meta = data["meta"]
+    rows = [[r["case"], r["fla_model_type"], str(r["T"]), str(r["B"]), sci(r["fp32_ours_vs_fla"]),
+             f"{100 * r['argmax_agreement']:.2f}%", sci(r["bf16_fla_vs_fla_fp32"]), sci(r["bf16_ours_vs_fla_fp32"]),
+             sci(r["fp32_ours_prefill_decode_vs_ours_full"])] for r in data["records"]]
+    shape = {(r["hidden"], r["heads"], r["layers"]) for r in data["records"]}
+    shapes = "; ".join(f"hidden {h}, {n} heads, {layers} layers" for h, n, layers in sorted(shape))
+    return "\n\n".join([
+        f"Source: {source(path, results)}. "
+        + machine_line(GPU=meta.get("gpu"), torch=meta.get("torch"), fla=meta.get("fla"), Python=meta.get("python"))
+        + f" Models: {shapes}.",
+        table(["case", "fla model_type", "T", "B", "fp32 ours vs fla", "argmax agreement", "bf16 fla vs fp32 fla",
+               "bf16 ours vs fp32 fla", "prefill+decode vs full (ours)"], rows),
+    ])
 
 
 if __name__ == "__main__":

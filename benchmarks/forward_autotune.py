@@ -21,6 +21,7 @@ import triton
 
 from benchmarks.kernels import inputs, tokens
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kernel_source, load, table
 
 CASES = {  # name: (B, T, heads, D, gate, cached tokens, padding mask)
     "path D=64 8K chunk with a padding mask": (8, 8192, 24, 64, False, 0, True),
@@ -81,6 +82,41 @@ def main(argv: list[str] | None = None) -> int:
         print(name, record, flush=True)
         write_json_atomic({**meta, "records": records}, args.out)
     return 0
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def config_name(config: str) -> str:
+    """A Triton config as printed, without its always-default CTA count."""
+    return config.replace("num_ctas: 1, ", "")
+
+
+def tuning_table(tunings: list[dict], heading) -> str:
+    """ms of each launch configuration (rows) in each autotuner run (columns, `heading(run)`)."""
+    configs = sorted({c for t in tunings for c in t["ms_by_config"]})
+    rows = [[config_name(c)] + [f"{t['ms_by_config'][c]:.2f}" if c in t["ms_by_config"] else "-" for t in tunings]
+            for c in configs]
+    return table(["configuration", *(heading(t) for t in tunings)], rows)
+
+
+def autotune_table(records: list[dict]) -> str:
+    """ms of each forward configuration (rows) per kernel variant (columns), and x the variant's fastest."""
+    def mean_ratio(config: str) -> tuple[float, str]:  # fastest on average first; ties by name
+        ratios = [r["ms_by_config"][config] / min(r["ms_by_config"].values()) for r in records if config in r["ms_by_config"]]
+        return sum(ratios) / len(ratios), config
+
+    configs = sorted({config for r in records for config in r["ms_by_config"]}, key=mean_ratio)
+    rows = [[config_name(config)]
+            + [f"{r['ms_by_config'][config]:.2f} ({r['ms_by_config'][config] / min(r['ms_by_config'].values()):.2f}x)"
+               if config in r["ms_by_config"] else "-" for r in records] for config in configs]
+    rows.append(["first call s (compiling and timing all)"] + [f"{r['first_call_s']:.1f}" for r in records])
+    return table(["configuration", *(r["case"] for r in records)], rows)
+
+
+def render_forward_autotune(results: Path) -> str:
+    path = results / "bench" / "forward_autotune.json"
+    data = load(path)
+    return "\n\n".join([kernel_source(path, results, data), autotune_table(data["records"])])
 
 
 if __name__ == "__main__":

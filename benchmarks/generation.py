@@ -50,6 +50,7 @@ from benchmarks.extrapolation_speed import build, weight_bytes
 from path_eval.models.random_checkpoint import SHAPES
 from path_eval.errors import PathEvalError
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kilo, load, machine_line, ratio, seconds, source, table
 
 MODELS = ("path", "path_fox", "llama")
 OUR_MODES = ("eager", "graph")
@@ -290,6 +291,52 @@ def main(argv: list[str] | None = None) -> int:
               f"tokens: {row['ratio']:.2f}x (target >= {row['target_ratio']:.2f}x: "
               f"{'met' if row['meets_target'] else 'NOT met'})")
     return 0
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def render_generation(results: Path) -> str:
+    """The run in results/bench/generation_h200.json: the decoding rate of each configuration, then
+    ours against the same-shape Llama, the 1.3x target."""
+    path = results / "bench" / "generation_h200.json"
+    data = load(path)
+    meta = data["meta"]
+    shape = ", ".join(f"{k} {v}" for k, v in meta["shape"].items())
+    impls = {r["model"]: r["impl"] for r in data["records"] if "impl" in r}
+    rows = []
+    for r in data["records"]:
+        compiled = "-" if "compiled" not in r else ("yes" if r["compiled"] else "no")
+        ok = r["status"] == "ok"
+        peak = r.get("peak_memory_gib")
+        rows.append([r["model"], r["mode"], compiled, str(r["batch"]), kilo(r["prompt_tokens"]),
+                     f"{r['tokens_per_second_per_row']:.1f}" if ok else "-", f"{r['tokens_per_second']:.0f}" if ok else "-",
+                     "-" if peak is None else f"{peak:.1f}", seconds(r.get("warmup_s")), r["status"]])
+    llama_modes = list(dict.fromkeys(row["llama_mode"] for row in data["summary"]))
+    ours: dict[tuple, dict[str, dict]] = {}
+    for row in data["summary"]:
+        ours.setdefault((row["model"], row["mode"], row["batch"], row["prompt_tokens"]), {})[row["llama_mode"]] = row
+    summary_rows = []
+    for (model, mode, batch, length), against in ours.items():
+        cells = []
+        for llama_mode in llama_modes:
+            row = against.get(llama_mode)
+            cells += ["-", "-"] if row is None else [ratio(row["ratio"]), "yes" if row["meets_target"] else "NO"]
+        summary_rows.append([model, mode, str(batch), kilo(length),
+                             f"{next(iter(against.values()))['tokens_per_second']:.0f}", *cells])
+    target = data["summary"][0]["target_ratio"] if data["summary"] else None
+    parts = [f"Source: {source(path, results)}. " + machine_line(
+                 GPU=meta["machine"], **{name: version for name, version in meta["versions"].items() if version})
+             + f" Models of shape {shape}, random weights, {meta['dtype']}: "
+             + "; ".join(f"{model} = {impl}" for model, impl in impls.items())
+             + f". {meta['new_tokens']} new tokens a call.",
+             table(["model", "mode", "forward compiled", "B", "prompt", "tok/s per row", "tok/s x B", "peak GiB",
+                    "warm-up s", "status"], rows)]
+    if summary_rows:
+        parts += [f"Ours against the Llama (target: at least {ratio(target)}):",
+                  table(["model", "mode", "B", "prompt", "tok/s x B",
+                         *(header for m in llama_modes for header in (f"ours / llama {m}", f"target met vs {m}"))],
+                        summary_rows)]
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from path_eval.kernels.path_attn.fwd import default_super_chunks, path_attention
 from path_eval.kernels.path_attn.prep import prepare_path
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.numerics import relative_error
+from benchmarks.markdown import kernel_source, kilo, load, ratio, sci, table as markdown_table
 
 TOKENS = 65536
 GATED = {"path_fwd": (True, False), "path_fox_fwd": (True, True), "fox_fwd": (False, True), "attn_fwd": (False, False)}
@@ -388,6 +389,186 @@ def table(out) -> None:
             cells = ", ".join(f"{i} {r['ms']:.3f} ms" + (f" {r['fa_equiv_tflops']:.0f} TF" if r.get("fa_equiv_tflops") else "")
                               for i, r in impls.items())
             print(f"{op:20s} D={D:<4d} B={B} T={T:<6d} {cells}")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+FORWARD_COLUMNS = [  # (op, impl, header) of the forward table, in column order
+    ("attn_fwd", "sdpa-cudnn", "SDPA cuDNN"),
+    ("attn_fwd", "sdpa-flash", "SDPA flash"),
+    ("attn_fwd", "path-eval", "attention ours"),
+    ("attn_fwd", "fla", "attention fla"),
+    ("path_fwd", "path-eval", "PaTH ours"),
+    ("path_fwd", "fla", "PaTH fla"),
+    ("path_fox_fwd", "path-eval", "PaTH-FoX ours"),
+    ("path_fox_fwd", "fla", "PaTH-FoX fla"),
+    ("fox_fwd", "path-eval", "FoX ours"),
+    ("fox_fwd", "fla", "FoX fla"),
+]
+CHECK_NAMES = {"path_fwd": "PaTH forward", "path_fox_fwd": "PaTH-FoX forward", "fox_fwd": "FoX forward",
+               "attn_fwd": "attention forward", "path_decode": "PaTH decoding",
+               "path_fox_decode": "PaTH-FoX decoding", "fox_decode": "FoX decoding"}
+
+
+def check_table(checks: list[dict]) -> str:
+    rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["T"]), str(c["D"]), sci(c["rel_vs_fp32_torch"]),
+             sci(c["max_abs_vs_fp32_torch"]), sci(c.get("rel_fla_vs_fp32_torch"))] for c in checks]
+    return markdown_table(["kernel", "T", "D", "ours rel.", "ours max abs.", "fla rel."], rows)
+
+
+def forward_speed_table(records: list[dict]) -> str:
+    by_key = {(r["op"], r["impl"], r["D"], r["T"]): r for r in records}
+    shapes = sorted({(r["D"], r["T"]) for r in records if r["op"] == "path_fwd"})
+    rows = []
+    for d, t in shapes:
+        tflops = {(op, impl): by_key[(op, impl, d, t)]["fa_equiv_tflops"]
+                  for op, impl, _ in FORWARD_COLUMNS if (op, impl, d, t) in by_key}
+        row = [str(d), kilo(t)] + [f"{tflops[(op, impl)]:.0f}" if (op, impl) in tflops else "-"
+                                   for op, impl, _ in FORWARD_COLUMNS]
+        best_sdpa = max(tflops[("attn_fwd", "sdpa-cudnn")], tflops[("attn_fwd", "sdpa-flash")])
+        path, path_fox = tflops[("path_fwd", "path-eval")], tflops[("path_fox_fwd", "path-eval")]
+        row.append(f"{ratio(path / best_sdpa)} / {ratio(path_fox / best_sdpa)}")
+        row.append(f"{ratio(path / tflops[('path_fwd', 'fla')])} / {ratio(path_fox / tflops[('path_fox_fwd', 'fla')])}")
+        prep = by_key.get(("path_prep", "path-eval", d, t))
+        row.append("-" if prep is None else f"{prep['ms']:.2f}")
+        rows.append(row)
+    return markdown_table(["D", "T"] + [header for _, _, header in FORWARD_COLUMNS]
+                 + ["ours / best SDPA (PaTH / PaTH-FoX)", "ours / fla (PaTH / PaTH-FoX)", "prep ms"], rows)
+
+
+def forward_targets_table(data: dict) -> str:
+    """PaTH and PaTH-FoX forward ms per (D, T) at the record's revision and at each of its
+    `earlier_runs`, fla's and the faster SDPA's, and the speed ratios that issue 18's targets name."""
+    def ms(records, op, impl, d, t):
+        return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, impl, d, t)), None)
+
+    def cell(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    earlier = data.get("earlier_runs", [])
+    rows = []
+    for op in ("path_fwd", "path_fox_fwd"):
+        shapes = sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == op}, key=lambda s: (-s[0], s[1]))
+        for d, t in shapes:
+            ours = ms(data["records"], op, "path-eval", d, t)
+            fla = ms(data["records"], op, "fla", d, t)
+            sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
+                       if v is not None)
+            before = [ms(run["records"], op, "path-eval", d, t) for run in earlier]
+            rows.append([CHECK_NAMES[op].removesuffix(" forward"), str(d), kilo(t), *map(cell, before), cell(ours),
+                         cell(fla), f"{sdpa:.2f}", ratio(sdpa / ours), "-" if fla is None else ratio(fla / ours)])
+    names = [f"ms at {run['revision']}" for run in earlier] + [f"ms at {data['revisions']['records']}"]
+    return markdown_table(["kernel", "D", "T", *names, "fla ms", "best SDPA ms", "ours x SDPA speed", "ours x fla speed"], rows)
+
+
+def coarse_walk(records: list[dict]) -> str | None:
+    """PaTH / PaTH-FoX forward ms by the coarse walk's super-chunk size S, when the records sweep S
+    (`--super-chunks`), beside fla and the faster SDPA of the same session; None otherwise."""
+    sweep = [r for r in records if r["op"] in ("path_fwd", "path_fox_fwd") and "super_chunks" in r
+             and r["impl"].startswith("path-eval")]
+    sizes = sorted({r["super_chunks"] for r in sweep})
+    if len(sizes) < 2:
+        return None
+    ms = {(r["op"], r["D"], r["T"], r["super_chunks"]): r["ms"] for r in sweep}
+    fla = {(r["op"], r["D"], r["T"]): r["ms"] for r in records if r["impl"] == "fla"}
+    sdpa: dict[tuple, float] = {}
+    for r in records:
+        if r["impl"].startswith("sdpa"):
+            sdpa[(r["D"], r["T"])] = min(r["ms"], sdpa.get((r["D"], r["T"]), float("inf")))
+    prep = {(r["D"], r["T"], r["super_chunks"]): r["ms"] for r in records
+            if r["op"] in ("path_prep", "path_prep_coarse") and "super_chunks" in r}
+    rows = []
+    for op, d, t in sorted({key[:3] for key in ms}, key=lambda k: (k[1], k[0] != "path_fwd", k[2])):
+        timed = {s: ms[(op, d, t, s)] for s in sizes if (op, d, t, s) in ms}
+        fastest = min(timed, key=timed.get)
+        theirs = fla.get((op, d, t))
+        best_sdpa = sdpa.get((d, t))
+        rows.append([CHECK_NAMES[op], str(d), kilo(t)] + [f"{timed[s]:.2f}" if s in timed else "-" for s in sizes]
+                    + [str(fastest), ratio(timed[1] / timed[fastest]) if 1 in timed else "-",
+                       "-" if theirs is None else f"{theirs:.2f}",
+                       "-" if theirs is None else ratio(theirs / timed[fastest]),
+                       "-" if best_sdpa is None else ratio(best_sdpa / timed[fastest])]
+                    + [f"{prep[(d, t, s)]:.2f}" if (d, t, s) in prep else "-" for s in sizes])
+    return markdown_table(["kernel", "D", "T"] + [f"S={s} ms" for s in sizes]
+                 + ["fastest S", "fastest / S=1", "fla ms", "fastest vs fla", "fastest vs best SDPA"]
+                 + [f"prep S={s} ms" for s in sizes], rows)
+
+
+def chunked_prefill_table(records: list[dict]) -> str:
+    one_pass = {(r["D"], r["H"], r["T"]): r for r in records if r["op"] == "path_fwd_one_pass"}
+    rows = []
+    for r in (r for r in records if r["op"] == "path_prefill_chunk"):
+        full = one_pass.get((r["D"], r["H"], r["T"]))
+        rows.append([str(r["H"]), str(r["D"]), kilo(r["T"]), kilo(r["chunk"]), f"{r['ms']:.1f}",
+                     "-" if full is None else f"{full['ms']:.1f}", "-" if full is None else ratio(r["ms"] / full["ms"])])
+    return markdown_table(["heads", "D", "tokens", "chunk", "chunked prefill ms", "one forward ms", "prefill / forward"], rows)
+
+
+def decode_table(records: list[dict]) -> str:
+    by_key = {(r["impl"], r["B"], r["T"]): r for r in records if r["op"] == "path_decode"}
+    graphed = any(impl == "path-eval graph" for impl, _, _ in by_key)
+    rows = []
+    for b, t in sorted({(b, t) for _, b, t in by_key}):
+        ours, fla, sdpa = by_key[("path-eval", b, t)], by_key.get(("fla", b, t)), by_key[("sdpa", b, t)]
+        graph = by_key.get(("path-eval graph", b, t))
+        rows.append([str(b), kilo(t), f"{ours['ms']:.3f}"]
+                    + ([] if not graphed else ["-" if graph is None else f"{graph['ms']:.3f}"])
+                    + ["-" if fla is None else f"{fla['ms']:.3f}", f"{sdpa['ms']:.3f}", f"{sdpa['ms_wall_loop']:.3f}",
+                       "-" if fla is None else f"{fla['ms'] / ours['ms']:.1f}x", ratio(ours["ms"] / sdpa["ms"])]
+                    + ([] if not graphed else ["-" if graph is None else ratio(graph["ms"] / sdpa["ms"])]))
+    any_record = next(iter(by_key.values()))
+    return (f"One layer's attention: {any_record['H']} heads of {any_record['D']}, {any_record['dtype']}.\n\n"
+            + markdown_table(["B", "cached tokens", "ours ms/token"] + (["ours graphed ms/token"] if graphed else [])
+                    + ["fla ms/token", "SDPA ms (GPU)", "SDPA ms (loop)", "ours faster than fla by", "ours / SDPA (GPU)"]
+                    + (["graphed / SDPA (GPU)"] if graphed else []), rows))
+
+
+def render_accuracy(results: Path) -> str:
+    path = results / "bench" / "kernels.json"
+    data = load(path)
+    return "\n\n".join([kernel_source(path, results, data), check_table(data["checks"])])
+
+
+def render_forward_speed(results: Path) -> str:
+    """The shipped forwards against fla and SDPA (issue 18's targets), and their accuracy then."""
+    path = results / "bench" / "kernels_forward_h200.json"
+    data = load(path)
+    return "\n\n".join([kernel_source(path, results, data), forward_targets_table(data),
+                        *([check_table(data["checks"])] if data.get("checks") else [])])
+
+
+def render_first_forwards(results: Path) -> str:
+    path = results / "bench" / "kernels.json"
+    data = load(path)
+    first = next(r for r in data["records"] if r["op"] == "path_fwd")
+    return "\n\n".join([kernel_source(path, results, data) + f" {first['dtype']}, B x T = "
+                        f"{kilo(first['B'] * first['T'])} tokens per call.", forward_speed_table(data["records"])])
+
+
+def render_coarse_walk(results: Path) -> str:
+    parts = []
+    for path in sorted((results / "bench").glob("kernels_coarse_walk*.json")):
+        data = load(path)
+        sweep = coarse_walk(data["records"])
+        if sweep is not None:
+            parts += [kernel_source(path, results, data), sweep]
+    return "\n\n".join(parts)
+
+
+def render_chunked_prefill(results: Path) -> str:
+    path = results / "bench" / "kernels.json"
+    data = load(path)
+    return "\n\n".join([kernel_source(path, results, data), chunked_prefill_table(data["records"])])
+
+
+def render_decoding(results: Path) -> str:
+    """The decoding step of the first run, then of the shipped launch (kernels_decode.json)."""
+    parts = []
+    for name in ("kernels.json", "kernels_decode.json"):
+        path = results / "bench" / name
+        data = load(path)
+        parts += [kernel_source(path, results, data), decode_table(data["records"])]
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

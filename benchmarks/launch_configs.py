@@ -26,6 +26,7 @@ import torch
 
 from benchmarks.kernels import inputs, log
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import kernel_source, kilo, load, table
 
 # Capped at 128 registers (4 warps) and at 2 warps, the transition and query kernels fit four programs
 # per SM instead of three, as built for sm_90 at D = 64 (triton 3.9, `benchmarks.kernel_resources`)
@@ -176,6 +177,37 @@ def main(argv=None) -> None:
         print(f"{r['step']:16s} D={r['D']:3d} B={r['B']} T={r['T']:<6d} rows={r.get('rows', '-')!s:3s} "
               f"{json.dumps(r['config']):55s} "
               f"{r['ms'] if r['ms'] is None else round(r['ms'], 3)}")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def launch_table(records: list[dict]) -> str:
+    """ms per call of each kernel step under each launch configuration."""
+    rows = [[r["step"], str(r["D"]), kilo(r["B"] * r["T"]), str(r.get("rows", "-")),
+             "-" if r["config"] is None else ", ".join(f"{k}={v}" for k, v in r["config"].items()),
+             "failed" if r["ms"] is None else f"{r['ms']:.2f}"] for r in records]
+    return table(["step", "D", "tokens", "rows", "configuration", "ms"], rows)
+
+
+def decode_launch_table(records: list[dict]) -> str:
+    """ms per token of the graphed decoding step under each launch of `_decode_attend`."""
+    rows = [[str(r["B"]), kilo(r["T"]), str(r["splits"]), ", ".join(f"{k}={v}" for k, v in r["config"].items()),
+             "failed" if r["ms"] is None else f"{r['ms']:.3f}"] for r in records]
+    return table(["B", "cached tokens", "cache splits", "configuration", "ms per token"], rows)
+
+
+def render_launch_configs(results: Path) -> str:
+    parts = []
+    for path in sorted((results / "bench").glob("launch_configs*.json")):
+        data = load(path)
+        parts += [kernel_source(path, results, data), launch_table(data["records"])]
+    return "\n\n".join(parts)
+
+
+def render_decode_launch_configs(results: Path) -> str:
+    path = results / "bench" / "decode_launch_configs.json"
+    data = load(path)
+    return "\n\n".join([kernel_source(path, results, data), decode_launch_table(data["records"])])
 
 
 if __name__ == "__main__":

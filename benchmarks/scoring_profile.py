@@ -24,6 +24,7 @@ from benchmarks.extrapolation_speed import MODELS, SHAPE, build, random_block
 from path_eval.lm.scoring import next_token_nll
 from path_eval.models.attention import default_backend
 from path_eval.results.store import write_json_atomic
+from benchmarks.markdown import load, machine_line, source, table
 
 
 def kernel_totals(model, block: list[int], prefill_chunk: int) -> dict:
@@ -78,6 +79,27 @@ def main(argv: list[str] | None = None) -> int:
         for key, row in list(p["kernels"].items())[:args.top]:
             print(f"  {row['ms']:9.2f} ms {row['calls']:6d}  {key}")
     return 0
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def render_scoring_profile(results: Path, top: int = 10) -> str:
+    """Each run (results/bench/scoring_profile_*.json): the call's time per model, then each model's
+    largest kernels."""
+    parts = []
+    for path in sorted((results / "bench").glob("scoring_profile_*.json")):
+        data = load(path)
+        meta, profiles = data["meta"], data["profiles"]
+        parts += [f"Source: {source(path, results)}. "
+                  + machine_line(GPU=meta.get("gpu"), torch=meta.get("torch"), Python=meta.get("python")),
+                  table(["model", "wall ms (profiled)", "kernels ms"],
+                        [[f"{name} ({p['impl']})", f"{p['wall_ms']:.1f}", f"{p['busy_ms']:.1f}"]
+                         for name, p in profiles.items()])]
+        for name, p in profiles.items():
+            rows = [[f"{row['ms']:.2f}", str(row["calls"]), f"`{kernel}`"]
+                    for kernel, row in list(p["kernels"].items())[:top]]
+            parts += [f"Largest {top} kernels of {name}:", table(["ms", "calls", "kernel"], rows)]
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

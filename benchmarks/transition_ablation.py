@@ -27,6 +27,7 @@ import torch
 
 from benchmarks.kernels import inputs, log
 from path_eval.results.store import write_atomic, write_json_atomic
+from benchmarks.markdown import kernel_source, load, table
 
 @dataclass(frozen=True)
 class Span:
@@ -221,6 +222,25 @@ def main(argv=None) -> None:
     whole = {r["D"]: r["ms"] for r in out["records"] if r["variant"] == "whole"}
     for r in out["records"]:
         print(f"D={r['D']:4d} {r['variant']:28s} {r['ms']:7.3f} ms  {r['ms'] / whole[r['D']]:.2f}x whole")
+
+
+# ---------------------------------------------------------------- docs/benchmarks.md
+
+def ablation_table(records: list[dict]) -> str:
+    """ms of the transition kernel whole, with one part removed and with candidate rewrites, per head
+    dim, and the time saved against the whole kernel."""
+    whole = {r["D"]: r["ms"] for r in records if r["variant"] == "whole"}
+    rows = [[str(r["D"]), r["variant"], r["kind"], r["what"], f"{r['ms']:.2f}", f"{whole[r['D']] - r['ms']:.2f}",
+             f"{(whole[r['D']] - r['ms']) / whole[r['D']]:.0%}"] for r in records]
+    return table(["D", "variant", "kind", "what", "ms", "saved ms", "share"], rows)
+
+
+def render_transition_ablation(results: Path) -> str:
+    parts = []
+    for path in sorted((results / "bench").glob("transition_ablation*.json")):
+        data = load(path)
+        parts += [kernel_source(path, results, data), ablation_table(data["records"])]
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":

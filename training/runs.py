@@ -17,6 +17,7 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from training import run_cli
+from benchmarks.markdown import load, percent, source, table
 
 SPLITS = ("in", "sparse", "dense")
 
@@ -95,6 +96,47 @@ def main() -> None:
     for row in out["summary"]:
         print(row["task"], row["variant"], row["planned_steps"], row["finished"], row["steps"], row["runs"],
               {name: round(value["mean"], 4) for name, value in row["scores"].items()})
+
+
+# ---------------------------------------------------------------- docs/zoo.md
+
+# The PaTH paper's flip-flop errors (1 layer, 2 heads, trained on FFL(0.8)), in and sparse OOD.
+PAPER_FLIPFLOP = {"rope": (0.069, 0.403), "path": (0.0, 0.000001)}
+
+
+def spread(score: dict, fmt=percent) -> str:
+    return f"{fmt(score['mean'])} [{fmt(score['min'])}, {fmt(score['max'])}]"
+
+
+def render_training_runs(results: Path) -> str:
+    """Every training run of the zoo's command (results/zoo/first_zoo/training_runs_h200.json, this
+    script's output): flip-flop error and language-model losses as mean [min, max] over a group's runs."""
+    path = results / "zoo" / "first_zoo" / "training_runs_h200.json"
+    data = load(path)
+
+    def budget(row):
+        reached = row["steps"][0] if row["steps"][0] == row["steps"][1] else f"{row['steps'][0]}-{row['steps'][1]}"
+        return str(reached) if row["finished"] else f"{reached} of {row['planned_steps']} (deadline)"
+
+    def runs(row):
+        return f"{row['runs']} ({', '.join(f'{label} s{seed}' for label, seed in zip(row['labels'], row['seeds']))})"
+
+    flipflop, lm = [], []
+    for row in data["summary"]:
+        paper = PAPER_FLIPFLOP.get(row["variant"])
+        if row["task"] == "flipflop":
+            flipflop.append([row["variant"], budget(row), runs(row), *(spread(row["scores"][s]) for s in ("in", "sparse", "dense")),
+                             *((percent(x) for x in paper) if paper else ("-", "-"))])
+        else:
+            lm.append([row["variant"], budget(row), runs(row), spread(row["scores"]["final_training_loss"], "{:.4f}".format),
+                       spread(row["scores"]["heldout_loss"], "{:.4f}".format)])
+    return "\n\n".join([
+        f"From {source(path, results)}. Machine: {data['machine']}.",
+        "Flip-flop error, mean [min, max] over runs, beside the paper's:",
+        table(["model", "steps", "runs", "in (p=0.8)", "sparse (p=0.98)", "dense (p=0.1)", "paper in",
+               "paper sparse"], flipflop),
+        "Language models, mean [min, max] over runs:",
+        table(["model", "steps", "runs", "final training loss", "held-out loss @512"], lm)])
 
 
 if __name__ == "__main__":

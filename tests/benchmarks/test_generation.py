@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from benchmarks import docs, generation
+from benchmarks import generation
 from benchmarks.extrapolation_speed import build
 
 CPU = ["--shape", "tiny", "--device", "cpu", "--modes", "eager", "--llama-modes", "eager"]
@@ -112,11 +112,10 @@ def test_the_bench_writes_every_configuration_and_the_summary(bench_json):
         assert s["meets_target"] == (s["ratio"] >= 1 / generation.TARGET - 1e-3)
 
 
-def test_the_docs_render_the_generation_json_and_skip_it_when_absent(bench_json, tmp_path):
-    assert docs.generation(tmp_path) == ""
+def test_the_docs_render_the_generation_json(bench_json):
     out, _ = bench_json
     data = json.loads(out.read_text())
-    text = docs.generation(out.parent.parent)
+    text = generation.render_generation(out.parent.parent)
     first = data["records"][0]
     assert (f"| {first['model']} | eager | - | 1 | 8 | {first['tokens_per_second_per_row']:.1f} | "
             f"{first['tokens_per_second']:.0f} | - |") in text
