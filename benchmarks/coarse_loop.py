@@ -8,7 +8,7 @@ candidates are timed by an autotuner keyed on T too (Triton's timings of the ker
 the whole forward at the fastest one, beside the earlier revision's forward (its own tuned
 configurations) and cuDNN's SDPA. B x T = 64K tokens, 32 heads of 64 / 16 of 128, bf16, w float32.
 
-    git show eb28d99:kernels/path_attn/fwd.py > /tmp/fwd_before.py
+    git show REVISION:kernels/path_attn/fwd.py > /tmp/fwd_before.py
     python -m benchmarks.coarse_loop --baseline /tmp/fwd_before.py --out results/bench/coarse_loop_h200.json
 """
 from __future__ import annotations

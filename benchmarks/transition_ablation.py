@@ -8,7 +8,7 @@ Each variant is `prep.py`'s own source with one textual edit, written to a tempo
 imported, so the kernel measured is always the committed one with that edit; an edit whose text is no
 longer in `prep.py` stops the bench. A removal (a loop given no iterations, a precision lowered) leaves
 the rest computing on whatever its buffers hold: a timing only, never a result. A candidate computes
-what the shipped kernel computes (tests/bench/test_transition_ablation.py holds it to the shipped
+what the shipped kernel computes (tests/benchmarks/test_transition_ablation.py holds it to the shipped
 kernel's outputs under the interpreter), so a faster candidate can replace its part of `prep.py`.
 bf16 k, float32 w as the bench's inputs (`benchmarks.kernels.inputs`), B x T = 64K tokens at
 T = 8192, 32 heads of 64 / 16 of 128; triton.testing.do_bench medians.
@@ -108,7 +108,7 @@ KINDS = ("whole", "removal", "candidate", "unstable")
 # (variant, kind, what it removes or changes, its (text of prep.py, replacement) pairs). kind: "whole" the
 # shipped kernel, "removal" a part taken out (timing only), "candidate" a rewrite that computes what the
 # shipped kernel does, "unstable" a rewrite that does so on well-conditioned inputs only (kept to show
-# what it would save; tests/bench/test_transition_ablation.py holds each kind to its claim). Rewrites
+# what it would save; tests/benchmarks/test_transition_ablation.py holds each kind to its claim). Rewrites
 # timed against earlier forms of the kernel, and what became of them: kernels/README.md, "Preparation".
 EDITS = [
     ("whole", "whole", "nothing", ()),
