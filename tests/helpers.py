@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.results import Provenance, ResultRecord
 from path_eval.suites import load_suite

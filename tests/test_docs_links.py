@@ -10,7 +10,7 @@ from path_eval.suites import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "kernels" / "README.md",
-               *(ROOT / "docs").rglob("*.md")])
+               ROOT / "training" / "README.md", ROOT / "path_eval" / "zoo" / "README.md", *(ROOT / "docs").rglob("*.md")])
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 

@@ -30,13 +30,3 @@ def zoo_models(name: str | None = None) -> list[Path]:
                             "or zoo for all of them")
     return [zoo_folder() / name]
 
-
-def run_cli(main) -> None:
-    """Run a zoo script's `main`: input the user can fix ends as one line (exit 2), no traceback."""
-    import sys
-
-    try:
-        main()
-    except PathEvalError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)

@@ -1,4 +1,4 @@
-"""The kernels' resources as built for Hopper (sm_90) on the CPU (`path_eval.bench.kernel_resources`):
+"""The kernels' resources as built for Hopper (sm_90) on the CPU (`benchmarks.kernel_resources`):
 the occupancy arithmetic against Hopper's limits, and the preparation's design bound."""
 import os
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import triton
 
-from path_eval.bench.kernel_resources import Resources
+from benchmarks.kernel_resources import Resources
 
 TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
@@ -40,7 +40,7 @@ def test_preparation_and_transport_kernels_fit_several_programs_per_sm(head_dim)
     D-wide tile, allows one program per SM; the one tile spills 1.8 KB under the 168-register cap,
     where the column blocks spill at most about 400 bytes (Triton 3.6 and 3.9)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "path_eval.bench.kernel_resources", "--head-dims", str(head_dim),
+    out = subprocess.run([sys.executable, "-m", "benchmarks.kernel_resources", "--head-dims", str(head_dim),
                           "--workloads", "path forward,path coarse forward"], capture_output=True, text=True, env=env,
                          timeout=600, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr[-2000:]

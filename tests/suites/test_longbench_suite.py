@@ -3,7 +3,7 @@ fixtures (three datasets whose answers are short, to keep generation cheap on a 
 dataset and length bucket, sample logs, the Table 7 report; and a missing dataset as one error line."""
 import json
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.results import load_results
 from tests.helpers import LONGBENCH_LENGTHS, ROOT, assert_missing_data_line, run_cli, write_longbench_e
 

@@ -1,5 +1,5 @@
 """The committed zoo: each model loads with `load_model` on the CPU, generates, and beats chance;
-its tokenizer round-trips text; the held-out text is what the corpus leaves out."""
+its tokenizer round-trips text."""
 import json
 import math
 from pathlib import Path
@@ -11,10 +11,9 @@ from path_eval import load_model
 from path_eval.models import PathEvalForCausalLM
 from path_eval.models.generation import generate
 from path_eval.tasks import flipflop
-from path_eval.zoo.corpus import HELDOUT_FILE, split_heldout, strip_gutenberg
-from tests.shared_data import SHARED_DATA
 
 MODELS = Path(__file__).resolve().parents[2] / "path_eval" / "zoo" / "models"
+HELDOUT_FILE = MODELS.parent / "heldout" / "jack_sheppard_tail.txt"
 LM = ["rope", "fox", "path", "path_fox"]
 FLIPFLOP = [f"flipflop_{v}" for v in LM]
 TEXT = 'def f(x):\n    return {"naïve": x + 1}  # ✓\nOne of the special magic numbers for cold-river is: 4821937.\n'
@@ -82,21 +81,3 @@ def test_a_model_that_stopped_short_of_its_budget_says_so():
 def test_the_zoo_fits_its_budget():
     """Every weight file together at most 24 MB: beside the GPU image's wheels within its 64 MiB carry."""
     assert sum(f.stat().st_size for f in MODELS.rglob("*.safetensors")) <= 24_000_000
-
-
-def test_heldout_split_on_a_hand_made_book():
-    raw = "header\r\n*** START OF THIS BOOK ***\r\n" + "para one.\r\n\r\n" * 3 + "tail.\r\n" \
-          + "End of Project Gutenberg's Book\r\n*** END OF THIS BOOK ***\r\nlicence"
-    book = strip_gutenberg(raw)
-    assert book == "para one.\n\n" * 2 + "para one.\n\ntail.\n"
-    train, heldout = split_heldout(book)
-    assert train + heldout == book
-
-
-@pytest.mark.skipif(not (SHARED_DATA / "gutenberg_books").is_dir(), reason="needs the shared data folder")
-def test_committed_heldout_text_is_the_tail_the_corpus_drops():
-    from path_eval.zoo.corpus import HELDOUT_BOOK, heldout_text
-
-    assert heldout_text(SHARED_DATA) == HELDOUT_FILE.read_text()
-    book = strip_gutenberg((SHARED_DATA / HELDOUT_BOOK).read_text(encoding="utf-8"))
-    assert split_heldout(book)[0] + HELDOUT_FILE.read_text() == book

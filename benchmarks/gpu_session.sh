@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One GPU session (the H200 device tool): install the carried wheels, then run the named steps,
+# each under its own time limit, logging to $OUT. Steps: cuda-tests, parity-quick, parity, extrapolation,
+# long-context (RULER at 16K and PhoneBook at 8K with a 760M-shaped random PaTH model; carry `.gpudata`,
+# built here first with: python -c "from tests.shared_data import build_data_dir, copy_essays;
+# copy_essays(build_data_dir('.gpudata', ['ruler_qa_1', 'ruler_qa_2']))"),
+# data-parallel (benchmarks.data_parallel: RULER 16K on one and two processes, needs the nvidia-h200-x2 kind;
+#   DP_PROCESSES=1 alone, then DP_PROCESSES=2 DP_BASELINE=<the first JSON> when both do not fit one command),
+# kernel-tests (tests/kernels but the whole-model ones, compiled, one fixed kernel configuration: about 6 minutes on one
+#   worker; KT_K= picks tests by -k),
+# walk (the coarse walk: its compiled tests and the forward ones, one fixed kernel configuration, then the forward bench
+#   of PaTH / PaTH-FoX at super-chunk sizes WALK_S beside fla and SDPA into $OUT/kernels_walk.json; WT_K= picks tests by -k,
+#   WALK_OPS, WALK_D and WALK_ARGS the bench's ops, head dims and further arguments; WT_S=0 skips the tests),
+# launch (benchmarks.launch_configs: the preparation's and the super-chunk transport's launch configurations timed;
+#   LC_ARGS="--parts decode" LC_OUT=decode_launch_configs the decoding step's),
+# ablation (benchmarks.transition_ablation: the transition kernel with one part removed at a time and candidate
+#   rewrites; AB_ARGS= its arguments (--kinds candidate: the whole kernel and the candidates only); AB_S= the limit,
+#   150 s: seven variants compile per head dim, and 70 s on a cold machine were not enough),
+# coarse-loop (benchmarks.coarse_loop: the forward's inner loop against an earlier fwd.py named by CL_BASELINE=, carried
+#   as an ignored file; CL_ARGS= further arguments, CL_S= the limit, 360 s),
+# end-to-end (benchmarks.end_to_end: E2E_PARTS= its parts, default generate (about 300 s on an H200, most of it
+#   fla's warm-up and timed call); then E2E_PARTS=cold,run E2E_OUT=end_to_end_h200_cold_run in the next command while
+#   the same machine is held, so that the run part finds the kernels the generate part compiled in Triton's cache
+#   (about 90 s); E2E_S= the limit, 560 s),
+# apply (the ablation's candidate named by APPLY= written into prep.py, for the test steps after it),
+# decode-tests (the decoding kernels compiled, and whole-model decoding replayed from a CUDA graph against eager steps;
+#   DT_S= the limit, 150 s),
+# model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (benchmarks.kernels; PARTS= picks parts, KARGS= adds arguments),
+# generation (benchmarks.generation: whole-model decoding tokens/s of ours, eager and CUDA graphs, against the same-shape
+#   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
+#   started after 3/4 of it; GEN_ARGS= further arguments),
+# scoring-profile (benchmarks.scoring_profile: GPU ms per kernel of one 64K scoring call, ours and the Llama; SP_ARGS=
+#   further arguments, SP_S= the limit, 240 s),
+# scoring-64k (issue 18's memory and tokens/s target: one 64K block scored by ours, the same-shape Llama and fla's model,
+#   into $OUT/extrapolation_64k_h200.json; S64_S= the limit, 200 s).
+# The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
+# process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
+# compiling, on the CPU; no test is timed. With workers, each test's printed lines
+# (rel err, graph vs eager) reach the log through -rA at the end, so a step cut by its limit logs only its progress.
+#   bash benchmarks/gpu_session.sh cuda-tests parity extrapolation
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+stamp() { echo "[$(date +%T)] $*"; }
+# A machine kept warm between commands already has these wheels; installing them again would cost every command
+# part of the half minute it takes to reach its first step (install, nvidia-smi, the version line).
+installed=/tmp/site/.path-eval-wheels-$(stat -c '%n %s' .whl/*.whl | md5sum | cut -c1-16)  # names and sizes: a copy's times change
+if [ -e "$installed" ]; then stamp "wheels already installed"; else
+  stamp "installing wheels"
+  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  touch "$installed"
+fi
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+workers=${GPU_TEST_WORKERS:-8}
+if [ "$workers" = 0 ]; then spread=(-s); else spread=(-n "$workers" --dist loadgroup -rA); fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, triton, transformers, fla; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__)"
+for step in "$@"; do
+  stamp "step $step"
+  case $step in
+    kernel-tests) PATH_EVAL_AUTOTUNE=0 timeout ${KT_S:-480} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels -k "${KT_K:-not test_model_full_forward}" > "$OUT/kernel_tests.log" 2>&1
+      grep -E "rel err|correlated|cache errors|passed|failed|Error" "$OUT/kernel_tests.log" | tail -40 ;;
+    decode-tests) PATH_EVAL_AUTOTUNE=0 timeout ${DT_S:-150} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels/test_path_attn_cuda.py \
+        tests/kernels/test_path_attn.py -k "${DT_K:-captured or graph_decoding or decod or recorded or tail or cache_segments}" > "$OUT/decode_tests.log" 2>&1
+      grep -E "graph vs eager|passed|failed|Error" "$OUT/decode_tests.log" | tail -30 ;;
+    model-tests) PATH_EVAL_AUTOTUNE=0 timeout ${MT_S:-480} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels/test_path_attn_cuda.py::test_model_full_forward_chunked_prefill_and_decode_agree tests/models/test_model_cache.py::test_triton_backend_model_agrees_with_torch_backend > "$OUT/model_tests.log" 2>&1
+      grep -E "chunk|decode max|passed|failed|Error" "$OUT/model_tests.log" | tail -30 ;;
+    walk) [ "${WT_S:-200}" = 0 ] || PATH_EVAL_AUTOTUNE=0 timeout ${WT_S:-200} python3 -m pytest -q "${spread[@]}" -p no:cacheprovider tests/kernels/test_path_attn_cuda.py tests/kernels/test_path_attn.py \
+        -k "${WT_K:-coarse or real_shapes or offsets or forward_half}" > "$OUT/walk_tests.log" 2>&1
+      [ -f "$OUT/walk_tests.log" ] && grep -E "rel err|passed|failed|Error" "$OUT/walk_tests.log" | tail -30
+      timeout ${WB_S:-360} python3 -m benchmarks.kernels --parts forward --ops ${WALK_OPS:-path_fwd,path_fox_fwd,attn_fwd} \
+        --head-dims ${WALK_D:-128,64} --super-chunks ${WALK_S:-1,4,8} ${WALK_ARGS:-} --out "$OUT/kernels_walk.json" ;;
+    launch) timeout ${LC_S:-300} python3 -m benchmarks.launch_configs ${LC_ARGS:-} --out "$OUT/${LC_OUT:-launch_configs}.json" ;;
+    ablation) timeout ${AB_S:-150} python3 -m benchmarks.transition_ablation ${AB_ARGS:-} --out "$OUT/transition_ablation.json" ;;
+    coarse-loop) timeout ${CL_S:-360} python3 -m benchmarks.coarse_loop --baseline "${CL_BASELINE:?name the earlier fwd.py in CL_BASELINE=}" \
+        ${CL_ARGS:-} --out "$OUT/coarse_loop.json" ;;
+    end-to-end) timeout ${E2E_S:-560} python3 -m benchmarks.end_to_end --parts "${E2E_PARTS:-generate}" \
+      --work /tmp/e2ework --out "$OUT/${E2E_OUT:-end_to_end_h200}.json" ;;
+    apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
+    kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
+    cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
+    parity-quick) timeout 240 python3 -m benchmarks.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
+    parity) timeout 530 python3 -m benchmarks.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;
+    generation) timeout ${GEN_S:-400} python3 -m benchmarks.generation --budget-s $(( ${GEN_S:-400} * 3 / 4 )) ${GEN_ARGS:-} \
+        --out "$OUT/generation_h200.json" ;;
+    scoring-profile) timeout ${SP_S:-240} python3 -m benchmarks.scoring_profile ${SP_ARGS:-} --top 25 \
+        --out "$OUT/scoring_profile_h200.json" ;;
+    extrapolation) timeout 560 python3 -m benchmarks.extrapolation_speed --budget-s 400 --out "$OUT/extrapolation_h200.json" ;;
+    scoring-64k) timeout ${S64_S:-200} python3 -m benchmarks.extrapolation_speed --models path,rope-sdpa,fla-path --lengths 65536 \
+        --warmup 65536 --prefill-chunk 8192 --out "$OUT/extrapolation_64k_h200.json" ;;
+    long-context)
+      python3 -m path_eval.models.random_checkpoint --variant path --out /tmp/path-760m
+      timeout ${RULER_S:-300} python3 eval.py run --suite ruler --lengths 16k --limit 3 --model /tmp/path-760m --data-dir .gpudata \
+        --device cuda --batch-size 8 --out /tmp/runs/ruler16k --quiet && cp /tmp/runs/ruler16k/results.json "$OUT/ruler16k.json"
+      timeout ${PHONEBOOK_S:-200} python3 eval.py run --suite phonebook --lengths 8k --limit 5 --model /tmp/path-760m --data-dir .gpudata \
+        --device cuda --batch-size 8 --out /tmp/runs/phonebook8k --quiet && cp /tmp/runs/phonebook8k/results.json "$OUT/phonebook8k.json" ;;
+    data-parallel)
+      [ -d /tmp/path-760m ] || python3 -m path_eval.models.random_checkpoint --variant path --out /tmp/path-760m
+      timeout ${DP_S:-570} python3 -m benchmarks.data_parallel --model /tmp/path-760m --data-dir .gpudata --suite ruler \
+        --lengths ${DP_LENGTHS:-16k} --limit ${DP_LIMIT:-25} --device cuda --batch-size 8 --processes ${DP_PROCESSES:-1,2} \
+        ${DP_BASELINE:+--baseline "$DP_BASELINE"} --work /tmp/dp --out "$OUT/data_parallel_h200.json" ;;
+    *) echo "unknown step $step" ;;
+  esac
+  stamp "step $step done (exit $?)"
+done

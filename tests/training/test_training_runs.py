@@ -1,0 +1,44 @@
+"""Collecting training runs: logs and model cards read alike, groups split by whether a run finished
+its planned steps, mean / min / max computed by hand here."""
+import json
+
+import pytest
+
+from path_eval.errors import PathEvalError
+from training.runs import collect, summarize
+
+
+def card(seed, errors, steps=2000, planned=2000, variant="path"):
+    return {"task": "flipflop", "variant": variant, "seed": seed, "steps": steps, "planned_steps": planned,
+            "tokens": steps * 65536, "stopped_at_deadline": steps < planned, "final_training_loss": 0.1,
+            "flipflop_error": {"sets": {}, **dict(zip(("in", "sparse", "dense"), errors))},
+            "command": "python -m training.train ...", "git_revision": "abc1234"}
+
+
+def write_log(path, final, points):
+    path.write_text("\n".join(["rope/flipflop: 1 parameters", *map(json.dumps, points), json.dumps(final)]) + "\n")
+
+
+def test_logs_and_cards_collect_alike_and_summarize_by_hand(tmp_path):
+    (tmp_path / "logs").mkdir()
+    point = {"step": 250, "loss": 0.5, "lr": 1e-3, "error": {"in": 0.3, "in_reads": 9, "sparse": 0.4, "dense": 0.2}}
+    write_log(tmp_path / "logs" / "flipflop_path_seed1.log", card(1, (0.1, 0.3, 0.0)), [{"step": 1, "loss": 2.0}, point])
+    write_log(tmp_path / "logs" / "flipflop_path_seed2.log", card(2, (0.2, 0.6, 0.0), steps=500), [])
+    (tmp_path / "zoo" / "flipflop_path").mkdir(parents=True)
+    (tmp_path / "zoo" / "flipflop_path" / "model_card.json").write_text(
+        json.dumps(card(0, (0.4, 0.0, 0.1)) | {"curve": [point]}))
+    runs = collect("seeds", tmp_path / "logs") + collect("zoo", tmp_path / "zoo")
+    assert [r["curve"] for r in runs] == [[{"step": 250, "loss": 0.5, "in": 0.3, "sparse": 0.4, "dense": 0.2}], [],
+                                         [{"step": 250, "loss": 0.5, "in": 0.3, "sparse": 0.4, "dense": 0.2}]]
+    finished, stopped = sorted(summarize(runs), key=lambda row: not row["finished"])
+    assert finished["runs"] == 2 and finished["labels"] == ["seeds", "zoo"] and finished["seeds"] == [1, 0]
+    assert finished["scores"]["in"] == {"mean": pytest.approx(0.25), "min": 0.1, "max": 0.4}
+    assert stopped["runs"] == 1 and stopped["steps"] == [500, 500] and stopped["scores"]["sparse"]["mean"] == 0.6
+
+
+def test_a_folder_without_runs_or_an_unfinished_log_is_one_error(tmp_path):
+    with pytest.raises(PathEvalError, match="no training runs"):
+        collect("x", tmp_path)
+    (tmp_path / "flipflop_rope_seed0.log").write_text('{"step": 1, "loss": 2.0}\n')
+    with pytest.raises(PathEvalError, match="does not end with a model card"):
+        collect("x", tmp_path)

@@ -1,0 +1,143 @@
+"""Collect zoo training runs (model cards and training logs) into one results file: each run's card
+numbers and curve, and per task, variant and budget the mean and range over its runs.
+
+A run is a training log `*.log` of `training.train` (one JSON line per logged step, the model
+card as the last line) or a checkpoint folder's model_card.json. Language models report their final
+training loss and the held-out loss at the training length; flip-flop models their error on the
+large fixed evaluation sets (in, sparse, dense).
+
+    python -m training.runs --run zoo=path_eval/zoo/models --run retrain1=LOGS1 --out FILE
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from path_eval.errors import PathEvalError
+from training import run_cli
+from benchmarks.markdown import load, percent, source, table
+
+SPLITS = ("in", "sparse", "dense")
+
+
+def scores(card: dict) -> dict[str, float]:
+    """The numbers a run is judged by: flip-flop error per split, or a language model's losses."""
+    if card["task"] == "flipflop":
+        return {split: card["flipflop_error"][split] for split in SPLITS}
+    return {"final_training_loss": card["final_training_loss"], "heldout_loss": card["heldout"]["loss"]}
+
+
+def read_log(path: Path) -> tuple[dict, list[dict]]:
+    """(model card, curve) of one training log; the card is the last line."""
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+    if not lines or "command" not in lines[-1]:
+        raise PathEvalError(f"{path} does not end with a model card: give the log of a finished "
+                            "`training.train` run")
+    return lines[-1], curve_of(lines[:-1])
+
+
+def curve_of(points: list[dict]) -> list[dict]:
+    """Step, loss and (flip-flop) the error on the fixed sets, of the logged training steps."""
+    return [{"step": point["step"], "loss": point["loss"],
+             **({s: point["error"][s] for s in SPLITS} if isinstance(point.get("error"), dict) else {})}
+            for point in points if "lr" in point]
+
+
+def collect(label: str, folder: Path) -> list[dict]:
+    """Every training run in a folder of logs or of checkpoints."""
+    found = [(read_log(p), p.stem) for p in sorted(folder.glob("*.log")) if not p.stem.startswith("parity")]
+    for card_path in sorted(folder.glob("*/model_card.json")):
+        card = json.loads(card_path.read_text())
+        found.append(((card, curve_of(card.get("curve", []))), card_path.parent.name))
+    if not found:
+        raise PathEvalError(f"no training runs in {folder}: give a folder of training logs or of checkpoints "
+                            "with model_card.json")
+    return [{"run": label, "name": name, "task": card["task"], "variant": card["variant"], "seed": card["seed"],
+             "steps": card["steps"], "planned_steps": card["planned_steps"], "tokens": card["tokens"],
+             "finished": not card["stopped_at_deadline"], "scores": scores(card),
+             "command": card["command"], "git_revision": card["git_revision"], "curve": curve}
+            for (card, curve), name in found]
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    """Mean, min and max of each score per task, variant, planned budget and whether the runs finished
+    it (a run stopped at its deadline keeps its own group, with the steps it reached)."""
+    groups: dict[tuple, list[dict]] = {}
+    for run in runs:
+        groups.setdefault((run["task"], run["variant"], run["planned_steps"], run["finished"]), []).append(run)
+    return [{"task": task, "variant": variant, "planned_steps": planned, "finished": finished,
+             "steps": [min(r["steps"] for r in group), max(r["steps"] for r in group)], "runs": len(group),
+             "labels": [r["run"] for r in group], "seeds": [r["seed"] for r in group],
+             "scores": {name: {"mean": statistics.fmean(r["scores"][name] for r in group),
+                               "min": min(r["scores"][name] for r in group),
+                               "max": max(r["scores"][name] for r in group)} for name in group[0]["scores"]}}
+            for (task, variant, planned, finished), group in sorted(groups.items())]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", action="append", required=True, metavar="LABEL=DIR",
+                        help="a folder of training logs or checkpoints, and the label its runs get")
+    parser.add_argument("--machine", default="", help="where the runs trained")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    runs = []
+    for spec in args.run:
+        label, sep, folder = spec.partition("=")
+        if not sep or not Path(folder).is_dir():
+            raise PathEvalError(f"--run {spec!r} is not LABEL=DIR with an existing DIR: give e.g. retrain1=logs/")
+        runs += collect(label, Path(folder))
+    out = {"machine": args.machine, "command": "python -m training.runs " +
+           " ".join(f"--run {spec}" for spec in args.run) + f" --out {args.out}",
+           "summary": summarize(runs), "runs": runs}
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    for row in out["summary"]:
+        print(row["task"], row["variant"], row["planned_steps"], row["finished"], row["steps"], row["runs"],
+              {name: round(value["mean"], 4) for name, value in row["scores"].items()})
+
+
+# ---------------------------------------------------------------- docs/zoo.md
+
+# The PaTH paper's flip-flop errors (1 layer, 2 heads, trained on FFL(0.8)), in and sparse OOD.
+PAPER_FLIPFLOP = {"rope": (0.069, 0.403), "path": (0.0, 0.000001)}
+
+
+def spread(score: dict, fmt=percent) -> str:
+    return f"{fmt(score['mean'])} [{fmt(score['min'])}, {fmt(score['max'])}]"
+
+
+def render_training_runs(results: Path) -> str:
+    """Every training run of the zoo's command (results/zoo/first_zoo/training_runs_h200.json, this
+    script's output): flip-flop error and language-model losses as mean [min, max] over a group's runs."""
+    path = results / "zoo" / "first_zoo" / "training_runs_h200.json"
+    data = load(path)
+
+    def budget(row):
+        reached = row["steps"][0] if row["steps"][0] == row["steps"][1] else f"{row['steps'][0]}-{row['steps'][1]}"
+        return str(reached) if row["finished"] else f"{reached} of {row['planned_steps']} (deadline)"
+
+    def runs(row):
+        return f"{row['runs']} ({', '.join(f'{label} s{seed}' for label, seed in zip(row['labels'], row['seeds']))})"
+
+    flipflop, lm = [], []
+    for row in data["summary"]:
+        paper = PAPER_FLIPFLOP.get(row["variant"])
+        if row["task"] == "flipflop":
+            flipflop.append([row["variant"], budget(row), runs(row), *(spread(row["scores"][s]) for s in ("in", "sparse", "dense")),
+                             *((percent(x) for x in paper) if paper else ("-", "-"))])
+        else:
+            lm.append([row["variant"], budget(row), runs(row), spread(row["scores"]["final_training_loss"], "{:.4f}".format),
+                       spread(row["scores"]["heldout_loss"], "{:.4f}".format)])
+    return "\n\n".join([
+        f"From {source(path, results)}. Machine: {data['machine']}.",
+        "Flip-flop error, mean [min, max] over runs, beside the paper's:",
+        table(["model", "steps", "runs", "in (p=0.8)", "sparse (p=0.98)", "dense (p=0.1)", "paper in",
+               "paper sparse"], flipflop),
+        "Language models, mean [min, max] over runs:",
+        table(["model", "steps", "runs", "final training loss", "held-out loss @512"], lm)])
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,252 @@
+"""A compact copy of a run folder, small enough to commit: the zoo study's per-sample logs hold every
+prompt (up to 16K tokens each, hundreds of MB in all), which the reports never read.
+
+The copy keeps results.json, plan.json, suite.json, timings.json and the per-position curves; in
+each per-sample log it replaces the prompt (`request`) and every long text of the sample (`doc`:
+the input, the haystack) by its sha256 and length. The short fields stay (references, queries,
+sample length, the response and its scores), so `report`, `compare`, the paired tests and `rescore`
+read the copy as they read the run; a prompt is regenerated from its frozen key in suite.json and
+plan.json when wanted. Corpus blocks keep their rows (sums per bucket); their per-position .npy
+files, kept for resuming, are left out; lm-eval's own layout and the resume cache are left out.
+
+`summary` reads a (compact) run's per-sample logs, item by item of its plan, into one cell per
+model, task and length, for a run stopped before it wrote results.json: a generated task's metric averaged over its samples (and
+seeds), its standard error; a corpus's perplexity overall and per position bucket; flip-flop's
+error pooled over reads.
+
+    python -m training.study RUN_FOLDER COPY_FOLDER
+    python -m training.study --summary COPY_FOLDER --out SUMMARY.json
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import shutil
+from pathlib import Path
+
+from path_eval.errors import PathEvalError
+from training import run_cli
+from benchmarks.markdown import kilo, load, percent, table
+from training.train import VARIANTS
+
+KEPT_FILES = ("results.json", "plan.json", "suite.json", "timings.json")
+LONG_TEXT = 256  # characters: longer strings of a sample are replaced by their hash
+
+
+def digest(text: str) -> dict:
+    return {"sha256": hashlib.sha256(text.encode()).hexdigest(), "chars": len(text)}
+
+
+def compact_value(value):
+    if isinstance(value, str) and len(value) > LONG_TEXT:
+        return digest(value)
+    if isinstance(value, dict):
+        return {key: compact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [compact_value(item) for item in value]
+    return value
+
+
+def compact_row(row: dict) -> dict:
+    """A per-sample log row without its prompt and long texts (see the module's docstring)."""
+    compact = {key: value for key, value in row.items() if key != "request"}
+    if "request" in row:
+        compact["request"] = digest(json.dumps(row["request"], ensure_ascii=False))
+    if "doc" in row:
+        compact["doc"] = compact_value(row["doc"])
+    return compact
+
+
+def compact_run(run: Path, copy: Path) -> int:
+    """Write the compact copy of `run` to `copy` (a new folder; of an unfinished run, whatever
+    per-sample logs it has); returns the rows copied."""
+    run, copy = Path(run), Path(copy)
+    if not (run / "plan.json").is_file():
+        raise PathEvalError(f"{run} holds no plan.json: give a run folder")
+    if copy.exists():
+        raise PathEvalError(f"{copy} exists: give a new folder for the copy")
+    copy.mkdir(parents=True)
+    for name in KEPT_FILES:
+        if (run / name).is_file():
+            shutil.copyfile(run / name, copy / name)
+    if (run / "curves").is_dir():
+        shutil.copytree(run / "curves", copy / "curves")
+    rows = 0
+    for log in sorted((run / "samples").glob("*/*.jsonl")):
+        target = copy / "samples" / log.parent.name / log.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, encoding="utf-8") as source, open(target, "w", encoding="utf-8") as out:
+            for line in source:
+                out.write(json.dumps(compact_row(json.loads(line)), ensure_ascii=False) + "\n")
+                rows += 1
+    return rows
+
+
+def summary(run: Path) -> list[dict]:
+    """One cell per model, task and length of the run's plan whose per-sample logs are all there (see
+    the module's docstring)."""
+    from path_eval.plan import PlannedItem
+    from path_eval.results.sample_logs import log_names, read_sample_log
+
+    items = [PlannedItem.model_validate(item) for item in json.loads((Path(run) / "plan.json").read_text())["items"]]
+    cells = []
+    for item in items:
+        for model in item.models:
+            try:
+                logs = [read_sample_log(run, model, name) for name in log_names(item)]
+            except PathEvalError:  # a model the stopped run never reached
+                continue
+            cell = {"model": model, "task": item.task, "length": item.length}
+            rows = [row for log in logs for row in log]
+            if item.kind == "flipflop":
+                wrong, reads = sum(r["wrong"] for r in rows), sum(r["reads"] for r in rows)
+                cells.append(cell | {"metric": "flipflop_error", "value": wrong / reads, "n": len(rows),
+                                     "reads": reads})
+            elif item.kind == "corpus":
+                buckets = [sum(r["nll_sum"][k] for r in rows) / sum(r["count"][k] for r in rows)
+                           for k in range(len(rows[0]["count"]))]
+                total = sum(sum(r["nll_sum"]) for r in rows) / sum(sum(r["count"]) for r in rows)
+                cells.append(cell | {"metric": "perplexity", "value": math.exp(total), "n": len(rows),
+                                     "by_position": [math.exp(b) for b in buckets]})
+            else:
+                metric = next(iter(rows[0]["scores"]))
+                scores = [row["scores"][metric] for row in rows]
+                mean = sum(scores) / len(scores)
+                variance = sum((x - mean) ** 2 for x in scores) / max(1, len(scores) - 1)
+                cells.append(cell | {"metric": metric, "value": mean, "n": len(scores), "seeds": len(logs),
+                                     "stderr": math.sqrt(variance / len(scores))})
+    return cells
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", nargs="?", help="a run folder (of a finished run, or what a stopped one left)")
+    parser.add_argument("copy", nargs="?", help="a new folder for the compact copy")
+    parser.add_argument("--summary", help="a (compact) run folder to summarise from its per-sample logs")
+    parser.add_argument("--out", help="--summary: the JSON file to write")
+    args = parser.parse_args()
+    if args.summary:
+        if not args.out:
+            parser.error("--summary needs --out")
+        Path(args.out).write_text(json.dumps({"run": args.summary, "cells": summary(Path(args.summary))},
+                                             indent=1) + "\n")
+        return
+    if not (args.run and args.copy):
+        parser.error("give RUN_FOLDER and COPY_FOLDER (or --summary)")
+    print(f"{compact_run(Path(args.run), Path(args.copy))} per-sample rows -> {args.copy}")
+
+
+# ---------------------------------------------------------------- docs/zoo.md
+
+STUDY_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
+               "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "phonebook")
+
+
+def render_study(results: Path) -> str:
+    """The variant study committed under results/zoo/study/ (compact copies this script made): every
+    variant at 1x-4x on the CPU, paired against RoPE (the variants view); FoX and the flip-flop models
+    at 1x-16x on the H200 (summarised from the per-sample logs of a run stopped at its time limit)."""
+    from path_eval.api import load_results
+
+    study = results / "zoo" / "study"
+    index = load(study / "index.json")
+    gpu = load(study / "gpu_summary.json")["cells"]
+    cell = {(c["model"], c["task"], c["length"]): c for c in gpu}
+    lengths = sorted({c["length"] for c in gpu if c["model"] == "fox"})
+    fox_rows = [[task, *(f"{100 * cell['fox', task, n]['value']:.1f}" if ("fox", task, n) in cell else "-"
+                         for n in lengths)] for task in STUDY_TASKS]
+    fox_rows.append(["heldout perplexity", *(f"{cell['fox', 'heldout', n]['value']:.2f}" for n in lengths)])
+    ff_lengths = sorted({c["length"] for c in gpu if c["task"] == "flipflop_in"})
+    ff_rows = [[f"flipflop_{v}", split, *(percent(cell[f"flipflop_{v}", f"flipflop_{split}", n]["value"])
+                                          for n in ff_lengths)] for v in VARIANTS for split in ("in", "sparse")]
+    return "\n\n".join([
+        f"On the CPU: `{index['cpu']['command']}` ({index['cpu']['machine']}):",
+        load_results(results.parent / index["cpu"]["run"]).report("variants", "markdown", baseline="rope").strip(),
+        niah_at_training_length(results, index["niah_1k"]),
+        "The paper's directions beside these numbers:",
+        directions_table(results),
+        f"On the H200: FoX at 1x to 16x ({index['gpu']['samples']} samples per cell), from `{index['gpu']['command']}`:",
+        table(["task", *(f"@{kilo(n)}" for n in lengths)], fox_rows),
+        "Flip-flop error of the flip-flop models (trained at 512) at 1x to 16x, same run:",
+        table(["model", "split", *(f"@{kilo(n)}" for n in ff_lengths)], ff_rows)])
+
+
+def niah_at_training_length(results: Path, run: dict) -> str:
+    from path_eval.results import load_results
+
+    found = {r.model: r for r in load_results(results.parent / run["run"])}
+    return (f"At the training length with more samples (`{run['command']}`): NIAH single_1 "
+            + ", ".join(f"{v} {100 * found[v].value:.1f}% of {found[v].n}" for v in VARIANTS) + ".")
+
+
+def directions_table(results: Path) -> str:
+    """The paper's directions (Table 3, Figure 3, flip-flop) beside the study's numbers, each with the
+    paired test that decides it: reproduced where the zoo moves the paper's way and the test gives
+    p < 0.05, else not."""
+    from path_eval.reports.paired import RunSamples, delta_test
+    from path_eval.results import load_results
+
+    study = results / "zoo" / "study"
+    cpu = results.parent / load(study / "index.json")["cpu"]["run"]
+    samples = RunSamples(cpu)
+    records = {(r.model, r.task, r.length, tuple(r.bucket or ())): r for r in load_results(cpu)
+               if r.task != "heldout" or r.bucket is None}
+    gpu = {(c["model"], c["task"], c["length"]): c for c in load(study / "gpu_summary.json")["cells"]}
+    baseline = {(r["model"], r["task"], r["length"]): r for r in load(results / "ci" / "baseline.json")["records"]
+                if r["bucket"] is None}
+
+    def test(first: tuple, second: tuple):
+        a, b = records[first], records[second]
+        return delta_test(a, samples.scores(a), b, samples.scores(b))
+
+    def pct(key: tuple) -> str:
+        return f"{100 * records[key].value:.1f}"
+
+    rows = []
+    # RoPE collapses past its training length (RULER, paper 35.7 -> 1.3 -> 0.0 at 1x, 2x, 4x).
+    drop = test(("rope", "niah_single_1", 1024, ()), ("rope", "niah_single_1", 2048, ()))
+    rows.append(["RoPE fails past its training length (RULER)", "35.7 / 1.3 / 0.0 at 1x / 2x / 4x",
+                 "NIAH single_1: " + " / ".join(pct(("rope", "niah_single_1", n, ())) for n in (1024, 2048, 4096)),
+                 drop.cell(), verdict(records["rope", "niah_single_1", 2048, ()].value
+                                      < records["rope", "niah_single_1", 1024, ()].value and drop.significant)])
+    others = [test(("rope", "niah_single_1", 2048, ()), (v, "niah_single_1", 2048, ())) for v in VARIANTS[1:]]
+    rows.append(["... while the other variants keep the needle at 2x", "RULER at 2x: FoX 29.5, PaTH 34.8, PaTH-FoX 34.0",
+                 "NIAH single_1 at 2x: " + ", ".join(f"{v} {pct((v, 'niah_single_1', 2048, ()))}" for v in VARIANTS[1:]),
+                 "; ".join(t.cell() for t in others),
+                 verdict(all(t.significant and records[v, "niah_single_1", 2048, ()].value
+                             > records["rope", "niah_single_1", 2048, ()].value
+                             for t, v in zip(others, VARIANTS[1:])))])
+    # PhoneBook: PaTH-FoX far above PaTH past the training length (paper 93.8 vs 20.8 at 1x, 66.6 vs 0.0 at 2x).
+    for n in (2048, 4096):
+        t = test(("path", "phonebook", n, ()), ("path_fox", "phonebook", n, ()))
+        rows.append([f"PaTH-FoX above PaTH on PhoneBook at {n // 1024}x", "93.8 vs 20.8 at 1x; 66.6 vs 0.0 at 2x",
+                     f"{pct(('path_fox', 'phonebook', n, ()))} vs {pct(('path', 'phonebook', n, ()))}", t.cell(),
+                     verdict(records["path_fox", "phonebook", n, ()].value > records["path", "phonebook", n, ()].value
+                             and t.significant)])
+    # Perplexity: RoPE climbs past its training length, FoX and PaTH-FoX stay flat (Figure 3).
+    climb = {v: records[v, "heldout", 4096, ()].value / records[v, "heldout", 1024, ()].value for v in VARIANTS}
+    rows.append(["RoPE's perplexity climbs past its training length; FoX and PaTH-FoX stay flat (Figure 3)",
+                 "RoPE fails past 4K; FoX, PaTH-FoX flat to 64K",
+                 "held-out perplexity at 4x over 1x: " + ", ".join(f"{v} {climb[v]:.2f}x" for v in VARIANTS), "-",
+                 verdict(climb["rope"] > 1.5 and climb["fox"] < 1.1 and climb["path_fox"] < 1.1)])
+    fox_climb = gpu["fox", "heldout", 16384]["value"] / gpu["fox", "heldout", 1024]["value"]
+    rows.append(["FoX's perplexity flat to 16x (Figure 3)", "flat to 16x (64K)",
+                 f"FoX at 16x over 1x: {fox_climb:.2f}x (H200)", "-", verdict(fox_climb < 1.1)])
+    # Flip-flop: PaTH below RoPE in and out of distribution.
+    for split, paper in (("in", "0% vs 6.9%"), ("sparse", "0.0001% vs 40.3%")):
+        path_err = baseline["flipflop_path", f"flipflop_{split}", 512]["value"]
+        rope_err = baseline["flipflop_rope", f"flipflop_{split}", 512]["value"]
+        rows.append([f"PaTH's flip-flop error below RoPE's ({split})", paper,
+                     f"{percent(path_err)} vs {percent(rope_err)} (ci baseline)", "-",
+                     verdict(path_err < 0.5 * rope_err)])
+    return table(["the paper's direction", "paper", "zoo", "paired test", "here"], rows)
+
+
+def verdict(holds: bool) -> str:
+    return "reproduced" if holds else "**not reproduced**"
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,328 @@
+"""Train one zoo model on a GPU with fla's own classes and training kernels, and save it as a
+checkpoint `load_model` reads unconverted.
+
+Variants: fox = fla `ForgettingTransformerForCausalLM`, path / path_fox = fla
+`PaTHAttentionForCausalLM` without / with `use_forget_gate`, rope = transformers `LlamaForCausalLM`
+with SDPA (fla's own Transformer needs flash-attn). Every variant gets the same data, token budget,
+seed, optimizer (AdamW) and schedule (linear warmup, cosine decay to a tenth), bf16 autocast.
+
+  lm        4 layers, hidden 192, 3 heads of 64, the 4096-piece BPE, on the windows `corpus` built
+            (their width is the training length)
+  flipflop  1 layer, 2 heads of 64 (hidden 128), the eight flip-flop symbols, on FFL(0.8) drawn
+            afresh every step; the loss is taken at the read positions only (the bits a model can
+            predict), and the error is measured on fixed in / sparse / dense sets every --eval-every steps
+
+Weights are saved in bf16 with tied input and output embeddings (the embedding dominates at this
+width), with a model card (model_card.json, README.md) beside them.
+
+With --wait-for-stream the process compiles the training kernels first (one forward and backward
+on random tokens of the training shape, no optimizer step: the weights stay as initialised) and
+then waits for the windows file, so that compiling overlaps building the windows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from path_eval.errors import PathEvalError
+from path_eval.tasks import flipflop
+from training import run_cli
+from training.corpus import HELDOUT_FILE
+
+PROCESS_START = time.time()
+
+FLA_TYPES = {"fox": ("forgetting_transformer", {}), "path": ("path_attn", {}),
+             "path_fox": ("path_attn", {"use_forget_gate": True})}
+VARIANTS = ("rope", "fox", "path", "path_fox")
+SHAPES = {"lm": {"layers": 4, "hidden": 192, "heads": 3}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2}}
+EVAL_SETS = {"in": 512, "sparse": 4096, "dense": 128}  # sequences per split (the sparse split has few reads)
+FINAL_EVAL_SETS = {"in": 4096, "sparse": 16384, "dense": 1024}
+EVAL_SEED, FINAL_EVAL_SEED = 10_001, 20_001
+
+
+def build_model(variant: str, vocab: int, layers: int, hidden: int, heads: int, bos: int, eos: int, pad: int):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    common = dict(vocab_size=vocab, num_hidden_layers=layers, hidden_size=hidden, tie_word_embeddings=True,
+                  bos_token_id=bos, eos_token_id=eos, pad_token_id=pad)
+    if variant == "rope":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        # fla's MLP width at hidden_ratio 4 (256 * ceil(int(4 * hidden * 2 / 3) / 256)); no context cap, so
+        # evaluations past the training length are possible.
+        intermediate = 256 * math.ceil(int(hidden * 4 * 2 / 3) / 256)
+        config = LlamaConfig(num_attention_heads=heads, num_key_value_heads=heads, intermediate_size=intermediate,
+                             rms_norm_eps=1e-6, max_position_embeddings=65536, attn_implementation="sdpa", **common)
+        return LlamaForCausalLM(config)
+    import fla  # noqa: F401  (registers fla's model types with transformers)
+
+    model_type, options = FLA_TYPES[variant]
+    # fla's fused RMSNorm / SwiGLU compute the same functions as its plain ones (the weights are the
+    # same); the plain ones spare minutes of Triton autotuning in every one of the parallel processes.
+    config = AutoConfig.for_model(model_type, num_heads=heads, use_cache=False, fuse_norm=False, fuse_swiglu=False,
+                                  **common, **options)
+    return AutoModelForCausalLM.from_config(config)
+
+
+def lr_at(step: int, steps: int, peak: float, warmup: int) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def logits_of(model, ids: torch.Tensor) -> torch.Tensor:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return model(input_ids=ids, use_cache=False).logits.float()
+
+
+def wait_for(path: Path, deadline_s: float | None) -> None:
+    while not path.exists():
+        if deadline_s and time.time() - PROCESS_START > deadline_s:
+            raise PathEvalError(f"{path} did not appear before the deadline: the windows were not built")
+        time.sleep(1.0)
+
+
+def compile_kernels(model, vocab: int, batch: int, length: int) -> None:
+    """One forward and backward at the training shape on random tokens (its own generator: the
+    seeded initialisation and data order are untouched), gradients dropped."""
+    generator = torch.Generator(device="cuda").manual_seed(12345)
+    ids = torch.randint(3, vocab, (batch, length + 1), device="cuda", generator=generator)
+    logits = logits_of(model, ids[:, :-1])
+    F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten()).backward()
+    model.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+
+
+def lm_batches(stream_path: str, batch: int, steps: int, pad: int, length: int):
+    stream = np.load(stream_path, mmap_mode="r")
+    if stream.shape[1] - 1 != length:
+        raise PathEvalError(f"{stream_path} holds windows of {stream.shape[1] - 1} tokens, not --length {length}: "
+                            f"build it with --length {length}")
+    if steps * batch > len(stream):
+        raise PathEvalError(f"{steps} steps of {batch} windows need {steps * batch} windows but {stream_path} holds "
+                            f"{len(stream)}: build it with --windows {steps * batch}")
+    for step in range(steps):
+        window = torch.from_numpy(stream[step * batch:(step + 1) * batch].astype(np.int64)).cuda(non_blocking=True)
+        targets = window[:, 1:].masked_fill(window[:, 1:] == pad, -100)
+        yield window[:, :-1], targets
+
+
+def flipflop_batches(batch: int, steps: int, seed: int):
+    for step in range(steps):
+        tokens = flipflop.generate(batch, flipflop.SPLITS["in"], seed=1_000_000 * (seed + 1) + step)
+        reads = flipflop.read_positions(tokens)
+        window = torch.from_numpy(tokens).cuda(non_blocking=True)
+        targets = torch.from_numpy(np.where(reads, tokens, -100)).cuda(non_blocking=True)
+        yield window[:, :-1], targets[:, 1:]
+
+
+@torch.no_grad()
+def flipflop_errors(model, sets: dict[str, int], seed: int) -> dict[str, float]:
+    model.eval()
+    errors = {}
+    for split, count in sets.items():
+        wrong = reads = 0
+        for start in range(0, count, 256):
+            tokens = flipflop.generate(min(256, count - start), flipflop.SPLITS[split], seed=seed + 7919 * start
+                                       + {"in": 0, "sparse": 1, "dense": 2}[split])
+            predictions = logits_of(model, torch.from_numpy(tokens).cuda()).argmax(-1).cpu().numpy()
+            w, r = flipflop.read_errors(tokens, predictions)
+            wrong, reads = wrong + w, reads + r
+        errors[split] = wrong / reads
+        errors[f"{split}_reads"] = reads
+    model.train()
+    return errors
+
+
+@torch.no_grad()
+def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int) -> dict:
+    """Mean next-token loss over the held-out text cut into windows of the training length."""
+    from tokenizers import Tokenizer
+
+    ids = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).encode(heldout.read_text()).ids
+    windows = torch.tensor(ids[:len(ids) // (length + 1) * (length + 1)]).view(-1, length + 1).cuda()
+    model.eval()
+    total = 0.0
+    for chunk in windows.split(16):
+        logits = logits_of(model, chunk[:, :-1])
+        total += F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum").item()
+    model.train()
+    return {"loss": total / (windows.shape[0] * length), "windows": windows.shape[0], "tokens": windows.shape[0] * length}
+
+
+def train(args) -> None:
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    shape = SHAPES[args.task]
+    if args.task == "lm":
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(Path(args.tokenizer) / "tokenizer.json"))
+        vocab = tokenizer.get_vocab_size()
+        bos, eos, pad = (tokenizer.token_to_id(t) for t in ("<s>", "</s>", "<pad>"))
+        length = args.length
+    else:
+        vocab, bos, eos, pad = flipflop.VOCAB_SIZE, flipflop.BOS, flipflop.EOS, flipflop.PAD
+        length = flipflop.LENGTH
+    model = build_model(args.variant, vocab, bos=bos, eos=eos, pad=pad, **shape).cuda().train()
+    if args.wait_for_stream:
+        compile_kernels(model, vocab, args.batch, length)
+        print(json.dumps({"compiled_s": round(time.time() - PROCESS_START, 1)}), flush=True)
+        wait_for(Path(args.stream), args.deadline_s)
+        wait_for(Path(args.stream_info), args.deadline_s)
+    if args.task == "lm":
+        batches = lm_batches(args.stream, args.batch, args.steps, pad, length)
+    else:
+        batches = flipflop_batches(args.batch, args.steps, args.seed)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    warmup = max(1, int(args.warmup * args.steps))
+    curve, recent, start, timed_start = [], [], time.time(), None
+    print(f"{args.variant}/{args.task}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
+    steps_done, stopped_at_deadline = 0, False
+    for step, (inputs, targets) in enumerate(batches):
+        if args.deadline_s and time.time() - PROCESS_START > args.deadline_s:
+            stopped_at_deadline = True
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, args.steps, args.lr, warmup)
+        logits = logits_of(model, inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        recent.append(loss.detach())
+        steps_done = step + 1
+        if steps_done in (1, 10):  # the first steps include compiling fla's kernels
+            print(json.dumps({"step": steps_done, "loss": loss.item(), "elapsed_s": round(time.time() - start, 1)}), flush=True)
+        if step == 20:
+            torch.cuda.synchronize()
+            timed_start = time.time()
+        if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
+            point = {"step": step + 1, "loss": torch.stack(recent).mean().item(), "lr": lr_at(step, args.steps, args.lr, warmup),
+                     "elapsed_s": round(time.time() - start, 1)}
+            recent = []
+            if args.task == "flipflop" and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps):
+                point["error"] = flipflop_errors(model, EVAL_SETS, EVAL_SEED)
+            curve.append(point)
+            print(json.dumps(point), flush=True)
+    if recent:
+        curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
+    torch.cuda.synchronize()
+    wall = time.time() - start
+    tokens_per_step = args.batch * length
+    timed_steps = steps_done - 21
+    throughput = tokens_per_step * timed_steps / (time.time() - timed_start) if timed_start and timed_steps > 0 else None
+    card = {"variant": args.variant, "task": args.task, "architecture": type(model).__name__,
+            "parameters": sum(p.numel() for p in model.parameters()), **shape, "head_dim": shape["hidden"] // shape["heads"],
+            "vocab_size": vocab, "tie_word_embeddings": True, "weights_dtype": "bfloat16",
+            "training_length": length, "steps": steps_done, "planned_steps": args.steps,
+            "stopped_at_deadline": stopped_at_deadline, "batch_windows": args.batch,
+            "tokens": steps_done * tokens_per_step, "seed": args.seed,
+            "optimizer": {"name": "AdamW", "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": args.weight_decay,
+                          "weight_decay_on": "matrices and embeddings, not norms and biases", "grad_clip": 1.0},
+            "lr_schedule": {"peak": args.lr, "warmup_steps": warmup, "decay": "cosine", "final": args.lr * 0.1},
+            "precision": "bf16 autocast, fp32 master weights",
+            "final_training_loss": curve[-1]["loss"], "curve": curve,
+            "wall_time_s": round(wall, 1), "tokens_per_s": round(throughput) if throughput else None,
+            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "command": "python -m training.train " + " ".join(sys.argv[1:]), "git_revision": args.revision}
+    if args.task == "lm":
+        card["heldout"] = {"text": f"path_eval/zoo/heldout/{Path(args.heldout).name}", "length": length,
+                           **heldout_loss(model, Path(args.tokenizer), Path(args.heldout), length)}
+        card["data"] = json.loads(Path(args.stream_info).read_text()) if args.stream_info else None
+    else:
+        card["loss_on"] = "read positions only (the bits that follow a read instruction)"
+        card["data"] = {"generator": "path_eval.tasks.flipflop.generate", "p_ignore": flipflop.SPLITS["in"],
+                        "seed_per_step": "1_000_000 * (seed + 1) + step"}
+        card["flipflop_error"] = {"sets": FINAL_EVAL_SETS, "seed": FINAL_EVAL_SEED,
+                                  **flipflop_errors(model, FINAL_EVAL_SETS, FINAL_EVAL_SEED)}
+    save(model, card, Path(args.out), Path(args.tokenizer) if args.task == "lm" else None)
+    print(json.dumps({k: v for k, v in card.items() if k != "curve"}), flush=True)
+
+
+def save(model, card: dict, out: Path, tokenizer_dir: Path | None) -> None:
+    from training import tokenizer as zoo_tokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    model.to(torch.bfloat16).save_pretrained(out)
+    if tokenizer_dir is not None:
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copyfile(tokenizer_dir / name, out / name)
+    else:
+        zoo_tokenizer.save(zoo_tokenizer.flipflop_tokenizer(), out)
+    (out / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
+    (out / "README.md").write_text(readme(card))
+
+
+def readme(card: dict) -> str:
+    lines = [f"# {card['variant']} ({card['task']}), {card['architecture']}", "",
+             f"{card['layers']} layer(s), hidden {card['hidden']}, {card['heads']} heads of {card['head_dim']}, "
+             f"vocabulary {card['vocab_size']}, {card['parameters']:,} parameters (tied embeddings), weights in bf16.",
+             f"Trained at length {card['training_length']} for {card['steps']} steps of {card['batch_windows']} windows "
+             f"({card['tokens']:,} tokens), AdamW, peak lr {card['lr_schedule']['peak']} with "
+             f"{card['lr_schedule']['warmup_steps']} warmup steps and cosine decay to a tenth, seed {card['seed']}, "
+             f"on {card['gpu']} in {card['wall_time_s']} s.",
+             f"Final training loss {card['final_training_loss']:.4f}."]
+    if card["stopped_at_deadline"]:
+        lines.append(f"Stopped at the run's deadline after {card['steps']} of {card['planned_steps']} planned steps "
+                     "(the cosine schedule was cut short).")
+    if card["task"] == "lm":
+        lines.append(f"Held-out loss at length {card['heldout']['length']}: {card['heldout']['loss']:.4f} "
+                     f"({card['heldout']['text']}).")
+        if card["data"]:
+            lines.append(f"Data: the zoo mixture (training/corpus.py), windows sha256 {card['data']['sha256']}.")
+    else:
+        e = card["flipflop_error"]
+        lines.append(f"Flip-flop error (share of reads wrong): in {e['in']:.4%}, sparse {e['sparse']:.4%}, "
+                     f"dense {e['dense']:.4%}; loss on {card['loss_on']}.")
+    lines += ["", f"Command: `{card['command']}` at revision {card['git_revision']}.",
+              "Every number, with the loss curve, is in model_card.json.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", choices=VARIANTS, required=True)
+    parser.add_argument("--task", choices=tuple(SHAPES), default="lm")
+    parser.add_argument("--stream", help="lm: the .npy of windows from training.corpus")
+    parser.add_argument("--stream-info", help="lm: the JSON line corpus printed (sha256, sources)")
+    parser.add_argument("--tokenizer", help="lm: folder with the zoo's tokenizer.json")
+    parser.add_argument("--heldout", default=str(HELDOUT_FILE))
+    parser.add_argument("--length", type=int, default=1024, help="lm: the training length (the windows' width)")
+    parser.add_argument("--wait-for-stream", action="store_true",
+                        help="compile the kernels first, then wait for --stream and --stream-info to appear")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--warmup", type=float, default=0.03, help="share of steps")
+    parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--log-every", type=int, default=100)
+    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--deadline-s", type=float, default=None,
+                        help="stop (and save) once this many seconds have passed since the process started")
+    parser.add_argument("--revision", default="unknown", help="git revision of the code (the GPU copy has no .git)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.task == "lm" and not (args.stream and args.tokenizer):
+        parser.error("--task lm needs --stream and --tokenizer")
+    train(args)
+
+
+if __name__ == "__main__":
+    run_cli(main)
