@@ -3,5 +3,5 @@
 from path_eval.evaluators.interface import (EvaluationContext, Evaluator, FrozenSet, LmEvalOutput, PositionBucket,
                                             TASK_SECTIONS, TaskResult, lm_eval_output, native_output)
 
-__all__ = ["EvaluationContext", "Evaluator", "FrozenSet", "LmEvalOutput", "PositionBucket", "TASK_SECTIONS", "TaskResult",
-           "lm_eval_output", "native_output"]
+__all__ = ["EvaluationContext", "Evaluator", "FrozenSet", "LmEvalOutput", "PositionBucket", "TASK_SECTIONS",
+           "TaskResult", "lm_eval_output", "native_output"]

@@ -27,6 +27,7 @@ from path_eval.samples import slug
 
 log = logging.getLogger("path_eval")
 
+
 @dataclass
 class RunOptions:
     out: Path
