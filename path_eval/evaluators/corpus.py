@@ -14,7 +14,8 @@ import numpy as np
 
 from path_eval.data import fingerprint, write_jsonl_atomic
 from path_eval.errors import PathEvalError
-from path_eval.evaluators import EvaluationContext, FrozenSet, PositionBucket, TaskResult, native_output
+from path_eval.evaluators.interface import EvaluationContext, FrozenSet, PositionBucket, TaskResult, native_output
+from path_eval.kinds import length_log_name
 from path_eval.lm.progress import RequestProgress
 from path_eval.metrics import perplexity_and_stderr
 from path_eval.plan import PlannedItem
@@ -37,8 +38,8 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     "blocks": n, "rows": the logged row of each block, "files": [...], "curve": mean NLL per position}."""
     texts, files = documents(task.corpus, data_dir, suite.name)
     edges = bucket_edges(length, suite.bucket_size)
-    log_file = samples_dir / f"{task.name}@{length}.jsonl"
-    block_dir = samples_dir / f"{task.name}@{length}"
+    log_file = samples_dir / f"{length_log_name(task.name, length)}.jsonl"
+    block_dir = samples_dir / length_log_name(task.name, length)
     block_dir.mkdir(parents=True, exist_ok=True)
     finished = {}
     if log_file.is_file():

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from path_eval.data import fingerprint, write_jsonl_atomic
-from path_eval.evaluators import EvaluationContext, FrozenSet, LmEvalOutput, TaskResult, native_output
+from path_eval.evaluators.interface import EvaluationContext, FrozenSet, LmEvalOutput, TaskResult, native_output
+from path_eval.kinds import length_log_name
 from path_eval.metrics.flipflop import binomial_stderr, read_errors
 from path_eval.metrics.registry import metric_entry
 from path_eval.plan import PlannedItem
@@ -68,7 +69,7 @@ class FlipFlopEvaluator:
                                               "next_token_argmax").tasks
             if lm.process_index != 0:
                 continue  # every process holds every prediction: the first writes and reports
-            write_jsonl_atomic(rows, context.samples_dir / f"{item.task}@{item.length}.jsonl")
+            write_jsonl_atomic(rows, context.samples_dir / f"{length_log_name(item.task, item.length)}.jsonl")
             results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
                                       n=len(rows), data_files=files, data_fingerprint=fingerprint(files),
                                       seeds=item.seeds, lm_eval=output))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from path_eval.evaluators import EvaluationContext, FrozenSet, TaskResult
+from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult
 from path_eval.evaluators.lm_eval import evaluate_tasks
 from path_eval.plan import PlannedItem
 from path_eval.tasks.generated import build_generated_task

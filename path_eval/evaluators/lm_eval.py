@@ -8,7 +8,7 @@ from functools import cache
 
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
-from path_eval.evaluators import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
+from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
 from path_eval.plan import PlannedItem
 from path_eval.samples import write_samples
 from path_eval.tasks import LmEvalTask, build_task

@@ -8,8 +8,9 @@ per-sample logs (`samples/<model>/`, found through the run's plan.json) as strat
 seeds or an aggregate's parts are strata averaged with equal weight. A record whose logs do not give
 back its value is not paired.
 
-Samples are matched by identity: (doc_id, hash of the document) for lm-eval and generated tasks,
-(seed, sequence) for flip-flop, the block's token hash for corpora. Where both runs hold the same
+Samples are matched by identity: (doc_id, hash of the document) for lm-eval and generated tasks;
+for a kind with logs of its own, as its row in path_eval/kinds.py says ((seed, sequence) for
+flip-flop, the block's token hash for corpora). Where both runs hold the same
 samples the delta is tested paired: McNemar's exact test for a single set of 0/1 scores, else a
 paired bootstrap over the samples (10,000 resamples, the same indices for both runs, each stratum
 resampled within itself). Otherwise the test is unpaired (a z test on the two standard errors) and
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from path_eval.errors import PathEvalError
+from path_eval.kinds import KINDS, SamplePairs
 from path_eval.metrics.registry import REGISTRY
 from path_eval.plan import PlannedItem
 from path_eval.results import ResultRecord
@@ -177,6 +179,19 @@ def pair_of(metric: str, score) -> tuple[float, float]:
     return float(score), 1.0
 
 
+def own_log_strata(pairing: SamplePairs, rows: list[dict]) -> list[tuple[float, Stratum]]:
+    """The strata of a kind's own per-sample log: one per `stratum` value (flip-flop: per seed),
+    of equal weight; a single stratum without one (corpus blocks)."""
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault(pairing.stratum(row) if pairing.stratum else None, []).append(row)
+    return [(1 / len(groups), Stratum([pairing.key(row) for row in group],
+                                      np.array([pairing.numerator(row) for row in group], float),
+                                      np.array([pairing.denominator(row) for row in group], float),
+                                      exponential=pairing.exponential))
+            for group in groups.values()]
+
+
 class RunSamples:
     """The per-sample logs of one run folder, read as each record asks for them."""
 
@@ -225,19 +240,9 @@ class RunSamples:
                     length_bucket: str | None) -> list[tuple[float, Stratum]]:
         [item] = [i for i in self.items if i.task == task and i.length == length and model in i.models]
         names = log_names(item)
-        if item.kind == "flipflop":  # a stratum per seed
-            by_seed: dict[int, list[dict]] = {}
-            for row in self.rows(model, names[0]):
-                by_seed.setdefault(row["seed"], []).append(row)
-            return [(1 / len(by_seed), Stratum([(seed, row["doc_id"]) for row in rows],
-                                               np.array([row["wrong"] for row in rows], float),
-                                               np.array([row["reads"] for row in rows], float)))
-                    for seed, rows in by_seed.items()]
-        if item.kind == "corpus":
-            rows = self.rows(model, names[0])
-            return [(1.0, Stratum([row["tokens_sha256"] for row in rows],
-                                  np.array([sum(row["nll_sum"]) for row in rows], float),
-                                  np.array([sum(row["count"]) for row in rows], float), exponential=True))]
+        pairing = KINDS[item.kind].pairing
+        if pairing is not None:  # the kind's own logs, read as its row says
+            return own_log_strata(pairing, [row for name in names for row in self.rows(model, name)])
         strata = []
         for name in names:
             rows = self.rows(model, name)

@@ -6,17 +6,15 @@ import json
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
+from path_eval.kinds import KINDS
 from path_eval.plan import PlannedItem
 from path_eval.samples import slug
 
 
 def log_names(item: PlannedItem) -> list[str]:
-    """The names of an item's logs: TASK@LENGTH for a corpus or flip-flop task; else one per lm-eval
-    task (seed), the lm-eval task name of a generated task or a task at a length, the suite task's
-    name for a task without lengths (as the lm-eval evaluator writes them)."""
-    if item.kind in ("corpus", "flipflop"):
-        return [f"{item.task}@{item.length}"]
-    return list(item.lm_eval_tasks) if item.kind == "generated" or item.length is not None else [item.task]
+    """The names of an item's logs, as its kind's row in path_eval/kinds.py names them: TASK@LENGTH
+    for a corpus or flip-flop task; else one per lm-eval task (seed)."""
+    return KINDS[item.kind].log_names(item)
 
 
 def read_sample_log(run: Path, model: str, name: str) -> list[dict]:

@@ -12,12 +12,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from path_eval.evaluators import EvaluationContext, Evaluator
-from path_eval.evaluators.corpus import CorpusEvaluator
-from path_eval.evaluators.flipflop import FlipFlopEvaluator
-from path_eval.evaluators.generated import GeneratedEvaluator
-from path_eval.evaluators.lm_eval import LmEvalEvaluator
+from path_eval.evaluators import EvaluationContext
+from path_eval.evaluators.registry import EVALUATORS
 from path_eval.errors import PathEvalError
+from path_eval.kinds import KINDS
 from path_eval.lm import request_cache
 from path_eval.plan import ResolvedPlan
 from path_eval.results import ResultRecord, write_json_atomic, write_results
@@ -28,10 +26,6 @@ from path_eval.runner import processes
 from path_eval.samples import slug
 
 log = logging.getLogger("path_eval")
-
-# In this order: records list lm-eval's tasks, then generated ones, then corpora, then flip-flop.
-EVALUATORS: dict[str, Evaluator] = {"lm_eval": LmEvalEvaluator(), "generated": GeneratedEvaluator(),
-                                    "corpus": CorpusEvaluator(), "flipflop": FlipFlopEvaluator()}
 
 
 @dataclass
@@ -97,8 +91,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     for model in plan.models:
         if not any(model.name in item.models for item in plan.items):
             continue  # every task of the run is for other models: never loaded
-        evaluators = [(evaluator, plan.of_kind(kind, model.name)) for kind, evaluator in EVALUATORS.items()
-                      if plan.of_kind(kind, model.name)]
+        evaluators = [(EVALUATORS[kind], plan.of_kind(kind, model.name)) for kind in KINDS
+                      if plan.of_kind(kind, model.name)]  # records list the kinds in KINDS' order
         began = time.perf_counter()
         tokenizer = load_tokenizer(model.path)
         tokenizer_hash = tokenizer_sha256(tokenizer)

@@ -1,0 +1,50 @@
+"""`eval.py download`'s one step that uses the network: each split fetched from the Hugging Face hub
+into the offline layout (path_eval/data/layout.py)."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from path_eval.data.layout import DatasetSplit, write_jsonl_atomic
+from path_eval.errors import PathEvalError
+
+
+# Hub datasets that only their loading script can read (`datasets` >= 4 runs no scripts): the rows come
+# from the archive that script opens, as (file in the hub repository, member holding a config's rows).
+HUB_ARCHIVES = {"THUDM/LongBench": ("data.zip", "data/{config}.jsonl")}
+
+
+def archive_rows(split: DatasetSplit) -> list[dict]:
+    """A config's rows out of the dataset's archive on the hub, as its loading script reads them."""
+    import zipfile
+
+    from huggingface_hub import hf_hub_download
+
+    filename, member = HUB_ARCHIVES[split.path]
+    archive = hf_hub_download(split.path, filename, repo_type="dataset")
+    with zipfile.ZipFile(archive) as zipped, zipped.open(member.format(config=split.config)) as handle:
+        return [json.loads(line) for line in io.TextIOWrapper(handle, encoding="utf-8") if line.strip()]
+
+
+def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSplit, Path, int]]:
+    """Fetch each split from the Hugging Face hub (the one step that uses the network)."""
+    import logging
+
+    import datasets
+
+    # the hub logs each failed attempt; a failure is reported below in one line, a retry that works needs none
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    done = []
+    for split in splits:
+        try:
+            rows = archive_rows(split) if split.path in HUB_ARCHIVES else \
+                datasets.load_dataset(split.path, split.config, split=split.split)
+        except (OSError, ValueError, datasets.exceptions.DatasetNotFoundError) as err:
+            # huggingface_hub's and requests' errors are OSErrors; datasets raises ValueError on a bad config
+            reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
+            raise PathEvalError(f"could not fetch {split} from the Hugging Face hub ({reason}): download needs the "
+                                "internet; run it on a machine that has it and copy the data folder") from None
+        target = split.file(data_dir)
+        done.append((split, target, write_jsonl_atomic(iter(rows), target)))
+    return done

@@ -1,0 +1,96 @@
+"""The offline data layout: every dataset a suite needs lives as
+    DATA_DIR/<org>/<name>/<config>/<split>.jsonl      (config `default` where there is none)
+with the dataset's original fields (written by `download`, path_eval/data/hub.py); runs read only
+from such a folder. Here: where a split's file is, the one-line error when it is missing or not
+JSON, the data fingerprint of a task's files, and the atomic JSONL writer."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from path_eval.errors import PathEvalError
+from path_eval.locations import cache_dir
+from path_eval.staging import staged
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("PATH_EVAL_DATA", cache_dir() / "data"))
+
+
+@dataclass(frozen=True)
+class DatasetSplit:
+    """One split of one Hugging Face dataset (config None: the dataset has no configs)."""
+
+    path: str
+    config: str | None
+    split: str
+
+    def file(self, data_dir: Path) -> Path:
+        return Path(data_dir) / self.path / (self.config or "default") / f"{self.split}.jsonl"
+
+    def __str__(self) -> str:
+        return f"{self.path}{'/' + self.config if self.config else ''} [{self.split}]"
+
+
+def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: str = "") -> Path:
+    """The split's local file, or one error line naming the download that fetches it
+    (`download_options`, e.g. a length outside the suite's own)."""
+    file = split.file(data_dir)
+    if not file.is_file():
+        raise PathEvalError(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
+                            f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the file "
+                            "there")
+    check_jsonl(file, f"python eval.py download --suite {suite} {download_options}--data-dir {data_dir}")
+    return file
+
+
+_CHECKED_JSONL: set[tuple[str, int, int]] = set()
+
+
+def check_jsonl(file: Path, fetch: str) -> None:
+    """Every line of a JSONL data file parses, or one error line naming the file, the line and `fetch`
+    (the command that writes it again). Each file is read once per (path, size, mtime)."""
+    stat = file.stat()
+    key = (str(file.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key in _CHECKED_JSONL:
+        return
+    with open(file, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except ValueError as err:
+                raise PathEvalError(f"{file} line {number} is not JSON ({str(err).split(':')[0]}): run `{fetch}` "
+                                    "again or fix that line") from None
+    _CHECKED_JSONL.add(key)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fingerprint(files: list[Path]) -> str:
+    """One hash for the data a task read: sha256 over (file name, file sha256) pairs, sorted."""
+    digest = hashlib.sha256()
+    for file in sorted(files, key=str):
+        digest.update(f"{Path(file).parent.parent.name}/{Path(file).parent.name}/{Path(file).name}:"
+                      f"{file_sha256(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def write_jsonl_atomic(rows, target: Path) -> int:
+    """Write rows as JSON lines to `target` via a temporary file: never a half-written file."""
+    count = 0
+    with staged(target) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,210 @@
+"""The plan stage: everything a run can know before a model loads, resolved and checked here. Which
+models (and the context length each runs at), which items (task, kind, length, seeds, sample count,
+data files, lm-eval task names), which optional tasks are skipped and why. Missing data, a prompt that
+cannot fit the context and a checkpoint that states no context length all fail here, in one line.
+What differs between kinds of task (their checks, lengths, data and names) is their row in
+path_eval/kinds.py.
+
+The ResolvedPlan is pydantic and round-trips through JSON: the run folder keeps it as plan.json,
+with the resolved suite as suite.json."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from path_eval.errors import PathEvalError
+from path_eval.kinds import KINDS, Planning, sample_count
+from path_eval.plan.models import ModelReference, resolve_models
+from path_eval.suites import SuiteSpec, TaskSpec, parse_length
+
+log = logging.getLogger("path_eval")
+
+
+class PlannedModel(ModelReference):
+    """A resolved model reference (display name, local folder, source, hub revision) with the context
+    length it runs at."""
+
+    # The context length the model runs at; None only for a checkpoint whose config cannot be read,
+    # which the model loader then reports.
+    max_length: int | None
+
+
+class PlannedItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    kind: str  # a row of path_eval.kinds.KINDS
+    length: int | None
+    models: list[str] = []  # the names of the models of the run it runs on
+    seeds: list[int] = []  # tasks of a sampled kind (generated, flip-flop): the seeds samples are made from
+    samples: int | None = None  # tasks of a sampled kind: samples per seed
+    data_files: list[str] = []  # present when the plan was made (generated: the generator's inputs)
+    lm_eval_tasks: list[str] = []  # the names lm-eval keys results and its request cache by
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"unknown kind of task {value!r}: one of {', '.join(KINDS)} (path_eval/kinds.py)")
+        return value
+
+
+class SkippedTask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    reason: str
+
+
+class ResolvedPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    suite: SuiteSpec
+    models: list[PlannedModel]
+    items: list[PlannedItem]
+    skipped: list[SkippedTask] = []
+    limit: int | None = None
+    seed: int = 1234
+    data_dir: Path
+
+    def spec(self, item: PlannedItem) -> TaskSpec:
+        return self.suite.task(item.task)
+
+    def of_kind(self, kind: str, model: str) -> list[PlannedItem]:
+        """The items of this kind that run on `model` (its name in the plan)."""
+        return [item for item in self.items if item.kind == kind and model in item.models]
+
+
+def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] | None, limit: int | None,
+                 max_length: int | None) -> list[tuple[TaskSpec, int | None]]:
+    """(task, length) pairs the arguments select, checked against the suite: --lengths for every
+    task that runs at context lengths, else each task's own lengths, else the suite's. An lm-eval
+    task without lengths of its own or the suite's (LongBench-E's, in the table3 suite) runs once."""
+    chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    given = None
+    if lengths:
+        if not (suite.lengths or any(task.lengths for task in suite.tasks)):
+            raise PathEvalError(f"suite {suite.name} has no context lengths: drop --lengths")
+        given = [parse_length(x) for x in lengths]
+    if limit is not None and limit <= 0:
+        raise PathEvalError("--limit must be a positive number of samples per task")
+    pairs = []
+    for task in chosen:
+        kind = KINDS[task.kind]
+        if kind.check:
+            kind.check(task)
+        at_lengths = bool(task.lengths or suite.lengths) or kind.needs_lengths
+        wanted = (given if at_lengths else None) or list(task.lengths or suite.lengths) or [None]
+        if max_length is not None:
+            too_long = [n for n in wanted if n is not None and n > max_length]
+            if too_long:
+                raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}: give shorter --lengths "
+                                    "or raise --max-length")
+        if kind.needs_lengths and wanted == [None]:
+            raise PathEvalError(f"task {task.name} runs at context lengths: give --lengths or lengths in the suite")
+        for length in wanted:
+            if kind.check_length and length is not None:
+                kind.check_length(task, length)
+        pairs += [(task, length) for length in wanted]
+    return pairs
+
+
+def task_models(task: TaskSpec, names: list[str]) -> list[str]:
+    """The run's models the task runs on: those its `models:` names (every one without the list).
+    A name that is neither a model of the run nor of the zoo is a typo: one line."""
+    from path_eval.zoo import zoo_names
+
+    if not task.models:
+        return list(names)
+    unknown = [m for m in task.models if m not in names and m not in zoo_names()]
+    if unknown:
+        raise PathEvalError(f"task {task.name} runs on model {unknown[0]!r}, which is neither a model of this run "
+                            f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the task's models: list")
+    return [name for name in names if name in task.models]
+
+
+def stated_context_length(path: Path) -> int | None:
+    """The context length the checkpoint's config states, read as the model loader reads the config
+    (no weights; a config.json that does not parse fails here, in one line). None where there is no
+    config.json or its model type is unknown: loading then says why in one line."""
+    from path_eval.lm.adapter import NO_CONTEXT_LENGTH, checkpoint_max_length
+    from path_eval.models.config import PathEvalConfig
+    from path_eval.models.loading import FLA_MODEL_TYPES, read_config
+
+    if not (path / "config.json").is_file():
+        return None
+    raw = read_config(path / "config.json")
+    model_type = raw.get("model_type")
+    if model_type == PathEvalConfig.model_type:
+        config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
+    elif model_type in FLA_MODEL_TYPES:  # of an fla config's length fields, the loader keeps this one
+        config = PathEvalConfig(max_position_embeddings=raw.get("max_position_embeddings"))
+    else:
+        from transformers import AutoConfig
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        if model_type not in CONFIG_MAPPING:
+            return None
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+    length = checkpoint_max_length(config)
+    if not length:
+        raise PathEvalError(NO_CONTEXT_LENGTH)
+    return length
+
+
+def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
+                 lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
+                 data_dir: Path | None = None, max_length: int | None = None) -> ResolvedPlan:
+    """Everything before a model loads, each kind's items by its rules (path_eval/kinds.py). The
+    context length: --max-length, else the suite's, else the most any item needs (its kind's
+    `context`: a corpus block, a flip-flop sequence, a generated sample and BOS), else each
+    checkpoint's own."""
+    from path_eval.tasks.generated import sample_seeds
+
+    references = resolve_models(models)
+    names = [reference.name for reference in references]
+    selected = chosen_items(suite, tasks, lengths, limit, max_length)
+    runs_on = {task.name: task_models(task, names) for task, _ in selected}
+    skipped = {name: f"it runs on {', '.join(suite.task(name).models)}, none of them in this run"
+               for name, on in runs_on.items() if not on}
+    selected = [(task, length) for task, length in selected if runs_on[task.name]]
+    if not selected:
+        raise PathEvalError(f"no chosen task of suite {suite.name} runs on {', '.join(names)}: each names its models "
+                            "(models: in the suite; `python eval.py list` shows them)")
+    if data_dir is None:
+        raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
+    planning = Planning(suite, data_dir, seed, limit)
+    items, fits = [], []
+    for name, kind in KINDS.items():  # missing data fails here, before any model loads
+        for task, length in selected:
+            if task.kind != name or task.name in skipped:
+                continue
+            try:
+                planned = kind.plan(task, length, planning)
+            except PathEvalError as err:
+                if not task.optional:
+                    raise
+                skipped[task.name] = str(err)
+                continue
+            sampled = {"seeds": sample_seeds(task, seed), "samples": sample_count(task, suite, limit)} \
+                if kind.sampled else {}
+            items.append(PlannedItem(task=task.name, kind=name, length=length, models=runs_on[task.name],
+                                     data_files=[str(f) for f in planned.data_files],
+                                     lm_eval_tasks=planned.lm_eval_tasks, **sampled))
+            if planned.fits:
+                fits.append(planned.fits)
+    for name, reason in skipped.items():
+        log.warning("%s skipped: %s", name, reason)
+    run_length = max_length or suite.max_length or max(
+        [KINDS[i.kind].context(i.length) for i in items if KINDS[i.kind].context], default=None)
+    for check in fits:
+        check(run_length)
+    planned_models = []
+    for reference in references:
+        length = run_length or stated_context_length(reference.path)
+        if run_length is None:
+            for check in fits:
+                check(length)
+        planned_models.append(PlannedModel(**reference.model_dump(), max_length=length))
+    return ResolvedPlan(suite=suite, models=planned_models, items=items,
+                        skipped=[SkippedTask(task=n, reason=r) for n, r in skipped.items()],
+                        limit=limit, seed=seed, data_dir=data_dir)

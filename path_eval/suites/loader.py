@@ -1,0 +1,123 @@
+"""Reading suites: a built-in one by name (suites/NAME.yaml, shipped in the package) or a YAML file by
+path, with `extends:` (a variant of a built-in suite) and `include:` (other suites' tasks whole)
+resolved, into a validated SuiteSpec (path_eval/suites/schema.py); every problem is one line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from path_eval.errors import PathEvalError
+from path_eval.kinds import KINDS
+from path_eval.package_data import builtin_suites
+from path_eval.suites.schema import SuiteSpec
+
+
+def available_suites() -> list[str]:
+    return sorted(p.name.removesuffix(".yaml") for p in builtin_suites().iterdir() if p.name.endswith(".yaml"))
+
+
+def suite_yaml(path: Path):
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
+                            "are examples)") from None
+
+
+def extended(raw: dict, path: Path) -> dict:
+    """`extends: NAME`: the built-in suite NAME with this file's top-level keys in place of its own (a
+    variant of a suite, e.g. another data source, without a second copy of its tasks)."""
+    base_name = raw["extends"]
+    base = builtin_suites() / f"{base_name}.yaml"
+    if not isinstance(base_name, str) or not base.is_file():
+        raise PathEvalError(f"malformed suite {path}: extends {base_name!r}, which is not a built-in suite: choose one "
+                            f"of {', '.join(available_suites())}")
+    parent = suite_yaml(base)
+    if "extends" in parent:
+        raise PathEvalError(f"malformed suite {path}: {base_name} extends another suite itself: extend a suite that "
+                            "does not")
+    return parent | {key: value for key, value in raw.items() if key != "extends"}
+
+
+def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteSpec:
+    """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors. `seen`: the
+    suites including this one (an include cycle is an error)."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = builtin_suites() / f"{name_or_path}.yaml"
+        if not path.is_file():
+            raise PathEvalError(f"unknown suite {name_or_path!r}: choose one of {', '.join(available_suites())} "
+                                "or give a path to a suite YAML file")
+    elif not path.is_file():
+        raise PathEvalError(f"suite file {path} does not exist: give a suite name ({', '.join(available_suites())}) "
+                            "or the path of a suite YAML file")
+    if path.resolve() in seen:
+        raise PathEvalError(f"suite {path} includes itself (through include:): break the cycle")
+    raw = suite_yaml(path)
+    if isinstance(raw, dict) and "extends" in raw:
+        raw = extended(raw, path)
+    if isinstance(raw, dict) and "include" in raw:
+        raw = with_included(raw, path, seen | {path.resolve()})
+    try:
+        suite = SuiteSpec.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise PathEvalError(f"malformed suite {path}: {where}: {first['msg']}: fix the file (suites/*.yaml are "
+                            "examples)") from None
+    names = [t.name for t in suite.tasks]
+    if len(set(names)) != len(names):
+        raise PathEvalError(f"malformed suite {path}: task names repeat: give each task its own name")
+    if len({a.name for a in suite.aggregates}) != len(suite.aggregates):
+        raise PathEvalError(f"malformed suite {path}: aggregate names repeat: give each aggregate its own name")
+    known = {(t.name, m.name) for t in suite.tasks for m in t.metrics}
+    for aggregate in suite.aggregates:
+        for ref in aggregate.mean_of:
+            if tuple(ref.split("/", 1)) not in known:
+                raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} refers to {ref!r}, "
+                                    "which no task of the suite reports (use task/metric)")
+    return suite
+
+
+# Suite-level settings an including suite does not take over as they are: its tasks take the lengths and
+# sample counts of the suite they come from; name, description, tasks and aggregates are merged or its own.
+NOT_CARRIED = {"name", "description", "tasks", "aggregates", "lengths", "samples"}
+
+
+def with_included(raw: dict, path: Path, seen: frozenset[Path]) -> dict:
+    """A suite that includes others (`include: [ruler, ...]`, names or paths): their tasks, each with
+    the lengths and sample count of the suite it comes from made its own, and their aggregates, then its
+    own. Every other setting an included suite sets carries over unless the including suite sets it
+    itself (length buckets stay with the included suite's tasks); two included suites setting one
+    differently must be settled by the including suite."""
+    raw = dict(raw)
+    names = raw.pop("include") or []
+    if not isinstance(names, list):
+        raise PathEvalError(f"malformed suite {path}: include: give a list of suite names or paths")
+    parts = [load_suite(str(name), seen) for name in names]
+    tasks, aggregates = [], []
+    for part in parts:
+        for task in part.tasks:
+            own = {"lengths": task.lengths or part.lengths}
+            if KINDS[task.kind].sampled:
+                own["samples"] = task.samples or part.samples
+            tasks.append(task.model_dump(exclude_defaults=True) | own)
+        aggregates += [a.model_dump(exclude_defaults=True) for a in part.aggregates]
+    for setting in SuiteSpec.model_fields.keys() - NOT_CARRIED - raw.keys():
+        values = {}
+        for part in parts:
+            if setting in part.model_fields_set:
+                value = part.model_dump(include={setting})[setting]
+                if setting == "length_buckets" and not value["tasks"]:
+                    value["tasks"] = [t.name for t in part.tasks]
+                values[repr(value)] = (part.name, value)
+        if len(values) > 1:
+            raise PathEvalError(f"malformed suite {path}: the suites it includes set {setting} differently "
+                                f"({', '.join(f'{n}: {v}' for n, v in values.values())}): set {setting} in {path.name}")
+        if values:
+            raw[setting] = next(iter(values.values()))[1]
+    raw["tasks"] = tasks + list(raw.get("tasks") or [])
+    raw["aggregates"] = aggregates + list(raw.get("aggregates") or [])
+    return raw
