@@ -12,7 +12,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from path_eval.api import evaluate
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult
 from path_eval.evaluators.registry import EVALUATORS
 from path_eval.kinds import KINDS, Kind, PlannedFields, SamplePairs
