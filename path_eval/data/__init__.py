@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from path_eval.atomic_files import write_jsonl_atomic
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
-from path_eval.staging import staged
 
 
 def default_data_dir() -> Path:
@@ -87,16 +87,6 @@ def fingerprint(files: list[Path]) -> str:
         digest.update(f"{Path(file).parent.parent.name}/{Path(file).parent.name}/{Path(file).name}:"
                       f"{file_sha256(file)}\n".encode())
     return digest.hexdigest()
-
-
-def write_jsonl_atomic(rows, target: Path) -> int:
-    """Write rows as JSON lines to `target` via a temporary file: never a half-written file."""
-    count = 0
-    with staged(target) as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count
 
 
 # Hub datasets that only their loading script can read (`datasets` >= 4 runs no scripts): the rows come

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
-from path_eval.results.store import write_json_atomic
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks import babilong, babilong_regenerated, longbench
 

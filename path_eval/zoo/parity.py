@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.bench.fla_parity import rel
-from path_eval.results.store import write_json_atomic
 from path_eval.tasks import flipflop
 from path_eval.zoo import run_cli
 from path_eval.zoo.corpus import HELDOUT_FILE
