@@ -22,7 +22,7 @@ from benchmarks.forward_autotune import config_timings, tuning_table
 from benchmarks.kernels import CHECK_NAMES, GATED, TOKENS, inputs, log, sdpa, timed
 from path_eval.models.attention import AttentionInputs, blockwise
 from path_eval.numerics import relative_error
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kernel_source, kilo, load, sci, table as markdown_table
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from path_eval.results import load_results
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kilo, load, machine_line, ratio, source, table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -53,7 +53,7 @@ import torch
 from path_eval.models.random_checkpoint import SHAPES
 from path_eval.data import default_data_dir
 from path_eval.errors import PathEvalError
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kilo, load, machine_line, ratio, seconds, source, table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,7 +203,7 @@ def ruler_requests(args, checkpoint: Path, tokenizer, length: int, count: int) -
     from path_eval.evaluators import EvaluationContext
     from path_eval.evaluators.generated import GeneratedEvaluator
     from path_eval.plan import resolve_plan
-    from path_eval.results.provenance import tokenizer_sha256
+    from path_eval.models.identity import tokenizer_sha256
     from path_eval.suites import load_suite
     from path_eval.tasks.frozen import read_frozen
 

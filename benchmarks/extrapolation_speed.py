@@ -25,7 +25,7 @@ from path_eval.lm.scoring import next_token_nll
 from path_eval.models.random_checkpoint import SHAPES, random_model
 from path_eval.models.attention import default_backend
 from path_eval.models.config import PathEvalConfig
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kilo, load, machine_line, source, table
 
 SHAPE = SHAPES["760m"]

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from path_eval.numerics import relative_error
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import load, machine_line, sci, source, table
 
 

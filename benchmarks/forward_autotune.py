@@ -20,7 +20,7 @@ import torch
 import triton
 
 from benchmarks.kernels import inputs, tokens
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kernel_source, load, table
 
 CASES = {  # name: (B, T, heads, D, gate, cached tokens, padding mask)

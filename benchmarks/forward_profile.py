@@ -16,7 +16,7 @@ import triton
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.kernels import inputs, ours
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 
 
 def kernel_ms(x: dict, calls: int = 5) -> dict[str, float]:

@@ -49,7 +49,7 @@ from benchmarks.end_to_end import machine, synchronize, versions
 from benchmarks.extrapolation_speed import build, weight_bytes
 from path_eval.models.random_checkpoint import SHAPES
 from path_eval.errors import PathEvalError
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kilo, load, machine_line, ratio, seconds, source, table
 
 MODELS = ("path", "path_fox", "llama")

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import inputs, log
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kernel_source, kilo, load, table
 
 # Capped at 128 registers (4 warps) and at 2 warps, the transition and query kernels fit four programs

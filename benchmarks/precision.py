@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from path_eval.metrics.registry import shown_as_percent
-from path_eval.results import load_results, write_json_atomic
+from path_eval.results import load_results
+from path_eval.atomic_files import write_json_atomic
 
 
 def unit(metric: str) -> float:

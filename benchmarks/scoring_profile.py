@@ -23,7 +23,7 @@ from torch.profiler import ProfilerActivity, profile
 from benchmarks.extrapolation_speed import MODELS, SHAPE, build, random_block
 from path_eval.lm.scoring import next_token_nll
 from path_eval.models.attention import default_backend
-from path_eval.results.store import write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import load, machine_line, source, table
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.kernels import inputs, log
-from path_eval.results.store import write_atomic, write_json_atomic
+from path_eval.atomic_files import write_atomic, write_json_atomic
 from benchmarks.markdown import kernel_source, load, table
 
 @dataclass(frozen=True)

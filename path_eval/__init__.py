@@ -6,7 +6,7 @@ import importlib.machinery
 import sys
 from pathlib import Path
 
-__version__ = "0.1.0"
+from path_eval.version import __version__
 
 
 # The top-level folders that pyproject's `package-dir` maps into the package. None has an

@@ -15,9 +15,8 @@ from path_eval.errors import PathEvalError
 
 
 def _inspect(args) -> None:
-    from path_eval import load_model
     from path_eval.models import PathEvalForCausalLM
-    from path_eval.models.loading import check_device_and_backend
+    from path_eval.models.loading import check_device_and_backend, load_model
 
     check_device_and_backend(args.device, args.attention)
     model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
@@ -36,8 +35,7 @@ def _inspect(args) -> None:
 def _generate(args) -> None:
     import torch
 
-    from path_eval import load_model
-    from path_eval.models.loading import check_device_and_backend
+    from path_eval.models.loading import check_device_and_backend, load_model
 
     check_device_and_backend(args.device, args.attention)
     model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
@@ -239,7 +237,8 @@ def _rescore(args) -> None:
     from rich.console import Console
 
     from path_eval.reports import results_table
-    from path_eval.results import write_json_atomic, write_results
+    from path_eval.atomic_files import write_json_atomic
+    from path_eval.results import write_results
     from path_eval.results.rescore import rescore
 
     run = Path(args.run)
@@ -276,8 +275,8 @@ def _emit(rendered, fmt: str) -> None:
 def _list(args) -> None:
     from path_eval.kinds import KINDS
     from path_eval.models.loading import read_config
+    from path_eval.models.zoo import ZOO_PREFIX, zoo_models
     from path_eval.suites import available_suites, load_suite
-    from path_eval.zoo import ZOO_PREFIX, zoo_models
 
     for name in available_suites():
         suite = load_suite(name)

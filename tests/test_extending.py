@@ -101,7 +101,7 @@ class CopyEvaluator:
         return []  # made from the seed in a moment
 
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
-        from path_eval.data import write_jsonl_atomic
+        from path_eval.atomic_files import write_jsonl_atomic
 
         score = metric_entry("copy_consistency").function
         results = []

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.numerics import relative_error
-from path_eval.results.store import write_json_atomic
 from path_eval.tasks import flipflop
 from training import run_cli
 from training.corpus import HELDOUT_FILE

@@ -6,7 +6,8 @@ import io
 import json
 from pathlib import Path
 
-from path_eval.data.layout import DatasetSplit, write_jsonl_atomic
+from path_eval.atomic_files import write_jsonl_atomic
+from path_eval.data.layout import DatasetSplit
 from path_eval.errors import PathEvalError
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
-from path_eval.staging import staged
 
 
 def default_data_dir() -> Path:
@@ -84,13 +83,3 @@ def fingerprint(files: list[Path]) -> str:
         digest.update(f"{Path(file).parent.parent.name}/{Path(file).parent.name}/{Path(file).name}:"
                       f"{file_sha256(file)}\n".encode())
     return digest.hexdigest()
-
-
-def write_jsonl_atomic(rows, target: Path) -> int:
-    """Write rows as JSON lines to `target` via a temporary file: never a half-written file."""
-    count = 0
-    with staged(target) as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from path_eval.data import fingerprint, write_jsonl_atomic
+from path_eval.atomic_files import write_jsonl_atomic, write_npy_atomic
+from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, PositionBucket, TaskResult, native_output
 from path_eval.kinds import length_log_name
@@ -20,13 +21,7 @@ from path_eval.lm.progress import RequestProgress
 from path_eval.metrics import perplexity_and_stderr
 from path_eval.plan import PlannedItem
 from path_eval.samples import slug
-from path_eval.staging import staged
 from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
-
-
-def _save_npy_atomic(array: np.ndarray, target: Path) -> None:
-    with staged(target, binary=True) as handle:
-        np.save(handle, array)
 
 
 def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path, limit: int | None = None) -> dict:
@@ -55,7 +50,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
         if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
             return row, np.load(nll_file)
         nll = lm.next_token_nll(block).cpu().numpy().astype(np.float64)
-        _save_npy_atomic(nll.astype(np.float32), nll_file)
+        write_npy_atomic(nll.astype(np.float32), nll_file)
         return {"block": index, "tokens_sha256": digest, "first_tokens": block[:8],
                 "nll_sum": [float(nll[a:b + 1].sum()) for a, b in edges],
                 "count": [b - a + 1 for a, b in edges], "nll_file": str(nll_file.relative_to(samples_dir))}, nll

@@ -9,7 +9,8 @@ from functools import partial
 import numpy as np
 import torch
 
-from path_eval.data import fingerprint, write_jsonl_atomic
+from path_eval.atomic_files import write_jsonl_atomic
+from path_eval.data import fingerprint
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, LmEvalOutput, TaskResult, native_output
 from path_eval.kinds import length_log_name
 from path_eval.metrics.flipflop import binomial_stderr, read_errors

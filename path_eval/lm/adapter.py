@@ -26,26 +26,11 @@ from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
 from path_eval.models import PathEvalForCausalLM
+from path_eval.models.context import NO_CONTEXT_LENGTH, checkpoint_max_length
 from path_eval.models.generation import generate
-from path_eval.models.loading import AUTOCAST, autocast_dtype
+from path_eval.models.loading import AUTOCAST, autocast_dtype, load_model
 
 log = logging.getLogger("path_eval")
-
-LENGTH_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len")
-
-
-NO_CONTEXT_LENGTH = ("the checkpoint's config.json states no context length: pass --max-length N (lm-eval's hf "
-                     "model would silently use 2048)")
-
-
-def checkpoint_max_length(config) -> int | None:
-    """The context length a checkpoint's config states, if any."""
-    for field in LENGTH_FIELDS:
-        value = getattr(config, field, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
 
 PREFILL_CHUNK = 8192  # tokens per forward of a long prompt, the cache carrying the earlier ones
 
@@ -72,7 +57,6 @@ class PathEvalLM(TemplateLM):
         if model is None:
             if pretrained is None:
                 raise PathEvalError("the path model needs pretrained=CHECKPOINT_DIR")
-            from path_eval import load_model
             model, tokenizer = load_model(pretrained, device=device, dtype=dtype, attention=attention)
         self.model, self.tokenizer = model, tokenizer
         self._device = torch.device(device)

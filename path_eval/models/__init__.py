@@ -1,17 +1,19 @@
-"""The model family (rope, nope, fox, path, path_fox), its cache, loading and generation."""
-from path_eval.models.cache import DecoderCache
-from path_eval.models.config import VARIANTS, PathEvalConfig
-from path_eval.models.modeling import PathEvalForCausalLM
+"""The model family (rope, nope, fox, path, path_fox), its cache, loading and generation, and what
+is known of a checkpoint around loading it: the zoo's folders (`zoo`), its stated context length
+(`context`), its identity (`identity`). The family's names load on first use, so that the plan
+stage reads the light modules before torch and transformers' modeling code are imported."""
+from __future__ import annotations
 
-__all__ = ["VARIANTS", "PathEvalConfig", "PathEvalForCausalLM", "DecoderCache"]
+import importlib
+
+# Each public name and the module of this package that defines it.
+LAZY_NAMES = {"VARIANTS": "config", "PathEvalConfig": "config", "PathEvalForCausalLM": "modeling",
+              "DecoderCache": "cache"}
+
+__all__ = list(LAZY_NAMES)
 
 
-def _register_with_transformers() -> None:
-    """AutoConfig / AutoModelForCausalLM learn 'path_eval' (fla's own names are left to fla)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    AutoConfig.register(PathEvalConfig.model_type, PathEvalConfig, exist_ok=True)
-    AutoModelForCausalLM.register(PathEvalConfig, PathEvalForCausalLM, exist_ok=True)
-
-
-_register_with_transformers()
+def __getattr__(name):
+    if name in LAZY_NAMES:
+        return getattr(importlib.import_module(f"path_eval.models.{LAZY_NAMES[name]}"), name)
+    raise AttributeError(f"module 'path_eval.models' has no attribute {name!r}")

@@ -313,3 +313,14 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
         """See `path_eval.models.generation.generate` (greedy by default, HF-style output)."""
         from path_eval.models.generation import generate
         return generate(self, input_ids, attention_mask, **kwargs)
+
+
+def _register_with_transformers() -> None:
+    """AutoConfig / AutoModelForCausalLM learn 'path_eval' (fla's own names are left to fla)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    AutoConfig.register(PathEvalConfig.model_type, PathEvalConfig, exist_ok=True)
+    AutoModelForCausalLM.register(PathEvalConfig, PathEvalForCausalLM, exist_ok=True)
+
+
+_register_with_transformers()

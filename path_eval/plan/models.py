@@ -84,7 +84,7 @@ def split_display_name(reference: str) -> tuple[str | None, str]:
 def resolve_model(reference: str) -> list[ModelReference]:
     """The model(s) one reference names (`zoo` names the whole zoo), resolved offline. The default
     display name is the folder's (a zoo model's), or the hub id without its revision."""
-    from path_eval.zoo import ZOO_PREFIX, zoo_models
+    from path_eval.models.zoo import ZOO_PREFIX, zoo_models
 
     name, target = split_display_name(reference)
     if target == "zoo" or target.startswith(ZOO_PREFIX):

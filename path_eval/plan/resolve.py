@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS, Planning, sample_count
+from path_eval.models.context import stated_context_length
 from path_eval.plan.models import ModelReference, resolve_models
 from path_eval.suites import SuiteSpec, TaskSpec, parse_length
 
@@ -111,7 +112,7 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
 def task_models(task: TaskSpec, names: list[str]) -> list[str]:
     """The run's models the task runs on: those its `models:` names (every one without the list).
     A name that is neither a model of the run nor of the zoo is a typo: one line."""
-    from path_eval.zoo import zoo_names
+    from path_eval.models.zoo import zoo_names
 
     if not task.models:
         return list(names)
@@ -120,35 +121,6 @@ def task_models(task: TaskSpec, names: list[str]) -> list[str]:
         raise PathEvalError(f"task {task.name} runs on model {unknown[0]!r}, which is neither a model of this run "
                             f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the task's models: list")
     return [name for name in names if name in task.models]
-
-
-def stated_context_length(path: Path) -> int | None:
-    """The context length the checkpoint's config states, read as the model loader reads the config
-    (no weights; a config.json that does not parse fails here, in one line). None where there is no
-    config.json or its model type is unknown: loading then says why in one line."""
-    from path_eval.lm.adapter import NO_CONTEXT_LENGTH, checkpoint_max_length
-    from path_eval.models.config import PathEvalConfig
-    from path_eval.models.loading import FLA_MODEL_TYPES, read_config
-
-    if not (path / "config.json").is_file():
-        return None
-    raw = read_config(path / "config.json")
-    model_type = raw.get("model_type")
-    if model_type == PathEvalConfig.model_type:
-        config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
-    elif model_type in FLA_MODEL_TYPES:  # of an fla config's length fields, the loader keeps this one
-        config = PathEvalConfig(max_position_embeddings=raw.get("max_position_embeddings"))
-    else:
-        from transformers import AutoConfig
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
-        if model_type not in CONFIG_MAPPING:
-            return None
-        config = AutoConfig.from_pretrained(path, local_files_only=True)
-    length = checkpoint_max_length(config)
-    if not length:
-        raise PathEvalError(NO_CONTEXT_LENGTH)
-    return length
 
 
 def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,

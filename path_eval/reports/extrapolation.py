@@ -7,8 +7,9 @@ import csv
 import io
 from pathlib import Path
 
+from path_eval.atomic_files import write_atomic
 from path_eval.reports.plots import png_bytes
-from path_eval.results import ResultRecord, write_atomic
+from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from path_eval import __version__
+from path_eval.atomic_files import write_atomic
 from path_eval.reports.plots import StudyFigure
 from path_eval.reports.stored import StoredRun
 from path_eval.reports.tables import paper_layout, suite_table
-from path_eval.results import write_atomic
 from path_eval.results.records import TASK_RESULT_FIELDS
 from path_eval.suites import SuiteSpec
+from path_eval.version import __version__
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1400px; padding: 0 1em; color: #222; }

@@ -1,16 +1,13 @@
-"""Hashes and versions recorded with every result."""
+"""Versions, the harness revision and the run settings recorded with every result (the model's
+identity, which they extend, is `path_eval.models.identity`'s)."""
 from __future__ import annotations
 
-import hashlib
-import json
 import platform
 import socket
 import subprocess
 from pathlib import Path
 
-from path_eval.data import file_sha256
-from path_eval.locations import cache_dir
-from path_eval.results.store import write_json_atomic
+from path_eval.version import __version__
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,63 +33,14 @@ def git_revision() -> str | None:
         return None
 
 
-def weights_sha256(files: list[Path]) -> str:
-    """sha256 over the weight files' hashes; each file's hash is cached by (path, size, mtime)."""
-    memo_file = cache_dir() / "weight-hashes.json"
-    try:
-        memo = json.loads(memo_file.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    digest = hashlib.sha256()
-    changed = False
-    for file in files:
-        stat = file.stat()
-        key = f"{file.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-        if key not in memo:
-            memo[key], changed = file_sha256(file), True
-        digest.update(f"{file.name}:{memo[key]}\n".encode())
-    if changed:
-        write_json_atomic(memo, memo_file)
-    return digest.hexdigest()
-
-
-def tokenizer_sha256(tokenizer) -> str:
-    """Hash of what the tokenizer does, not of its files: class, vocabulary, special tokens."""
-    vocab = sorted(tokenizer.get_vocab().items())
-    special = {name: getattr(tokenizer, name, None) for name in ("bos_token", "eos_token", "unk_token", "pad_token")}
-    probe = tokenizer.encode("path-eval tokenizer probe: Hello world.\n  12345 ünïcödé")
-    blob = json.dumps([type(tokenizer).__name__, vocab, special, probe], ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
 def versions() -> dict[str, str]:
     import lm_eval
     import torch
     import transformers
 
-    from path_eval import __version__
-
     return {"harness_version": __version__, "lm_eval_version": getattr(lm_eval, "__version__", "?"),
             "torch_version": torch.__version__, "transformers_version": transformers.__version__,
             "python_version": platform.python_version(), "hostname": socket.gethostname()}
-
-
-def model_identity(path: Path, lm, device: str, tokenizer_hash: str) -> dict:
-    """Everything about a loaded model that changes its numbers (also the key of its resume cache);
-    `tokenizer_hash`: `tokenizer_sha256(lm.tokenizer)`, which the caller has computed already."""
-    from path_eval.models.loading import weight_files
-
-    return {
-        "model_path": str(path.resolve()),
-        "model_type": json.loads((path / "config.json").read_text()).get("model_type", "?"),
-        "variant": getattr(lm.model.config, "attention", None),
-        "config_sha256": hashlib.sha256((path / "config.json").read_bytes()).hexdigest(),
-        "weights_sha256": weights_sha256(weight_files(path)),
-        "tokenizer": lm.tokenizer.name_or_path, "tokenizer_sha256": tokenizer_hash,
-        "max_length": lm.max_length, "dtype": lm.precision,
-        "device": device, "attention_backend": getattr(lm.model, "backend_name", None),
-        "decoding": getattr(lm.model, "decoding_path", None),
-    }
 
 
 def run_provenance(identity: dict, seed: int, limit: int | None, batch_size: int, started: str,

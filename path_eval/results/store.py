@@ -1,4 +1,4 @@
-"""Reading and writing result files; every write goes through a temporary file and a rename."""
+"""Reading and writing result files; every write goes through `path_eval.atomic_files`."""
 from __future__ import annotations
 
 import json
@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import SCHEMA_VERSION, ResultRecord, RunResults
-from path_eval.staging import staged
 
 
 def read_stored(model, file: Path, what: str, fix: str = ""):
@@ -20,16 +20,6 @@ def read_stored(model, file: Path, what: str, fix: str = ""):
         first = err.errors()[0]
         raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
                             f"{first['msg']}{fix}") from None
-
-
-def write_atomic(data: str | bytes, target: Path) -> None:
-    """`target` holds `data` (text as UTF-8) whole or not at all."""
-    with staged(target, binary=isinstance(data, bytes)) as handle:
-        handle.write(data)
-
-
-def write_json_atomic(data, target: Path) -> None:
-    write_atomic(json.dumps(data, indent=1, ensure_ascii=False) + "\n", target)
 
 
 def write_results(records: list[ResultRecord], target: Path) -> None:

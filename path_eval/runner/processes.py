@@ -14,10 +14,10 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
 from path_eval.lm.distributed import finish_processes  # noqa: F401  (the run's last step)
-from path_eval.results import write_json_atomic
 
 PHASES = ("load", "samples", "load_wait", "requests", "write")
 

@@ -12,15 +12,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import EvaluationContext
 from path_eval.evaluators.registry import EVALUATORS
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
 from path_eval.lm import request_cache
+from path_eval.models.identity import model_identity, tokenizer_sha256
 from path_eval.plan import ResolvedPlan
-from path_eval.results import ResultRecord, write_json_atomic, write_results
+from path_eval.results import ResultRecord, write_results
 from path_eval.results.lm_eval_layout import write_lm_eval_layout
-from path_eval.results.provenance import environment, model_identity, run_provenance, tokenizer_sha256
+from path_eval.results.provenance import environment, run_provenance
 from path_eval.results.records import aggregate, task_records
 from path_eval.runner import processes
 from path_eval.samples import slug

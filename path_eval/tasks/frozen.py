@@ -15,9 +15,9 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from path_eval.data import file_sha256, write_jsonl_atomic
+from path_eval.atomic_files import write_json_atomic, write_jsonl_atomic
+from path_eval.data import file_sha256
 from path_eval.locations import cache_dir
-from path_eval.results.store import write_json_atomic
 
 log = logging.getLogger("path_eval")
 

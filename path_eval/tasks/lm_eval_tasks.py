@@ -4,18 +4,22 @@ the local data dir (`dataset_path: json` + `data_files`). Only the splits the ev
 mapped; the others are switched off so nothing reaches for the hub."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from path_eval.atomic_files import write_json_atomic
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
-from path_eval.results.store import write_json_atomic
-from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks import babilong, babilong_regenerated, longbench
+
+if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
+    from path_eval.suites import SuiteSpec, TaskSpec
 
 SPLIT_KEYS = ("training_split", "validation_split", "test_split", "fewshot_split")
 # Task adapters (TaskSpec.adapter): lm-eval config, task, suite -> the config to evaluate.

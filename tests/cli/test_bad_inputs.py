@@ -341,7 +341,7 @@ def test_debug_shows_the_traceback(place, tmp_path):
 
 def test_a_full_disk_is_one_line_and_leaves_no_partial_file(place, tmp_path, capsys, monkeypatch):
     """ENOSPC while writing the run folder's first file: one line, exit 2, its staging file removed."""
-    from path_eval import staging
+    from path_eval import atomic_files
 
     class FullDisk:
         """A staging file on a disk that fills halfway through the first write."""
@@ -359,7 +359,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(place, tmp_path, cap
             self.handle.write(text[: len(text) // 2])
             raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
 
-    monkeypatch.setattr(staging, "open", FullDisk, raising=False)
+    monkeypatch.setattr(atomic_files, "open", FullDisk, raising=False)
     out = tmp_path / "out"
     code = main(_expand(RUN, place) + ["--out", str(out)])
     line = assert_one_error_line(capsys.readouterr().err, "no space left on the disk")

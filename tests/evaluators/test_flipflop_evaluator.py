@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from path_eval import load_model
+from path_eval.models.zoo import zoo_models
 from path_eval.tasks import flipflop
-from path_eval.zoo import zoo_models
 from tests.helpers import run_cli
 
 READ, ZERO = flipflop.READ, flipflop.ZERO

@@ -117,7 +117,7 @@ def test_autocast_bf16_runs_float32_weights_under_bf16_autocast(checkpoint):
     Its log-likelihoods differ from float32's by bf16 rounding (not by nothing), its weights stay
     float32, the provenance names it; a model whose weights are not float32 is one error line."""
     from path_eval.errors import PathEvalError
-    from path_eval.results.provenance import model_identity, tokenizer_sha256
+    from path_eval.models.identity import model_identity, tokenizer_sha256
 
     tokens = list(range(3, 200))
     exact = PathEvalLM(str(checkpoint), dtype="float32")

@@ -131,7 +131,7 @@ def test_the_decoding_path_a_run_records_is_the_one_generate_takes(monkeypatch, 
     import types
 
     from path_eval.models import decode_graph, modeling
-    from path_eval.results.provenance import model_identity
+    from path_eval.models.identity import model_identity
 
     model = tiny_model("path", seed=9)
     assert model.decoding_path == "eager" and decode_graph.graph_decoding(model, None) is False

@@ -10,9 +10,9 @@ import pytest
 
 from path_eval.cli import main
 from path_eval.errors import PathEvalError
+from path_eval.models.zoo import zoo_models
 from path_eval.plan.models import resolve_model, resolve_models
 from path_eval.results import load_results
-from path_eval.zoo import zoo_models
 from tests.helpers import save_tiny_model
 
 MAIN = "a" * 40

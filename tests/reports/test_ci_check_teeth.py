@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from path_eval.cli import main
-from path_eval.zoo import zoo_models
+from path_eval.models.zoo import zoo_models
 
 BASELINE = Path(__file__).resolve().parents[2] / "results" / "ci" / "baseline.json"
 

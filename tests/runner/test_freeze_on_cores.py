@@ -4,12 +4,12 @@ from pathlib import Path
 
 from path_eval.evaluators import EvaluationContext
 from path_eval.evaluators.generated import GeneratedEvaluator
+from path_eval.models.identity import tokenizer_sha256
 from path_eval.models.tokenizer import load_tokenizer
+from path_eval.models.zoo import zoo_models
 from path_eval.plan import resolve_plan
-from path_eval.results.provenance import tokenizer_sha256
 from path_eval.runner import processes
 from path_eval.suites import load_suite
-from path_eval.zoo import zoo_models
 
 
 def frozen_sets(out: Path):

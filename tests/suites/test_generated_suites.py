@@ -10,8 +10,8 @@ import pytest
 from lm_eval.api.model import LM
 
 from path_eval.errors import PathEvalError
+from path_eval.models.identity import tokenizer_sha256
 from path_eval.results import load_results
-from path_eval.results.provenance import tokenizer_sha256
 from path_eval.suites import load_suite
 from path_eval.tasks.frozen import frozen_paths, read_frozen
 from path_eval.tasks.generated import build_generated_task
