@@ -12,8 +12,8 @@ import json
 import math
 import re
 import signal
-from statistics import mean
 from pathlib import Path
+from statistics import mean
 
 import pytest
 
@@ -32,7 +32,7 @@ NAMES = ("Tables 3 and 7", "Table 2", "Table 3", "Table 7", "Figure 3", "qa1-qa5
          "Apache-2.0", "H200")
 # Exit statuses of the command line and the report's percent scale: interface, pinned by their own
 # tests (tests/cli/test_bad_inputs.py, tests/cli/test_interrupts.py, tests/reports/test_check.py,
-# tests/reports/test_tables.py), written here as the README writes them.
+# tests/reports/test_variants.py), written here as the README writes them.
 INTERFACE = ("exit code 2", f"exit {128 + signal.SIGINT} (SIGTERM {128 + signal.SIGTERM})",
              "| 0 |", "| 1 |", "| 2 |", "accuracies x100")
 
