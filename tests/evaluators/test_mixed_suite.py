@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.cli import main
 from path_eval.results import load_results
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 import yaml
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.cli import main
 from path_eval.plan import ResolvedPlan
 from path_eval.results import load_results

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.metrics.babilong import babilong_accuracy, target_substring
 from path_eval.results import load_results
 from tests.helpers import assert_missing_data_line, run_cli, write_babilong

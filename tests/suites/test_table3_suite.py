@@ -3,7 +3,7 @@ longbench_e suites by `include`; a tiny model's short run of two of its tasks re
 and table7 layouts; and the include rules (settings carried over, conflicts, cycles) on small suites."""
 import pytest
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from path_eval.cli import main
 from path_eval.errors import PathEvalError
 from path_eval.suites import load_suite

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from path_eval.bench.random_checkpoint import random_model
+from path_eval.models.random_checkpoint import random_model
 from tests.helpers import fixture_data, write_babilong, write_longbench_e
 
 GOLDEN_DIR = Path(__file__).resolve().parent

@@ -1,11 +1,12 @@
 """Write a checkpoint of one variant with random weights, for runs that measure the harness rather
 than a model (speed, memory, throughput of the long-context suites on a GPU).
 
-    python -m path_eval.bench.random_checkpoint --variant path --shape 760m --out /tmp/path-760m
+    python -m path_eval.models.random_checkpoint --variant path --shape 760m --out /tmp/path-760m
 
 Shapes: `760m` is the paper's model size (hidden 1536, 24 layers, 24 heads of 64, vocabulary
 32000); `tiny` (hidden 64, 2 layers) is for smoke tests on a CPU. The tokenizer is the paper's
-Mistral v1 (what a checkpoint without tokenizer files gets)."""
+Mistral v1 (what a checkpoint without tokenizer files gets). The tests build every model they need
+here, a shape's fields overridden where a test needs other sizes."""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,11 @@ SHAPES = {
 }
 
 
-def random_model(variant: str, shape: str, seed: int = 0) -> PathEvalForCausalLM:
+def random_model(variant: str, shape: str, seed: int = 0, **config) -> PathEvalForCausalLM:
+    """A model of `variant` in `shape`, its weights drawn from `seed`; `config` fields (vocab_size,
+    num_kv_heads, qk_norm, ...) replace or add to the shape's."""
     torch.manual_seed(seed)
-    return PathEvalForCausalLM(PathEvalConfig(attention=variant, **SHAPES[shape]))
+    return PathEvalForCausalLM(PathEvalConfig(attention=variant, **(SHAPES[shape] | config)))
 
 
 def main() -> None:
