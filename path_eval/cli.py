@@ -274,9 +274,8 @@ def _emit(rendered, fmt: str) -> None:
 
 
 def _list(args) -> None:
-    from path_eval.models.loading import read_config
+    from path_eval.models.zoo_listing import listed_models
     from path_eval.suites import available_suites, load_suite
-    from path_eval.zoo import ZOO_PREFIX, zoo_models
 
     for name in available_suites():
         suite = load_suite(name)
@@ -290,18 +289,8 @@ def _list(args) -> None:
             where = (f"; lengths {', '.join(map(str, task.lengths))}" if task.lengths else "") + \
                 (f"; models {', '.join(task.models)}" if task.models else "")
             print(f"  task {task.name} ({source}{where}): {', '.join(m.name for m in task.metrics)}")
-    def print_model(name: str, config: Path) -> None:
-        raw = read_config(config)
-        variant = raw.get("attention") or ("path_fox" if raw.get("use_forget_gate") else "")
-        print(f"model {name}: {raw.get('model_type', '?')} {variant}".rstrip())
-
-    for path in zoo_models():  # first: they are listed even when a --models folder is missing
-        print_model(f"{ZOO_PREFIX}{path.name}", path / "config.json")
-    for folder in args.models or []:
-        if not Path(folder).is_dir():
-            raise PathEvalError(f"--models {folder}: no such folder: give folders that hold checkpoint folders")
-        for config in sorted(Path(folder).glob("*/config.json")):
-            print_model(str(config.parent), config)
+    for line in listed_models(args.models or []):
+        print(line)
 
 
 def _csv(value: str | None, option: str) -> list[str] | None:
