@@ -194,13 +194,13 @@ def _lm_eval(args) -> None:
 
 def _check(args) -> int:
     from path_eval.reports.check import allowed_differences, check, load_baseline, load_tolerances
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     allow = allowed_differences(args.allow_difference)
     baseline, tolerances = load_baseline(Path(args.baseline))
     if args.tolerances:
         tolerances = load_tolerances(Path(args.tolerances), baseline)
-    findings, problems, accepted = check(load_results(Path(args.results)), baseline, tolerances, allow=allow)
+    findings, problems, accepted = check(load_records(Path(args.results)), baseline, tolerances, allow=allow)
     for line in accepted:
         print(f"accepted: {line}")
     if problems:
@@ -255,9 +255,9 @@ def _rescore(args) -> None:
 def _compare(args) -> None:
     from path_eval.reports.paired import RunSamples
     from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
-    runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
+    runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_records(Path(p))) for p in args.results]
     folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in args.results]
     header, rows = comparison(runs, [RunSamples(folder) for folder in folders])
     note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
