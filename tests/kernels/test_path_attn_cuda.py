@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from path_eval.kernels.path_attn.fwd import path_attention
-from path_eval.models.attention import AttentionInputs, blockwise
+from path_eval.models.attention import AttentionInputs, torch_backend
 from tests.helpers import tiny_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -29,7 +29,7 @@ def test_real_shapes_against_float32_torch_backend(variant, T, D, HQ, H):
     if variant != "path":
         gates = F.logsigmoid(r(1, T, HQ) + 4)
     gate_scale = D ** -0.5 if variant == "path_fox" else 1.0
-    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
+    ref = torch_backend.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
     out, _ = path_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), scale=D ** -0.5, w=w, beta=beta, g=gates,
                             gate_scale=gate_scale)
     err = rel(out, ref)
@@ -49,7 +49,7 @@ def test_coarse_walk_keeps_the_fine_walks_accuracy(variant, D, HQ, H):
     q, k, v = r(1, T, HQ, D), r(1, T, H, D), r(1, T, H, D)
     w, beta = F.normalize(r(1, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(1, T, H))
     gates = F.logsigmoid(r(1, T, HQ) + 4) if variant == "path_fox" else None
-    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, D ** -0.5, None), None, False)[0]
+    ref = torch_backend.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, D ** -0.5, None), None, False)[0]
     errors = {}
     for size in (1, 2, 4, 8, 16):
         out, _ = path_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), scale=D ** -0.5, w=w, beta=beta, g=gates,
@@ -171,7 +171,7 @@ def test_decoding_with_as_many_rows_as_sms(variant):
     w, beta = F.normalize(r(B, T + new, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T + new, H))
     gates = F.logsigmoid(r(B, T + new, H) + 4) if variant == "path_fox" else None
     gate_scale = D ** -0.5 if variant == "path_fox" else 1.0
-    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
+    ref = torch_backend.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
 
     def part(a, b):
         return dict(q=q[:, a:b], k=k[:, a:b], v=v[:, a:b], w=w[:, a:b], beta=beta[:, a:b],

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from path_eval.models.attention import AttentionInputs, blockwise, reference
+from path_eval.models.attention import AttentionInputs, reference, torch_backend
 
 VARIANTS = ["plain", "fox", "path", "path_fox"]
 
@@ -36,7 +36,7 @@ def rel(a, b):
 def test_torch_equals_reference(variant, T, chunk, HQ, H):
     x = random_inputs(variant, 2, T, HQ, H, 16, seed=T * 7 + HQ)
     ref, ref_state = reference.attend(x, None, True)
-    out, state = blockwise.attend(x, None, True, chunk_size=chunk)
+    out, state = torch_backend.attend(x, None, True, chunk_size=chunk)
     assert rel(out, ref) <= 1e-10
     assert rel(state.k, ref_state.k) <= 1e-10
     if x.g is not None:
@@ -56,7 +56,7 @@ def test_segment_after_cache_equals_one_pass(variant, split):
         return AttentionInputs(x.q[:, sl], x.k[:, sl], x.v[:, sl], x.scale, pick(x.w), pick(x.beta), pick(x.g),
                                x.gate_scale, None)
 
-    for backend in (reference.attend, lambda a, p, b: blockwise.attend(a, p, b, chunk_size=16)):
+    for backend in (reference.attend, lambda a, p, b: torch_backend.attend(a, p, b, chunk_size=16)):
         _, state = backend(part(slice(0, split)), None, True)
         tail, _ = backend(part(slice(split, T)), state, False)
         assert rel(tail, full[:, split:]) <= 1e-10
@@ -67,7 +67,7 @@ def test_left_padding_is_invisible(variant):
     """A left-padded row gives the outputs of the unpadded row."""
     T, pads = 40, [0, 9]
     x = random_inputs(variant, 2, T, 4, 2, 16, seed=3, pad_left=pads)
-    for backend in (reference.attend, lambda a, p, b: blockwise.attend(a, p, b, chunk_size=8)):
+    for backend in (reference.attend, lambda a, p, b: torch_backend.attend(a, p, b, chunk_size=8)):
         out, _ = backend(x, None, False)
         row = slice(pads[1], T)
         pick = lambda t: None if t is None else t[1:2, row]  # noqa: E731
@@ -84,7 +84,7 @@ def test_float32_torch_within_1e5_of_reference():
         x32 = AttentionInputs(*(to32(getattr(x64, n)) for n in ("q", "k", "v")), x64.scale, to32(x64.w),
                               to32(x64.beta), to32(x64.g), x64.gate_scale, None)
         ref, _ = reference.attend(x64, None, False)
-        out, _ = blockwise.attend(x32, None, False)
+        out, _ = torch_backend.attend(x32, None, False)
         assert rel(out.double(), ref) <= 1e-5
 
 
@@ -102,8 +102,8 @@ def test_float32_torch_keeps_strong_gates_precise(variant):
         return AttentionInputs(f32(x64.q, sl), f32(x64.k, sl), f32(x64.v, sl), x64.scale, f32(x64.w, sl),
                                f32(x64.beta, sl), f32(x64.g, sl), x64.gate_scale, None)
 
-    out, _ = blockwise.attend(part(slice(None)), None, False)
+    out, _ = torch_backend.attend(part(slice(None)), None, False)
     assert rel(out.double(), ref) <= 3e-6
-    _, state = blockwise.attend(part(slice(0, 1490)), None, True)
-    tail, _ = blockwise.attend(part(slice(1490, 1500)), state, False)
+    _, state = torch_backend.attend(part(slice(0, 1490)), None, True)
+    tail, _ = torch_backend.attend(part(slice(1490, 1500)), state, False)
     assert rel(tail.double(), ref[:, 1490:]) <= 3e-6
