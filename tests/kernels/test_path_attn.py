@@ -14,7 +14,7 @@ import torch
 from path_eval.kernels.path_attn.cache import PathKVCache
 from path_eval.kernels.path_attn.chunks import gates_to_end, prepare, super_chunk_transport, transport_state
 from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
-from path_eval.kernels.path_attn.fold import move_keys, move_keys_reference
+from path_eval.kernels.path_attn.fold import move_keys, naive_move_keys
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
 from path_eval.kernels.path_attn.prep import prepare_path
@@ -371,7 +371,7 @@ def test_move_keys_kernel_rounds_the_exact_product_once(B, L, H, D, dtype):
         M = M - beta[:, :, i, None, None] * (M @ w[:, :, i, :, None]) @ w[:, :, i, None, :]
     cache = k.to(dtype).to(DEVICE)
     exact = cache.double().cpu()
-    move_keys_reference(exact, M.transpose(-1, -2))
+    naive_move_keys(exact, M.transpose(-1, -2))
     move_keys(cache, M.float().to(DEVICE).transpose(-1, -2))
     got, want = cache.double().cpu(), exact.to(dtype).double()
     assert (got != want).float().mean() <= 5e-3
