@@ -23,7 +23,7 @@ TOKENIZER_FILES = ("tokenizer.model", "LICENSE", "README.md")
 def test_every_package_folder_is_listed_in_pyproject():
     found = {".".join(Path(folder).relative_to(ROOT).parts)  # into path_eval/kernels, the symlink
              for folder, _, files in os.walk(ROOT / "path_eval", followlinks=True) if any(f.endswith(".py") for f in files)}
-    for name, folder in SOURCE_FOLDERS.items():  # namespace folders (see kernels/README.md)
+    for name, folder in SOURCE_FOLDERS.items():  # the mapped data folders (path_eval/__init__.py)
         found.add(name)
         found |= {".".join([name, *p.parent.relative_to(ROOT / folder).parts]) for p in (ROOT / folder).rglob("*.py")}
     assert found == set(SETUPTOOLS["packages"])
