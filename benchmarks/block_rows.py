@@ -20,7 +20,7 @@ from triton.testing import do_bench
 
 from benchmarks.forward_autotune import config_timings, tuning_table
 from benchmarks.kernels import CHECK_NAMES, GATED, TOKENS, inputs, log, sdpa, timed
-from path_eval.models.attention import AttentionInputs, blockwise
+from path_eval.models.attention import AttentionInputs, torch_backend
 from path_eval.numerics import relative_error
 from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kernel_source, kilo, load, sci, table as markdown_table
@@ -41,7 +41,7 @@ def check(fwd, ops, block_rows) -> list[dict]:
             x = inputs(2, 4096, 4, D, transform, gate, seed=D)
             a = AttentionInputs(x["q"].float(), x["k"].float(), x["v"].float(), x["scale"], x.get("w"), x.get("beta"),
                                 x.get("g"), x.get("gate_scale", 1.0), None)
-            ref = blockwise.attend(a, None, False)[0]
+            ref = torch_backend.attend(a, None, False)[0]
             base = forward(fwd, x, 64)
             for bm in block_rows:
                 o = forward(fwd, x, bm)

@@ -24,7 +24,7 @@ import triton
 
 from benchmarks.forward_autotune import config_name, config_timings, tuning_table
 from benchmarks.kernels import CHECK_NAMES, GATED, TOKENS, inputs, log, sdpa, timed
-from path_eval.models.attention import AttentionInputs, blockwise
+from path_eval.models.attention import AttentionInputs, torch_backend
 from path_eval.numerics import relative_error
 from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kernel_source, kilo, load, ratio, sci, table as markdown_table
@@ -70,7 +70,7 @@ def check(fwd, op: str, D: int, configs) -> list[dict]:
     x = inputs(2, 4096, 4, D, transform, gate, seed=D)
     a = AttentionInputs(x["q"].float(), x["k"].float(), x["v"].float(), x["scale"], x.get("w"), x.get("beta"),
                         x.get("g"), x.get("gate_scale", 1.0), None)
-    ref = blockwise.attend(a, None, False)[0]
+    ref = torch_backend.attend(a, None, False)[0]
     rows = []
     for c in configs:
         fwd._path_attn_fwd = tuner(fwd, [c])

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from path_eval.results import load_results
+from path_eval.results import load_records
 from path_eval.atomic_files import write_json_atomic
 from benchmarks.markdown import kilo, load, machine_line, ratio, source, table
 
@@ -58,7 +58,7 @@ def launch(processes: int, run_args: list[str], work: Path) -> dict:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"the run on {processes} process(es) failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
-    records = load_results(out)
+    records = load_records(out)
     first = records[0].provenance
     return {"processes": processes, "command": shlex.join(command), "wall_s": round(wall, 3),
             "phases": json.loads((out / "timings.json").read_text())["processes"],

@@ -397,7 +397,7 @@ def eval_run_record(args, checkpoint: Path, requests, our_generation: dict | Non
     against its own generation time (the adapter's seconds in its model calls, which include any
     compile and autotune a fresh process does) and, when the generate part ran, against that part's
     warm generation of the same requests."""
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     out = args.work / "run"
     shutil.rmtree(out, ignore_errors=True)  # nothing resumed: every request computed
@@ -411,7 +411,7 @@ def eval_run_record(args, checkpoint: Path, requests, our_generation: dict | Non
     if done.returncode != 0:
         return {"part": "run", "status": f"failed (exit {done.returncode})", "stderr": done.stderr[-2000:],
                 "command": shlex.join(command)}
-    provenance = load_results(out)[0].provenance
+    provenance = load_records(out)[0].provenance
     if not provenance.tokens_per_second:
         return {"part": "run", "status": "failed (the run recorded no generation rate)", "command": shlex.join(command)}
     generation = provenance.tokens / provenance.tokens_per_second  # the adapter's own seconds in its model calls

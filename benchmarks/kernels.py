@@ -28,7 +28,7 @@ from path_eval.kernels.path_attn.cache import PathKVCache
 from path_eval.kernels.path_attn.decode import default_splits
 from path_eval.kernels.path_attn.fwd import default_super_chunks, path_attention, prepare_walk
 from path_eval.kernels.path_attn.prep import prepare_path
-from path_eval.models.attention import AttentionInputs, blockwise
+from path_eval.models.attention import AttentionInputs, torch_backend
 from path_eval.numerics import relative_error
 from benchmarks.markdown import kernel_source, kilo, load, ratio, sci, table as markdown_table
 
@@ -119,7 +119,7 @@ def check(args, out):
                 o = ours(x)
                 a = AttentionInputs(x["q"].float(), x["k"].float(), x["v"].float(), x["scale"], x.get("w"),
                                     x.get("beta"), x.get("g"), x.get("gate_scale", 1.0), None)
-                ref = blockwise.attend(a, None, False)[0]
+                ref = torch_backend.attend(a, None, False)[0]
                 row = dict(op=op, T=T, D=D, rel_vs_fp32_torch=relative_error(o, ref), max_abs_vs_fp32_torch=(o.float() - ref).abs().max().item())
                 f = fla_impl(op)
                 if f is not None:
@@ -135,7 +135,7 @@ def check(args, out):
         x = inputs(2, 4070, 8, 64, transform, gate, seed=5)
         a = AttentionInputs(x["q"].float(), x["k"].float(), x["v"].float(), x["scale"], x.get("w"), x.get("beta"),
                             x.get("g"), x.get("gate_scale", 1.0), None)
-        ref = blockwise.attend(a, None, False)[0][:, 4000:]
+        ref = torch_backend.attend(a, None, False)[0][:, 4000:]
         cache = PathKVCache()
         cache.attend(**tokens(x, 0, 4000))
         steps = [cache.attend(**tokens(x, t, t + 1)) for t in range(4000, 4070)]

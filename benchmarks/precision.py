@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from path_eval.metrics.registry import shown_as_percent
-from path_eval.results import load_results
+from path_eval.results import load_records
 from path_eval.atomic_files import write_json_atomic
 
 
@@ -23,8 +23,8 @@ def unit(metric: str) -> float:
 
 
 def compare_runs(a: Path, b: Path) -> dict:
-    records_a = {(r.model, r.task, r.length, r.length_bucket, r.metric): r for r in load_results(a) if r.bucket is None}
-    records_b = {(r.model, r.task, r.length, r.length_bucket, r.metric): r for r in load_results(b) if r.bucket is None}
+    records_a = {(r.model, r.task, r.length, r.length_bucket, r.metric): r for r in load_records(a) if r.bucket is None}
+    records_b = {(r.model, r.task, r.length, r.length_bucket, r.metric): r for r in load_records(b) if r.bucket is None}
     cells = []
     for key, first in records_a.items():
         second = records_b.get(key)
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("give the run folders in pairs: A B [A B ...]")
     pairs = []
     for a, b in zip(args.runs[::2], args.runs[1::2]):
-        first, second = (load_results(Path(run))[0].provenance for run in (a, b))
+        first, second = (load_records(Path(run))[0].provenance for run in (a, b))
         pairs.append({"a": {"run": a, "dtype": first.dtype, "wall_time_s": first.wall_time_s},
                       "b": {"run": b, "dtype": second.dtype, "wall_time_s": second.wall_time_s}}
                      | compare_runs(Path(a), Path(b)))

@@ -9,13 +9,13 @@ from pathlib import Path
 from path_eval.version import __version__
 
 
-# The top-level folders that pyproject's `package-dir` maps into the package. None has an
-# `__init__.py` (a regular `kernels` package would shadow Hugging Face's: kernels/README.md), and
-# setuptools' editable finder resolves only mapped folders that have one (pypa/setuptools#4943),
-# so a source checkout, plain or `pip install -e .`, finds them here. A wheel holds them inside
-# the package. tests/test_packaging.py checks this table against pyproject.toml.
-SOURCE_FOLDERS = {"path_eval.kernels": "kernels", "path_eval.builtin_suites": "suites",
-                  "path_eval.paper_tables": "results/paper"}
+# The top-level data folders that pyproject's `package-dir` maps into the package. Neither has an
+# `__init__.py`, and setuptools' editable finder resolves only mapped folders that have one
+# (pypa/setuptools#4943), so a source checkout, plain or `pip install -e .`, finds them here. A
+# wheel holds them inside the package. tests/test_packaging.py checks this table against
+# pyproject.toml. (`kernels/` needs no entry: `path_eval/kernels` is a symlink to it, which
+# imports, editors and setuptools all follow: kernels/README.md.)
+SOURCE_FOLDERS = {"path_eval.builtin_suites": "suites", "path_eval.paper_tables": "results/paper"}
 
 
 class _SourceFolderFinder(importlib.abc.MetaPathFinder):
@@ -53,7 +53,7 @@ class _SourceFolderLoader(importlib.abc.Loader):
         return self.folder
 
 
-if not (Path(__file__).resolve().parent / "kernels").is_dir():  # a checkout, not an installed wheel
+if not (Path(__file__).resolve().parent / "builtin_suites").is_dir():  # a checkout, not an installed wheel
     sys.meta_path.append(_SourceFolderFinder())
 
 

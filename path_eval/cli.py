@@ -192,13 +192,13 @@ def _lm_eval(args) -> None:
 
 def _check(args) -> int:
     from path_eval.reports.check import allowed_differences, check, load_baseline, load_tolerances
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     allow = allowed_differences(args.allow_difference)
     baseline, tolerances = load_baseline(Path(args.baseline))
     if args.tolerances:
         tolerances = load_tolerances(Path(args.tolerances), baseline)
-    findings, problems, accepted = check(load_results(Path(args.results)), baseline, tolerances, allow=allow)
+    findings, problems, accepted = check(load_records(Path(args.results)), baseline, tolerances, allow=allow)
     for line in accepted:
         print(f"accepted: {line}")
     if problems:
@@ -254,9 +254,9 @@ def _rescore(args) -> None:
 def _compare(args) -> None:
     from path_eval.reports.paired import RunSamples
     from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
-    runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_results(Path(p))) for p in args.results]
+    runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_records(Path(p))) for p in args.results]
     folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in args.results]
     header, rows = comparison(runs, [RunSamples(folder) for folder in folders])
     note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
@@ -274,8 +274,7 @@ def _emit(rendered, fmt: str) -> None:
 
 def _list(args) -> None:
     from path_eval.kinds import KINDS
-    from path_eval.models.loading import read_config
-    from path_eval.models.zoo import ZOO_PREFIX, zoo_models
+    from path_eval.models.zoo_listing import listed_models
     from path_eval.suites import available_suites, load_suite
 
     for name in available_suites():
@@ -287,18 +286,8 @@ def _list(args) -> None:
             where = (f"; lengths {', '.join(map(str, task.lengths))}" if task.lengths else "") + \
                 (f"; models {', '.join(task.models)}" if task.models else "")
             print(f"  task {task.name} ({source}{where}): {', '.join(m.name for m in task.metrics)}")
-    def print_model(name: str, config: Path) -> None:
-        raw = read_config(config)
-        variant = raw.get("attention") or ("path_fox" if raw.get("use_forget_gate") else "")
-        print(f"model {name}: {raw.get('model_type', '?')} {variant}".rstrip())
-
-    for path in zoo_models():  # first: they are listed even when a --models folder is missing
-        print_model(f"{ZOO_PREFIX}{path.name}", path / "config.json")
-    for folder in args.models or []:
-        if not Path(folder).is_dir():
-            raise PathEvalError(f"--models {folder}: no such folder: give folders that hold checkpoint folders")
-        for config in sorted(Path(folder).glob("*/config.json")):
-            print_model(str(config.parent), config)
+    for line in listed_models(args.models or []):
+        print(line)
 
 
 def _csv(value: str | None, option: str) -> list[str] | None:

@@ -16,7 +16,6 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from path_eval.models.random_checkpoint import random_model
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
 from path_eval.results import Provenance, ResultRecord
 from path_eval.suites import load_suite
 from tests.shared_data import DATASETS
@@ -107,10 +106,8 @@ def spread_weights(model, std: float):
 
 def tiny_model(variant, dtype=torch.float32, seed=0, **overrides):
     """A 97-token model whose weights are large enough that attention is far from uniform."""
-    torch.manual_seed(seed)
-    config = PathEvalConfig(attention=variant, vocab_size=97, hidden_size=64, num_hidden_layers=2, num_heads=4,
-                            num_kv_heads=2, qk_norm=variant != "path", use_output_gate=variant == "fox", **overrides)
-    model = PathEvalForCausalLM(config).eval()
+    model = random_model(variant, "tiny", seed, vocab_size=97, num_heads=4, num_kv_heads=2, qk_norm=variant != "path",
+                         use_output_gate=variant == "fox", **overrides).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() > 1:

@@ -1,6 +1,6 @@
-"""The package layout and the wheel: `kernels/` importable only as `path_eval.kernels`, every package
-listed, and a wheel that holds everything a run reads (suites, paper tables, tokenizer, kernels)
-and nothing else of `results/`."""
+"""The package layout and the wheel: `kernels/` importable only as `path_eval.kernels` (through the
+symlink path_eval/kernels), every package listed, and a wheel that holds everything a run reads
+(suites, paper tables, tokenizer, kernels, the kernels once) and nothing else of `results/`."""
 import hashlib
 import json
 import os
@@ -21,8 +21,9 @@ TOKENIZER_FILES = ("tokenizer.model", "LICENSE", "README.md")
 
 
 def test_every_package_folder_is_listed_in_pyproject():
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "path_eval").rglob("*.py")}
-    for name, folder in SOURCE_FOLDERS.items():  # namespace folders (see kernels/README.md)
+    found = {".".join(Path(folder).relative_to(ROOT).parts)  # into path_eval/kernels, the symlink
+             for folder, _, files in os.walk(ROOT / "path_eval", followlinks=True) if any(f.endswith(".py") for f in files)}
+    for name, folder in SOURCE_FOLDERS.items():  # the mapped data folders (path_eval/__init__.py)
         found.add(name)
         found |= {".".join([name, *p.parent.relative_to(ROOT / folder).parts]) for p in (ROOT / folder).rglob("*.py")}
     assert found == set(SETUPTOOLS["packages"])
@@ -36,10 +37,11 @@ def test_the_checkout_finder_maps_the_folders_pyproject_maps():
 
 
 def test_kernels_import_only_under_the_namespace():
-    """From a checkout (repo root on sys.path), `path_eval.kernels` is our folder, and transformers'
-    probe for Hugging Face's `kernels` package does not mistake the folder for it."""
+    """From a checkout (repo root on sys.path), `path_eval.kernels` is our folder (through the
+    symlink), and transformers' probe for Hugging Face's `kernels` package does not mistake the
+    folder for it."""
     code = ("import importlib.metadata as md, path_eval.kernels as k; from pathlib import Path; "
-            "assert [Path(p).name for p in k.__path__] == ['kernels'], k.__path__; "
+            f"assert [Path(p).resolve() for p in k.__path__] == [Path({str(ROOT / 'kernels')!r})], k.__path__; "
             "from transformers.utils.import_utils import is_kernels_available; "
             "found = is_kernels_available(); "
             "hf = [d for d in md.distributions() if d.metadata['Name'] == 'kernels']; "
@@ -68,7 +70,7 @@ def test_the_installed_checkout_serves_the_mapped_folders_outside_it(tmp_path):
     found = json.loads(run.stdout)
     if not Path(found["package"]).is_relative_to(ROOT):
         pytest.skip(f"the installed path_eval is {found['package']}, not this checkout's")
-    assert Path(found["kernels"]).is_relative_to(ROOT / "kernels")
+    assert Path(found["kernels"]).resolve().is_relative_to(ROOT / "kernels")
     assert found["suites"] == sorted(p.stem for p in (ROOT / "suites").glob("*.yaml"))
 
 
@@ -114,6 +116,9 @@ def test_the_wheel_holds_every_suite_table_tokenizer_and_kernel_and_no_other_dat
     assert data == expected
     kernels = {f"path_eval/kernels/{p.relative_to(ROOT / 'kernels')}" for p in (ROOT / "kernels").rglob("*.py")}
     assert kernels and kernels <= names
+    listed = zipfile.ZipFile(wheel).namelist()
+    assert len(listed) == len(names), "no file twice"
+    assert not [n for n in names if "kernels/" in n and not n.startswith("path_eval/kernels/")], "kernels only once"
     assert all(n.startswith(("path_eval/", "path_eval-")) for n in names), "only the path_eval package at top level"
 
 

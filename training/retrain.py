@@ -27,7 +27,7 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.reports.check import key_of, load_baseline, tolerance_names
-from path_eval.results import ResultRecord, load_results
+from path_eval.results import ResultRecord, load_records
 from training import run_cli
 from benchmarks.markdown import kilo, load, percent, source, table
 from training.runs import PAPER_FLIPFLOP
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--note", default="", help="where the retrained models came from (the command)")
     args = parser.parse_args()
     baseline, tolerances = load_baseline(Path(args.baseline))
-    widened, observed = retraining_tolerances(baseline, tolerances, [load_results(Path(p)) for p in args.retrain])
+    widened, observed = retraining_tolerances(baseline, tolerances, [load_records(Path(p)) for p in args.retrain])
     derivation = {"method": f"per model and task, {MARGIN:g} x the largest baseline-vs-retrain difference, at least "
                             "the baseline's own tolerance", "baseline": args.baseline, "retrains": args.retrain,
                   "note": args.note, "observed": observed}
@@ -127,14 +127,14 @@ def render_zoo_retrain(results: Path) -> str:
     """The retrained zoo's ci records (results/zoo/retrain/) against the baseline, under the
     baseline's tolerances and under the retraining tolerances (fixed before it was evaluated)."""
     from path_eval.reports.check import check, load_baseline, load_tolerances
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     index = load(results / "zoo" / "retrain" / "index.json")
     root = results.parent
     baseline, tolerances = load_baseline(root / index["baseline"])
     rows = []
     for retrain in index["retrains"]:
-        current = load_results(root / retrain["records"])
+        current = load_records(root / retrain["records"])
         verdicts = []
         for tol in (tolerances, load_tolerances(root / index["retraining_tolerances"], baseline)):
             findings, problems, _ = check(current, baseline, tol)
@@ -157,7 +157,7 @@ def render_first_retrains(results: Path) -> str:
     tolerances in force when each retrain was evaluated (derived from earlier retrains only); then
     the per-model tolerances from every retrain, for the next one."""
     from path_eval.reports.check import check, load_baseline, load_tolerances
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     root = results.parent
     index = load(results / "zoo" / "first_zoo" / "retrain_h200.json")
@@ -165,7 +165,7 @@ def render_first_retrains(results: Path) -> str:
     files = index["retraining_tolerances"]
     rows = []
     for retrain in index["retrains"]:
-        current = load_results(root / retrain["records"])
+        current = load_records(root / retrain["records"])
         in_force = retrain["tested_against"]
         verdicts = []
         for tol in [tolerances] + ([load_tolerances(root / files[in_force], baseline)] if in_force else []):

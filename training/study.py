@@ -174,9 +174,9 @@ def render_study(results: Path) -> str:
 
 
 def niah_at_training_length(results: Path, run: dict) -> str:
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
-    found = {r.model: r for r in load_results(results.parent / run["run"])}
+    found = {r.model: r for r in load_records(results.parent / run["run"])}
     return (f"At the training length with more samples (`{run['command']}`): NIAH single_1 "
             + ", ".join(f"{v} {100 * found[v].value:.1f}% of {found[v].n}" for v in VARIANTS) + ".")
 
@@ -186,12 +186,12 @@ def directions_table(results: Path) -> str:
     paired test that decides it: reproduced where the zoo moves the paper's way and the test gives
     p < 0.05, else not."""
     from path_eval.reports.paired import RunSamples, delta_test
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     study = results / "zoo" / "study"
     cpu = results.parent / load(study / "index.json")["cpu"]["run"]
     samples = RunSamples(cpu)
-    records = {(r.model, r.task, r.length, tuple(r.bucket or ())): r for r in load_results(cpu)
+    records = {(r.model, r.task, r.length, tuple(r.bucket or ())): r for r in load_records(cpu)
                if r.task != "heldout" or r.bucket is None}
     gpu = {(c["model"], c["task"], c["length"]): c for c in load(study / "gpu_summary.json")["cells"]}
     baseline = {(r["model"], r["task"], r["length"]): r for r in load(results / "ci" / "baseline.json")["records"]

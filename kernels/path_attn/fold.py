@@ -1,7 +1,7 @@
 """Moving cached keys through a D x D product in place: K[b, j, h] <- K[b, j, h] M[b, h], the fold of
 `PathKVCache` (M = the pending tail's Householder product P, or a segment's whole transition).
 
-The torch version (`move_keys_reference`, also the test's reference in float64) makes a float32
+The torch version (`naive_move_keys`, also the test's reference in float64) makes a float32
 copy of the cache, the product, and a rounded copy back: about 36 bytes of traffic per 16-bit key
 element and a transient of twice the cache in float32. The kernel reads each key once and writes
 it once, in place (a program owns its rows), with the product in float32 accuracy. For 16-bit
@@ -22,7 +22,7 @@ from path_eval.kernels.precision import compute_dtype
 ROWS_PER_PROGRAM = 1024  # M is loaded once per program; the cache's rows are split among programs
 
 
-def move_keys_reference(k: torch.Tensor, M: torch.Tensor) -> None:
+def naive_move_keys(k: torch.Tensor, M: torch.Tensor) -> None:
     """k [B, L, H, D] <- k M per (batch, head), M [B, H, D, D]; in float32 (float64 for float64)."""
     f = compute_dtype(k)
     k.copy_(torch.einsum("bjhd,bhde->bjhe", k.to(f), M.to(f)).to(k.dtype))
@@ -59,7 +59,7 @@ def move_keys(k: torch.Tensor, M: torch.Tensor) -> None:
     if not L:
         return
     if k.dtype not in (torch.bfloat16, torch.float16) or k.stride(-1) != 1:
-        return move_keys_reference(k, M)
+        return naive_move_keys(k, M)
     grid = (triton.cdiv(L, ROWS_PER_PROGRAM), B * H)
     _move_keys[grid](
         k, M, L, H, k.stride(0), k.stride(1), k.stride(2), M.stride(0), M.stride(1), M.stride(2), M.stride(3),

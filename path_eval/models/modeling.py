@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from path_eval.kernels.path_attn import supported
-from path_eval.kernels.path_attn.directions import conv_history, householder_directions
+from path_eval.kernels.short_conv.naive import conv_history, householder_directions
 from path_eval.kernels.precision import compute_dtype
 from path_eval.kernels.rms_norm.naive import rms_norm
 from path_eval.models.attention import AttentionInputs, default_backend, get_backend
@@ -124,13 +124,13 @@ class DecoderAttention(nn.Module):
                                 use_cache: bool, backend: str) -> tuple[torch.Tensor, torch.Tensor | None]:
         """w = l2norm(silu(causal depthwise conv(w_proj(x)))) per head, and the new conv history
         (None unless `use_cache`: a call that does not extend the cache leaves its history alone).
-        On the triton backend one fused kernel computes w (`short_conv`)."""
+        On the triton backend one fused kernel computes w (`short_conv.fused`)."""
         raw = self.w_proj(x)
         if valid is not None:  # padding must look like the zero history before a sequence starts
             raw = raw * valid[..., None].to(raw.dtype)
         conv = self.w_conv1d if self.conv_size else None
         if conv is not None and backend == "triton" and self.head_dim in supported.HEAD_DIMS and raw.dtype in supported.DTYPES:
-            from path_eval.kernels.path_attn.short_conv import householder_directions_triton  # with triton, on first use
+            from path_eval.kernels.short_conv.fused import householder_directions_triton  # with triton, on first use
             w = householder_directions_triton(raw, conv_state, conv.weight, conv.bias, self.num_kv_heads)
         else:
             w = householder_directions(raw, conv_state, conv.weight if conv is not None else None,

@@ -5,7 +5,8 @@ than a model (speed, memory, throughput of the long-context suites on a GPU).
 
 Shapes: `760m` is the paper's model size (hidden 1536, 24 layers, 24 heads of 64, vocabulary
 32000); `tiny` (hidden 64, 2 layers) is for smoke tests on a CPU. The tokenizer is the paper's
-Mistral v1 (what a checkpoint without tokenizer files gets)."""
+Mistral v1 (what a checkpoint without tokenizer files gets). The tests build every model they need
+here, a shape's fields overridden where a test needs other sizes."""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,11 @@ SHAPES = {
 }
 
 
-def random_model(variant: str, shape: str, seed: int = 0) -> PathEvalForCausalLM:
+def random_model(variant: str, shape: str, seed: int = 0, **config) -> PathEvalForCausalLM:
+    """A model of `variant` in `shape`, its weights drawn from `seed`; `config` fields (vocab_size,
+    num_kv_heads, qk_norm, ...) replace or add to the shape's."""
     torch.manual_seed(seed)
-    return PathEvalForCausalLM(PathEvalConfig(attention=variant, **SHAPES[shape]))
+    return PathEvalForCausalLM(PathEvalConfig(attention=variant, **(SHAPES[shape] | config)))
 
 
 def main() -> None:

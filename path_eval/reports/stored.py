@@ -45,10 +45,10 @@ class StoredRun:
 def read_run(path: Path) -> StoredRun:
     """The run at `path` (a run folder or its results.json), with its stored suites and plan."""
     from path_eval.plan import ResolvedPlan
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     path = Path(path)
-    records = load_results(path)
+    records = load_records(path)
     folder = path if path.is_dir() else path.parent
     plan_file = folder / "plan.json"
     plan = read_stored(ResolvedPlan, plan_file, "plan", ": remove it to report the run without its plan") \

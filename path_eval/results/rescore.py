@@ -15,7 +15,7 @@ from path_eval.plan import PlannedItem, ResolvedPlan
 from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
 from path_eval.results.sample_logs import log_names, read_sample_log
 from path_eval.results.schema import ResultRecord
-from path_eval.results.store import load_results, read_stored
+from path_eval.results.store import load_records, read_stored
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.lm_eval_tasks import adapter_protocol
 
@@ -75,7 +75,7 @@ def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRe
     run = Path(run)
     if not run.is_dir():
         raise PathEvalError(f"no run folder {run}: give the --out folder of a finished `python eval.py run`")
-    records = load_results(run)
+    records = load_records(run)
     plan = stored_plan(run)
     suite = plan.suite.with_longbench_rule(longbench_rule)
     aggregates = {a.name for a in suite.aggregates}

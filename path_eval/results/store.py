@@ -27,7 +27,9 @@ def write_results(records: list[ResultRecord], target: Path) -> None:
     write_json_atomic(json.loads(validated.model_dump_json()), target)
 
 
-def load_results(path: Path) -> list[ResultRecord]:
+def load_records(path: Path) -> list[ResultRecord]:
+    """The validated records of one run (its folder or its results.json). `path_eval.load_results`
+    opens runs as a `Results` study instead, for reports and the Python API."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"

@@ -10,8 +10,9 @@ import torch
 from benchmarks.transition_ablation import EDITS, Span, edit_text, variant_module
 from path_eval.kernels.path_attn import prep
 from path_eval.kernels.path_attn.chunks import prepare
+from path_eval.numerics import relative_error
 from tests.kernels.test_path_attn import as_dtype, correlated_w_inputs
-from tests.models.test_attention_backends import random_inputs, rel
+from tests.models.test_attention_backends import random_inputs
 
 EDITED = [(name, pairs) for name, kind, _, pairs in EDITS if kind != "whole"]
 CANDIDATES = [(name, pairs) for name, kind, _, pairs in EDITS if kind == "candidate"]
@@ -68,19 +69,19 @@ def test_each_candidate_computes_what_the_shipped_kernel_does(name, pairs, shape
     if dtype == torch.float32:
         for field in ("tw", "cm", "k_end", "U", "k32", "U32"):
             a, b = getattr(got, field).double().cpu(), getattr(shipped, field).double().cpu()
-            assert rel(a, b) <= 1e-6, field
+            assert relative_error(a, b) <= 1e-6, field
         for field, want in fields.items():
-            assert rel(getattr(got, field).double().cpu(), want) <= 1e-5, field
+            assert relative_error(getattr(got, field).double().cpu(), want) <= 1e-5, field
     else:
         fields.update(k_end=state.k_end, U=state.U)  # the 16-bit outputs too, rounded once
         for field, want in fields.items():
-            err, shipped_err = (rel(getattr(t, field).double().cpu(), want) for t in (got, shipped))
+            err, shipped_err = (relative_error(getattr(t, field).double().cpu(), want) for t in (got, shipped))
             assert err <= 1.01 * shipped_err, (field, err, shipped_err)
 
         def logits_error(t):
             """Cm through the shipped query kernel, which writes the in-chunk logits it makes from t.cm into t.intra."""
             prep.chunk_queries(args["q"], args["k"], args["w"], t)
-            return rel(t.intra.double().cpu(), ref.intra)
+            return relative_error(t.intra.double().cpu(), ref.intra)
         err, shipped_err = logits_error(got), logits_error(shipped)
         assert err <= 1.01 * shipped_err, ("intra", err, shipped_err)
 
@@ -98,8 +99,8 @@ def test_candidates_are_stable_on_correlated_w_rows_and_the_unstable_ones_are_no
     state = ref.transport()
     args = as_dtype(x, torch.float32)
     got = variant_module(name, pairs, tmp_path).chunk_transitions(args["k"], args["w"], args["beta"], 1, C, True, True)
-    errors = dict(tw=rel(got.tw.double().cpu(), ref.TW), k32=rel(got.k32.double().cpu(), state.k_end),
-                  U32=rel(got.U32.double().cpu(), state.U))
+    errors = dict(tw=relative_error(got.tw.double().cpu(), ref.TW), k32=relative_error(got.k32.double().cpu(), state.k_end),
+                  U32=relative_error(got.U32.double().cpu(), state.U))
     assert (max(errors.values()) <= 1e-4) is stable, errors
 
 

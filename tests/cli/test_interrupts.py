@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from path_eval.results import load_results
+from path_eval.results import load_records
 from tests.helpers import ROOT, finished_requests, fixture_data, save_tiny_model
 
 LIMIT, CHOICES = 10, 4  # HellaSwag: 40 loglikelihood requests
@@ -29,7 +29,7 @@ def setup(tmp_path_factory):
 
     fresh = subprocess.run(command(root / "fresh"), cwd=ROOT, capture_output=True, text=True)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
-    return command, load_results(root / "fresh")
+    return command, load_records(root / "fresh")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -53,7 +53,7 @@ def test_interrupted_run_stops_cleanly_and_resumes(setup, tmp_path, signum):
 
     resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    records = load_results(out)
+    records = load_records(out)
     assert [(r.task, r.metric, r.value, r.stderr, r.n) for r in records] == \
         [(r.task, r.metric, r.value, r.stderr, r.n) for r in fresh]
     lines = (out / "samples" / "model" / "hellaswag.jsonl").read_text().splitlines()

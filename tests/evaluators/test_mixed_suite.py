@@ -7,7 +7,7 @@ import pytest
 
 from path_eval.models.random_checkpoint import random_model
 from path_eval.cli import main
-from path_eval.results import load_results
+from path_eval.results import load_records
 
 pytestmark = pytest.mark.slow  # three short runs on a tiny model
 
@@ -30,7 +30,7 @@ def suite_file(folder, name, tasks):
 def run(suite, folder, out):
     assert main(["run", "--suite", suite, "--model", str(folder / "model"), "--data-dir", str(folder / "data"),
                  "--out", str(out), "--quiet", "--bootstrap-iters", "0"]) == 0
-    return {(r.task, r.length, r.metric): (r.value, r.stderr, r.n, r.seeds, r.seed_std) for r in load_results(out)}
+    return {(r.task, r.length, r.metric): (r.value, r.stderr, r.n, r.seeds, r.seed_std) for r in load_records(out)}
 
 
 def test_mixed_suite_matches_its_tasks_alone_and_resumes_from_its_cache(tmp_path, monkeypatch):
@@ -46,4 +46,4 @@ def test_mixed_suite_matches_its_tasks_alone_and_resumes_from_its_cache(tmp_path
     assert set(together) == {("piqa", 1024, "acc"), ("phonebook", 1024, "phonebook_exact_match")}
     assert together == alone
     assert run(mixed, tmp_path, tmp_path / "mixed") == together
-    assert {r.provenance.requests_computed for r in load_results(tmp_path / "mixed")} == {0}
+    assert {r.provenance.requests_computed for r in load_records(tmp_path / "mixed")} == {0}

@@ -14,11 +14,12 @@ import torch
 from path_eval.kernels.path_attn.cache import PathKVCache
 from path_eval.kernels.path_attn.chunks import gates_to_end, prepare, super_chunk_transport, transport_state
 from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
-from path_eval.kernels.path_attn.fold import move_keys, move_keys_reference
+from path_eval.kernels.path_attn.fold import move_keys, naive_move_keys
 from path_eval.kernels.path_attn.fwd import path_attention
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
 from path_eval.kernels.path_attn.prep import prepare_path
-from tests.models.test_attention_backends import VARIANTS, random_inputs, rel
+from path_eval.numerics import relative_error
+from tests.models.test_attention_backends import VARIANTS, random_inputs
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -62,12 +63,12 @@ def test_preparation_kernel_matches_torch_preparation(shape):
     args = as_dtype(x, torch.float32)
     got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
     ref_t = ref.transport()
-    assert rel(got.q.double().cpu(), ref.q) <= 1e-5
-    assert rel(got.intra.double().cpu(), ref.intra) <= 1e-5
-    assert rel(got.k.double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
-    assert rel(got.transport.k_end.double().cpu(), ref_t.k_end) <= 1e-5
-    assert rel(got.U.double().cpu(), ref_t.U) <= 1e-5
-    assert rel(got.transport.U.double().cpu(), ref_t.U) <= 1e-5
+    assert relative_error(got.q.double().cpu(), ref.q) <= 1e-5
+    assert relative_error(got.intra.double().cpu(), ref.intra) <= 1e-5
+    assert relative_error(got.k.double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
+    assert relative_error(got.transport.k_end.double().cpu(), ref_t.k_end) <= 1e-5
+    assert relative_error(got.U.double().cpu(), ref_t.U) <= 1e-5
+    assert relative_error(got.transport.U.double().cpu(), ref_t.U) <= 1e-5
 
 
 def correlated_w_inputs(B=1, T=128, HQ=2, H=2, D=32):
@@ -90,9 +91,9 @@ def test_preparation_kernel_with_correlated_w_rows():
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     args = as_dtype(x, torch.float32)
     got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
-    errors = dict(q=rel(got.q.double().cpu(), ref.q), intra=rel(got.intra.double().cpu(), ref.intra),
-                  k_end=rel(got.transport.k_end.double().cpu(), ref.transport().k_end),
-                  U=rel(got.transport.U.double().cpu(), ref.transport().U))
+    errors = dict(q=relative_error(got.q.double().cpu(), ref.q), intra=relative_error(got.intra.double().cpu(), ref.intra),
+                  k_end=relative_error(got.transport.k_end.double().cpu(), ref.transport().k_end),
+                  U=relative_error(got.transport.U.double().cpu(), ref.transport().U))
     print("correlated w", errors)
     assert max(errors.values()) <= 1e-4, errors
 
@@ -117,10 +118,10 @@ def test_cm_shares_the_in_chunk_logits_buffer_only_where_one_query_program_reads
     intra = t.intra
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     ref_t = ref.transport()
-    assert rel(intra.double().cpu(), ref.intra) <= 1e-5
-    assert rel(qs.double().cpu(), ref.q) <= 1e-5
-    assert rel(t.k_end.flatten(2, 3).double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
-    assert rel(t.U32.double().cpu(), ref_t.U) <= 1e-5
+    assert relative_error(intra.double().cpu(), ref.intra) <= 1e-5
+    assert relative_error(qs.double().cpu(), ref.q) <= 1e-5
+    assert relative_error(t.k_end.flatten(2, 3).double().cpu(), ref.k.flatten(2, 3)) <= 1e-5
+    assert relative_error(t.U32.double().cpu(), ref_t.U) <= 1e-5
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -129,7 +130,7 @@ def test_forward_matches_definition_float32(variant, shape):
     B, T, HQ, H, D, C, BM = shape
     x = random_inputs(variant, B, T, HQ, H, D, seed=T + 13 * HQ)
     out, _ = path_attention(**as_dtype(x, torch.float32), chunk_size=C, block_m=BM)
-    assert rel(out.double().cpu(), definition(x)) <= 1e-5
+    assert relative_error(out.double().cpu(), definition(x)) <= 1e-5
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -146,7 +147,7 @@ def test_forward_half_precision_within_rounding(variant, dtype, D):
     # the definition on the same rounded inputs: what is left is the kernel's own rounding
     rounded = random_inputs(variant, 2, 150, 4, 2, D, seed=5)
     rounded.q, rounded.k, rounded.v = (t.to(dtype).double() for t in (x.q, x.k, x.v))
-    err = rel(out.double().cpu(), definition(rounded))
+    err = relative_error(out.double().cpu(), definition(rounded))
     assert err <= (1.5e-2 if dtype == torch.bfloat16 else 3e-3), err
 
 
@@ -180,7 +181,7 @@ def test_coarse_walk_matches_definition(case):
     out, _ = path_attention(**seg, chunk_size=16, block_m=BM, super_chunks=size)
     rows = [slice(None) if pad_left is None else slice(max(0, pad - L), None) for pad in (pad_left or [0] * B)]
     for b in range(B):
-        assert rel(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
+        assert relative_error(out[b, rows[b]].double().cpu(), ref[b, rows[b]]) <= 1e-5, b
 
 
 @pytest.mark.parametrize("case", COARSE[1::2], ids=lambda c: "{}-D{}S{}-cache{}-BM{}".format(c[0], c[5], c[6], *c[8:]))
@@ -216,8 +217,8 @@ def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype, rows
     keys, U = super_chunk_transport_triton(prep.k32, args["w"], prep.tw, size, count, dtype)
     bound = 1e-5 if dtype == torch.float32 else 1e-3
     assert keys.dtype == U.dtype == dtype
-    assert rel(keys.double().cpu(), ref_keys) <= bound
-    assert rel(U.double().cpu(), ref_U) <= bound
+    assert relative_error(keys.double().cpu(), ref_keys) <= bound
+    assert relative_error(U.double().cpu(), ref_U) <= bound
 
 
 def test_coarse_walk_returns_the_per_chunk_transport():
@@ -229,8 +230,8 @@ def test_coarse_walk_returns_the_per_chunk_transport():
     out_coarse, coarse = path_attention(**args, chunk_size=16, block_m=16, super_chunks=4, transport=True)
     assert torch.equal(coarse.k_end, fine.k_end) and torch.equal(coarse.U, fine.U)
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, 16, torch.float64).transport()
-    assert rel(coarse.k_end.double().cpu(), ref.k_end) <= 1e-5 and rel(coarse.U.double().cpu(), ref.U) <= 1e-5
-    assert rel(out_coarse.double().cpu(), out_fine.double().cpu()) <= 1e-5
+    assert relative_error(coarse.k_end.double().cpu(), ref.k_end) <= 1e-5 and relative_error(coarse.U.double().cpu(), ref.U) <= 1e-5
+    assert relative_error(out_coarse.double().cpu(), out_fine.double().cpu()) <= 1e-5
 
 
 def test_coarse_walk_half_precision_within_rounding():
@@ -240,7 +241,7 @@ def test_coarse_walk_half_precision_within_rounding():
     out, _ = path_attention(**as_dtype(x, torch.float16), chunk_size=16, block_m=16, super_chunks=4)
     rounded = copy.copy(x)
     rounded.q, rounded.k, rounded.v = (t.to(torch.float16).double() for t in (x.q, x.k, x.v))
-    err = rel(out.double().cpu(), definition(rounded))
+    err = relative_error(out.double().cpu(), definition(rounded))
     assert err <= 3e-3, err
 
 
@@ -252,7 +253,7 @@ def test_left_padding(variant, block_m):
     out, _ = path_attention(**as_dtype(x, torch.float32), chunk_size=32, block_m=block_m)
     ref = definition(x)
     for b, pad in enumerate([0, 17, 64]):
-        assert rel(out[b, pad:].double().cpu(), ref[b, pad:]) <= 1e-5
+        assert relative_error(out[b, pad:].double().cpu(), ref[b, pad:]) <= 1e-5
         assert torch.equal(out[b, :pad], torch.zeros_like(out[b, :pad]))  # padded rows see no key
 
 
@@ -273,7 +274,7 @@ def test_rows_without_an_unmasked_key_give_zero():
     for out in (one, three):
         assert torch.equal(out[1, :5], torch.zeros_like(out[1, :5]))
         assert torch.isfinite(out).all()
-    assert rel(three.double().cpu(), one.double().cpu()) <= 1e-6
+    assert relative_error(three.double().cpu(), one.double().cpu()) <= 1e-6
 
 
 def segment(x, sl):
@@ -298,10 +299,10 @@ def test_cache_segments_equal_one_pass(variant, cuts, fold_every):
     for stop in cuts:
         out = cache.attend(**segment(args, slice(start, stop)))
         assert cache.length == stop
-        assert rel(out[:1].double().cpu(), ref[:1, start:stop]) <= 1e-5, (start, stop)
+        assert relative_error(out[:1].double().cpu(), ref[:1, start:stop]) <= 1e-5, (start, stop)
         real = max(start, 5)  # row 1 is padded up to 5: its padding rows have no defined output
         if stop > real:
-            assert rel(out[1:, real - start:].double().cpu(), ref[1:, real:stop]) <= 1e-5, (start, stop)
+            assert relative_error(out[1:, real - start:].double().cpu(), ref[1:, real:stop]) <= 1e-5, (start, stop)
         start = stop
 
 
@@ -313,7 +314,7 @@ def test_folded_keys_equal_the_definition():
         cache.attend(**segment(args, slice(start, stop)))
     assert cache.folded == 70
     ref = naive_transport(x.k, x.w, x.beta)
-    assert rel(cache.k[:, :70].double().cpu(), ref) <= 1e-5
+    assert relative_error(cache.k[:, :70].double().cpu(), ref) <= 1e-5
 
 
 @pytest.mark.parametrize("dtype", [torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else []))
@@ -331,10 +332,10 @@ def test_half_precision_cache_through_folds(dtype, D):
     start, errors = 0, {}
     for stop in (50, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 120):
         out = cache.attend(**segment(args, slice(start, stop)))
-        errors[start, stop] = rel(out.double().cpu(), ref[:, start:stop])
+        errors[start, stop] = relative_error(out.double().cpu(), ref[:, start:stop])
         start = stop
     assert cache.folded == 120
-    errors["keys"] = rel(cache.k[:, :120].double().cpu(), naive_transport(rounded.k, x.w, x.beta))
+    errors["keys"] = relative_error(cache.k[:, :120].double().cpu(), naive_transport(rounded.k, x.w, x.beta))
     print(dtype, "16-bit cache errors", {k: f"{v:.1e}" for k, v in errors.items()})
     assert max(errors.values()) <= tol, errors
 
@@ -348,7 +349,7 @@ def test_segment_transport_equals_one_householder_at_a_time(T, C):
     cache_k = torch.randn(2, 9, 2, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     ch = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
     got = transport_state(ch.transport(), cache_k, T).movedim(1, 2)
-    assert rel(got, naive_transport(x.k, x.w, x.beta, cache_k=cache_k)) <= 1e-12
+    assert relative_error(got, naive_transport(x.k, x.w, x.beta, cache_k=cache_k)) <= 1e-12
 
 
 @pytest.mark.parametrize("dtype", [torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else []))
@@ -370,7 +371,7 @@ def test_move_keys_kernel_rounds_the_exact_product_once(B, L, H, D, dtype):
         M = M - beta[:, :, i, None, None] * (M @ w[:, :, i, :, None]) @ w[:, :, i, None, :]
     cache = k.to(dtype).to(DEVICE)
     exact = cache.double().cpu()
-    move_keys_reference(exact, M.transpose(-1, -2))
+    naive_move_keys(exact, M.transpose(-1, -2))
     move_keys(cache, M.float().to(DEVICE).transpose(-1, -2))
     got, want = cache.double().cpu(), exact.to(dtype).double()
     assert (got != want).float().mean() <= 5e-3
@@ -387,7 +388,7 @@ def test_cache_splits_equal_one_program(variant):
     outs = [cache.attend(**segment(args, slice(290, 300)), splits=s, append=False) for s in (1, 3, 7)]
     ref = definition(x, slice(290, 300))
     for out in outs:
-        assert rel(out.double().cpu(), ref) <= 1e-5
+        assert relative_error(out.double().cpu(), ref) <= 1e-5
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -401,7 +402,7 @@ def test_decoding_splits_equal_the_definition(variant):
     cache.attend(**segment(args, slice(0, 320)))
     for t, splits in zip(range(320, 330), (1, 3, 7, 2, 5, 3, 4, 6, 1, 3)):
         out = cache.attend(**segment(args, slice(t, t + 1)), splits=splits)
-        assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, (t, splits)
+        assert relative_error(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, (t, splits)
     assert cache.folded == 328 and cache.pending_len == 2
 
 
@@ -416,13 +417,13 @@ def test_strong_gates_over_long_inputs_keep_float32_precision(variant):
     ref = definition(x)
     args = as_dtype(x, torch.float32)
     out, _ = path_attention(**args)
-    assert rel(out.double().cpu(), ref) <= 3e-6
+    assert relative_error(out.double().cpu(), ref) <= 3e-6
     cache = PathKVCache()
     prefill = cache.attend(**segment(args, slice(0, 1490)))
-    assert rel(prefill.double().cpu(), ref[:, :1490]) <= 3e-6
+    assert relative_error(prefill.double().cpu(), ref[:, :1490]) <= 3e-6
     for t in range(1490, 1500):
         step = cache.attend(**segment(args, slice(t, t + 1)))
-        assert rel(step.double().cpu(), ref[:, t:t + 1]) <= 3e-6, t
+        assert relative_error(step.double().cpu(), ref[:, t:t + 1]) <= 3e-6, t
 
 
 @pytest.mark.parametrize("block_m", [24, 128])
@@ -458,10 +459,10 @@ def test_padding_mask_arriving_mid_tail(variant):
         step = segment(args, slice(t, t + 1))
         if t >= 63:
             step["key_valid"] = torch.ones(2, 1, dtype=torch.bool, device=DEVICE)
-        assert rel(cache.attend(**step).double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+        assert relative_error(cache.attend(**step).double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
     tail = segment(args, slice(75, 80))
     tail["key_valid"] = torch.ones(2, 5, dtype=torch.bool, device=DEVICE)
-    assert rel(cache.attend(**tail).double().cpu(), ref[:, 75:80]) <= 1e-5
+    assert relative_error(cache.attend(**tail).double().cpu(), ref[:, 75:80]) <= 1e-5
 
 
 
@@ -487,7 +488,7 @@ def test_recorded_steps_leave_the_host_count_to_advance():
         with cache.capturing():
             for _ in range(steps):
                 out = cache.attend(**segment(args, slice(t, t + 1)))
-                assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+                assert relative_error(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
                 t += 1
         assert (cache.folded, cache.pending_len) == before
         for _ in range(steps):
@@ -517,5 +518,5 @@ def test_reserved_steps_split_the_cache_as_for_its_planned_length(monkeypatch):
     assert default(810, 4, None) == 4
     for t in range(110, 122):  # through a fold at 118
         out = cache.attend(**segment(args, slice(t, t + 1)))
-        assert rel(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
+        assert relative_error(out.double().cpu(), ref[:, t:t + 1]) <= 1e-5, t
     assert spans == [810] * 12

@@ -6,14 +6,11 @@ import torch
 import torch.nn.functional as F
 
 from path_eval.kernels.path_attn.fwd import path_attention
-from path_eval.models.attention import AttentionInputs, blockwise
+from path_eval.models.attention import AttentionInputs, torch_backend
+from path_eval.numerics import relative_error
 from tests.helpers import tiny_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
-
-def rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
 
 @pytest.mark.parametrize("variant", ["path", "path_fox", "fox"])
@@ -29,10 +26,10 @@ def test_real_shapes_against_float32_torch_backend(variant, T, D, HQ, H):
     if variant != "path":
         gates = F.logsigmoid(r(1, T, HQ) + 4)
     gate_scale = D ** -0.5 if variant == "path_fox" else 1.0
-    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
+    ref = torch_backend.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
     out, _ = path_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), scale=D ** -0.5, w=w, beta=beta, g=gates,
                             gate_scale=gate_scale)
-    err = rel(out, ref)
+    err = relative_error(out, ref)
     print(f"{variant} T={T} D={D}: rel err {err:.2e}, max abs {(out.float() - ref).abs().max().item():.2e}")
     assert err <= 2e-2
 
@@ -49,12 +46,12 @@ def test_coarse_walk_keeps_the_fine_walks_accuracy(variant, D, HQ, H):
     q, k, v = r(1, T, HQ, D), r(1, T, H, D), r(1, T, H, D)
     w, beta = F.normalize(r(1, T, H, D), dim=-1), 2 * torch.sigmoid(2 * r(1, T, H))
     gates = F.logsigmoid(r(1, T, HQ) + 4) if variant == "path_fox" else None
-    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, D ** -0.5, None), None, False)[0]
+    ref = torch_backend.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, D ** -0.5, None), None, False)[0]
     errors = {}
     for size in (1, 2, 4, 8, 16):
         out, _ = path_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), scale=D ** -0.5, w=w, beta=beta, g=gates,
                                 gate_scale=D ** -0.5, super_chunks=size)
-        errors[size] = rel(out, ref)
+        errors[size] = relative_error(out, ref)
     print(f"{variant} D={D} rel err by super-chunk size", {s: f"{e:.2e}" for s, e in errors.items()})
     assert max(errors.values()) <= 2e-2 and max(errors[s] for s in (2, 4, 8, 16)) <= 1.25 * errors[1], errors
 
@@ -88,7 +85,7 @@ def test_offsets_past_2_31_elements(variant, super_chunks):
     stride = 2 ** 30 + 4096
     got, _ = path_attention(far_apart(q, stride), far_apart(k, stride), far_apart(v, stride), w=far_apart(w, stride),
                             **args)
-    assert rel(got, want) <= 1e-3
+    assert relative_error(got, want) <= 1e-3
 
 
 @pytest.mark.parametrize("variant", ["path", "path_fox", "fox", "rope"])
@@ -101,13 +98,13 @@ def test_model_full_forward_chunked_prefill_and_decode_agree(variant):
         full = model(ids).logits
         for chunk in (1000, 4096):
             logits, _ = prefill(model, ids[:, :8000], chunk_size=chunk, logits_to_keep=0)
-            print(variant, "chunk", chunk, rel(logits, full[:, :8000]))
-            assert rel(logits, full[:, :8000]) <= 1e-4
+            print(variant, "chunk", chunk, relative_error(logits, full[:, :8000]))
+            assert relative_error(logits, full[:, :8000]) <= 1e-4
         _, cache = prefill(model, ids[:, :8000], chunk_size=3000, logits_to_keep=1)
         errors = []
         for t in range(8000, 8192):
             step = model(ids[:, t:t + 1], past_key_values=cache, use_cache=True).logits
-            errors.append(rel(step[:, -1], full[:, t]))
+            errors.append(relative_error(step[:, -1], full[:, t]))
         print(variant, "decode max", max(errors))
         assert max(errors) <= 1e-4
 
@@ -135,7 +132,7 @@ def test_captured_decoding_step_equals_eager_steps(variant, dtype):
         graphed = [model(new[:, :1], past_key_values=cache, use_cache=True).logits]
         step = CapturedDecodeStep(model, cache, 149)
         graphed += [step(new[:, t]).clone() for t in range(1, 150)]
-    errors = [rel(a, b) for a, b in zip(graphed, eager)]
+    errors = [relative_error(a, b) for a, b in zip(graphed, eager)]
     print(variant, dtype, "graph vs eager max", max(errors))
     assert max(errors) <= (1e-5 if dtype == torch.float32 else 1e-2)
     for layer in cache.layers:
@@ -171,7 +168,7 @@ def test_decoding_with_as_many_rows_as_sms(variant):
     w, beta = F.normalize(r(B, T + new, H, D), dim=-1), 2 * torch.sigmoid(2 * r(B, T + new, H))
     gates = F.logsigmoid(r(B, T + new, H) + 4) if variant == "path_fox" else None
     gate_scale = D ** -0.5 if variant == "path_fox" else 1.0
-    ref = blockwise.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
+    ref = torch_backend.attend(AttentionInputs(q, k, v, D ** -0.5, w, beta, gates, gate_scale, None), None, False)[0]
 
     def part(a, b):
         return dict(q=q[:, a:b], k=k[:, a:b], v=v[:, a:b], w=w[:, a:b], beta=beta[:, a:b],
@@ -179,6 +176,6 @@ def test_decoding_with_as_many_rows_as_sms(variant):
     cache = PathKVCache()
     cache.attend(**part(0, T))
     steps = torch.cat([cache.attend(**part(t, t + 1)) for t in range(T, T + new)], 1)
-    err = rel(steps, ref[:, T:])
+    err = relative_error(steps, ref[:, T:])
     print(f"{variant} B={B} H={H}: decoding rel err {err:.2e}")
     assert err <= 1e-4

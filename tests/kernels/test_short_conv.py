@@ -1,12 +1,12 @@
-"""The fused Householder-direction kernel (`short_conv`) against its torch definition
-(`directions.householder_directions`): float32 inputs against the definition in float64, 16-bit
+"""The fused Householder-direction kernel (`short_conv/fused.py`) against its torch definition
+(`short_conv/naive.py`): float32 inputs against the definition in float64, 16-bit
 inputs against the torch path in the same dtype (which rounds the convolution and silu alike).
 Under TRITON_INTERPRET=1 on the CPU (tests/conftest.py), compiled on a GPU."""
 import pytest
 import torch
 
-from path_eval.kernels.path_attn.directions import conv_history, householder_directions
-from path_eval.kernels.path_attn.short_conv import householder_directions_triton
+from path_eval.kernels.short_conv.fused import householder_directions_triton
+from path_eval.kernels.short_conv.naive import conv_history, householder_directions
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 HALF = [torch.float16] + ([torch.bfloat16] if DEVICE == "cuda" else [])

@@ -5,7 +5,7 @@ from lm_eval.api.instance import Instance
 
 from path_eval.lm import PathEvalLM
 from path_eval.lm.scoring import score_batch
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.random_checkpoint import random_model
 from path_eval.models.tokenizer import load_tokenizer, mistral_v1_directory
 from tests.helpers import LargestTensor, spread_weights
 
@@ -13,9 +13,7 @@ from tests.helpers import LargestTensor, spread_weights
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("path_fox")
-    torch.manual_seed(0)
-    model = PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64,
-                                               num_hidden_layers=2, num_heads=2, max_position_embeddings=512))
+    model = random_model("path_fox", "tiny", 0, max_position_embeddings=512)
     spread_weights(model, 0.3)
     model.save_pretrained(path)
     return path
@@ -28,8 +26,7 @@ def requests(kind, args_list):
 def test_max_length_from_checkpoint_or_error(checkpoint, tmp_path):
     assert PathEvalLM(str(checkpoint)).max_length == 512
     assert PathEvalLM(str(checkpoint), max_length=128).max_length == 128
-    model = PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=32,
-                                               num_hidden_layers=1, num_heads=2))
+    model = random_model("path", "tiny", hidden_size=32, num_hidden_layers=1)
     from path_eval.errors import PathEvalError
     with pytest.raises(PathEvalError, match="pass --max-length"):
         PathEvalLM(model=model, tokenizer=load_tokenizer(mistral_v1_directory()))

@@ -4,15 +4,13 @@ import torch
 from lm_eval.api.instance import Instance
 
 from path_eval.lm import PathEvalLM
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.random_checkpoint import random_model
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
 def test_cuda_scores_and_generates_like_cpu(tmp_path):
-    torch.manual_seed(0)
-    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=128, num_hidden_layers=2,
-                                       num_heads=2, max_position_embeddings=1024)).save_pretrained(tmp_path)
+    random_model("path_fox", "tiny", 0, hidden_size=128, max_position_embeddings=1024).save_pretrained(tmp_path)
     pairs = [("The capital of France is", " Paris"), ("1 2 3 4", " 5 6")]
     prompts = [("Once upon a time", {"until": ["\n"], "max_gen_toks": 16}), ("A", {"until": ["\n"], "max_gen_toks": 16})]
     out = {}
@@ -29,9 +27,7 @@ def test_cuda_scores_and_generates_like_cpu(tmp_path):
 def test_autocast_bf16_on_cuda_stays_near_float32(tmp_path, attention):
     """--dtype autocast-bf16 on a GPU: float32 weights under bf16 autocast, through either backend;
     the log-likelihoods move by bf16 rounding from float32's, not more and not by nothing."""
-    torch.manual_seed(0)
-    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=128, num_hidden_layers=2,
-                                       num_heads=2, max_position_embeddings=1024)).save_pretrained(tmp_path)
+    random_model("path_fox", "tiny", 0, hidden_size=128, max_position_embeddings=1024).save_pretrained(tmp_path)
     tokens = list(range(3, 600))
     nll = {dtype: PathEvalLM(str(tmp_path), device="cuda", dtype=dtype, attention=attention).next_token_nll(tokens)
            for dtype in ("float32", "autocast-bf16")}
@@ -46,9 +42,7 @@ def test_triton_scoring_takes_one_pass_when_it_fits_and_chunks_when_not(tmp_path
     cache, one that does not in chunks on the cache; both give the same log-likelihoods."""
     from path_eval.lm import scoring
 
-    torch.manual_seed(0)
-    PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=128, num_hidden_layers=2,
-                                       num_heads=2, max_position_embeddings=4096)).save_pretrained(tmp_path)
+    random_model("path_fox", "tiny", 0, hidden_size=128, max_position_embeddings=4096).save_pretrained(tmp_path)
     lm = PathEvalLM(str(tmp_path), device="cuda", dtype="float32", attention="triton", prefill_chunk=1024)
     tokens = torch.randint(3, 32000, (3000,), generator=torch.Generator().manual_seed(1)).tolist()
     assert scoring.one_pass_fits(lm.model, torch.tensor([tokens], device="cuda"))

@@ -4,18 +4,15 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.random_checkpoint import random_model
 from tests.helpers import ROOT, fixture_data
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("entry")
-    torch.manual_seed(0)
-    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=64, num_hidden_layers=1,
-                                       num_heads=2)).save_pretrained(root / "model")
+    random_model("path", "tiny", 0, num_hidden_layers=1).save_pretrained(root / "model")
     data = fixture_data(root / "data", "lambada_openai")
     task = root / "tasks" / "lambada_local.yaml"
     task.parent.mkdir()

@@ -4,21 +4,18 @@ import pickle
 import sqlite3
 
 import pytest
-import torch
 from lm_eval.api.instance import Instance
 
 from path_eval.errors import PathEvalError
 from path_eval.lm import PathEvalLM
 from path_eval.lm.request_cache import RequestCache
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.random_checkpoint import random_model
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("path")
-    torch.manual_seed(0)
-    PathEvalForCausalLM(PathEvalConfig(attention="path", vocab_size=32000, hidden_size=32, num_hidden_layers=1,
-                                       num_heads=2, max_position_embeddings=256)).save_pretrained(path)
+    random_model("path", "tiny", 0, hidden_size=32, num_hidden_layers=1, max_position_embeddings=256).save_pretrained(path)
     return path
 
 

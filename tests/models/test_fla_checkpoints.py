@@ -6,6 +6,7 @@ import torch
 
 from path_eval import load_model
 from path_eval.models.generation import generate, prefill
+from path_eval.numerics import relative_error
 from tests.definition import definition_generate_greedy, definition_logits
 from tests.fla_fixtures import write_fla_checkpoint
 
@@ -32,10 +33,6 @@ def checkpoints(tmp_path_factory):
     return {name: write_fla_checkpoint(root / name, variant, **options) for name, (variant, options) in zip(IDS, CASES)}
 
 
-def rel(a, b):
-    return ((a - b).norm() / b.norm()).item()
-
-
 @pytest.mark.parametrize("name", IDS)
 def test_logits_equal_the_definition(checkpoints, name):
     tokens = torch.randint(0, 97, (120,), generator=torch.Generator().manual_seed(len(name)))
@@ -44,12 +41,12 @@ def test_logits_equal_the_definition(checkpoints, name):
     for backend in ("torch", "reference"):
         model, _ = load_model(checkpoints[name], dtype="float64", attention=backend)
         with torch.no_grad():
-            assert rel(model(tokens[None]).logits[0], expected) <= 1e-10, backend
+            assert relative_error(model(tokens[None]).logits[0], expected) <= 1e-10, backend
     model, _ = load_model(checkpoints[name])  # float32, the CPU default
     with torch.no_grad():
-        assert rel(model(tokens[None]).logits[0].double(), expected) <= 1e-5
+        assert relative_error(model(tokens[None]).logits[0].double(), expected) <= 1e-5
         chunked, _ = prefill(model, tokens[None], chunk_size=17, logits_to_keep=0)
-        assert rel(chunked[0].double(), expected) <= 1e-5
+        assert relative_error(chunked[0].double(), expected) <= 1e-5
 
 
 @pytest.mark.parametrize("name", [IDS[0], IDS[4], IDS[6]])

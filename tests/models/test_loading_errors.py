@@ -10,7 +10,8 @@ from safetensors.torch import load_file, save_file
 
 from path_eval import load_model
 from path_eval.errors import PathEvalError
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models import PathEvalForCausalLM
+from path_eval.models.random_checkpoint import random_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,8 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("ckpt")
-    config = PathEvalConfig(attention="path", vocab_size=50, hidden_size=32, num_hidden_layers=1, num_heads=2)
-    PathEvalForCausalLM(config).save_pretrained(path)
+    random_model("path", "tiny", vocab_size=50, hidden_size=32, num_hidden_layers=1).save_pretrained(path)
     return path
 
 

@@ -9,11 +9,8 @@ import torch
 
 from path_eval.models import VARIANTS
 from path_eval.models.generation import generate, prefill
+from path_eval.numerics import relative_error
 from tests.helpers import LargestTensor, save_tiny_model, tiny_model
-
-
-def rel(a, b):
-    return ((a - b).norm() / b.norm()).item()
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -24,7 +21,7 @@ def test_chunked_prefill_and_decode_equal_full_forward(variant):
         full = model(ids).logits
         for chunk in (1, 3, 64, 257):
             logits, cache = prefill(model, ids, chunk_size=chunk, logits_to_keep=0)
-            assert rel(logits, full) <= 1e-4, chunk
+            assert relative_error(logits, full) <= 1e-4, chunk
             assert cache.get_seq_length() == 300
 
 
@@ -36,9 +33,9 @@ def test_float64_torch_backend_equals_reference_model(variant):
         model.attention_backend = "reference"
         ref = model(ids).logits
         model.attention_backend = "torch"
-        assert rel(model(ids).logits, ref) <= 1e-12
+        assert relative_error(model(ids).logits, ref) <= 1e-12
         logits, _ = prefill(model, ids, chunk_size=7, logits_to_keep=0)
-        assert rel(logits, ref) <= 1e-12
+        assert relative_error(logits, ref) <= 1e-12
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -105,14 +102,14 @@ def test_triton_backend_model_agrees_with_torch_backend(variant):
     with torch.no_grad():
         full = model(ids).logits
         model.attention_backend = "triton"
-        assert rel(model(ids).logits, full) <= 1e-4
+        assert relative_error(model(ids).logits, full) <= 1e-4
         for chunk in (33, 64):
             logits, _ = prefill(model, ids[:, :90], chunk_size=chunk, logits_to_keep=0)
-            assert rel(logits, full[:, :90]) <= 1e-4, chunk
+            assert relative_error(logits, full[:, :90]) <= 1e-4, chunk
         logits, cache = prefill(model, ids[:, :90], chunk_size=90, logits_to_keep=1)
         for t in range(90, 100):
             step = model(ids[:, t:t + 1], past_key_values=cache, use_cache=True).logits
-            assert rel(step[:, -1], full[:, t]) <= 1e-4, t
+            assert relative_error(step[:, -1], full[:, t]) <= 1e-4, t
 
 
 def test_graph_decoding_asked_for_on_the_cpu_says_why_not():
@@ -158,7 +155,7 @@ def test_scoring_without_use_cache_leaves_the_cache_as_it_was(variant):
         for continuation in (a, b, a):
             scored = model(continuation, past_key_values=cache, use_cache=False).logits
             full = model(torch.cat([prefix, continuation], 1)).logits[:, 40:]
-            assert rel(scored, full) <= 1e-4
+            assert relative_error(scored, full) <= 1e-4
 
 
 def test_generation_imports_and_runs_without_triton():

@@ -12,7 +12,8 @@ from path_eval.cli import main
 from path_eval.errors import PathEvalError
 from path_eval.models.zoo import zoo_models
 from path_eval.plan.models import resolve_model, resolve_models
-from path_eval.results import load_results
+from path_eval.models.zoo import zoo_models
+from path_eval.results import load_records
 from tests.helpers import save_tiny_model
 
 MAIN = "a" * 40
@@ -98,7 +99,7 @@ def test_a_hub_model_runs_under_its_display_name_with_source_and_revision(hub_ca
     out = tmp_path / "out"
     assert main(["run", "--suite", "ci", "--tasks", "heldout", "--lengths", "512", "--model", "rope=org/tiny@v1",
                  "--out", str(out), "--quiet"]) == 0
-    records = [r for r in load_results(out) if r.bucket is None]
+    records = [r for r in load_records(out) if r.bucket is None]
     assert [r.model for r in records] == ["rope"] and (out / "samples" / "rope" / "heldout@512.jsonl").is_file()
     provenance = records[0].provenance
     assert (provenance.model_source, provenance.model_revision) == ("org/tiny@v1", TAGGED)

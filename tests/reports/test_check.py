@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from path_eval.cli import main
-from path_eval.results import load_results, write_results
+from path_eval.results import load_records, write_results
 from tests.helpers import records
 
 @pytest.fixture
@@ -155,4 +155,4 @@ def test_a_metric_turned_nan_is_stored_and_a_regression(tmp_path, baseline, caps
     """A diverged perplexity is NaN: results.json keeps it readable, and check says regressed (exit 1)."""
     code, out = run_check(tmp_path, baseline, records(ppl=float("nan")), capsys)
     assert code == 1 and "REGRESSED m wikitext word_perplexity: nan vs baseline 18" in out
-    assert math.isnan(load_results(tmp_path / "run")[1].value)
+    assert math.isnan(load_records(tmp_path / "run")[1].value)

@@ -37,9 +37,9 @@ def write_run(folder: Path, model: str, suite: str, task: str, metric: str, scor
 def compared(tmp_path, first, second, task="piqa", metric="acc", suite="table2", first_stderr=0.05, **second_options):
     runs = [write_run(tmp_path / "a", "a", suite, task, metric, first, stderr=first_stderr),
             write_run(tmp_path / "b", "b", suite, task, metric, second, **second_options)]
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
-    header, rows = comparison([(p.name, load_results(p)) for p in runs], [RunSamples(p) for p in runs])
+    header, rows = comparison([(p.name, load_records(p)) for p in runs], [RunSamples(p) for p in runs])
     return header, rows
 
 
@@ -132,7 +132,7 @@ def test_pooled_flipflop_rates_over_seeds_and_corpus_perplexities_are_paired(tmp
     """Flip-flop: the mean over two seeds of wrong reads over reads, a stratum per seed; a corpus:
     exp of the summed NLL over the tokens of its blocks. One fewer wrong read per sequence, and a
     lower NLL on every block, are beyond noise."""
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     def flipflop(shift):
         rows = [{"doc_id": i, "seed": seed, "reads": 20, "wrong": 3 + i % 4 - shift}
@@ -151,7 +151,7 @@ def test_pooled_flipflop_rates_over_seeds_and_corpus_perplexities_are_paired(tmp
         runs = [write_rows_run(tmp_path / task / name, name, task, kind, metric, *make(shift))
                 for name, shift in (("a", 0), ("b", 1))]
         logs = [RunSamples(p) for p in runs]
-        rebuilt = logs[0].scores(load_results(runs[0])[0])  # a string would say why the value was not rebuilt
+        rebuilt = logs[0].scores(load_records(runs[0])[0])  # a string would say why the value was not rebuilt
         assert not isinstance(rebuilt, str) and len(rebuilt.strata) == (2 if kind == "flipflop" else 1)
-        _, [row] = comparison([(p.name, load_results(p)) for p in runs], logs)
+        _, [row] = comparison([(p.name, load_records(p)) for p in runs], logs)
         assert row[-1] == "paired bootstrap p<0.0001" and row[-2].endswith(" *"), row

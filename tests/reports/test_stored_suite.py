@@ -9,7 +9,7 @@ import yaml
 from path_eval.models.random_checkpoint import random_model
 from path_eval.cli import main
 from path_eval.plan import ResolvedPlan
-from path_eval.results import load_results
+from path_eval.results import load_records
 from path_eval.package_data import builtin_suites
 from path_eval.suites import load_suite
 
@@ -45,7 +45,7 @@ def test_the_run_stores_its_plan_and_suite(copied_run):
     assert (item.task, item.kind, item.length, item.seeds, item.samples) == ("niah_single_1", "generated", 1024,
                                                                              [1234], 2)
     assert item.lm_eval_tasks == ["niah_single_1_1024_s1234"] and plan.models[0].max_length == 1025
-    assert {r.suite for r in load_results(copied_run)} == {"my_ruler"}
+    assert {r.suite for r in load_records(copied_run)} == {"my_ruler"}
 
 
 def test_a_copied_suite_is_reported_with_its_own_labels(copied_run, capsys):

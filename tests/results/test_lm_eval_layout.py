@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from path_eval.cli import main
-from path_eval.results import load_results
+from path_eval.results import load_records
 from tests.helpers import fixture_data, save_tiny_model
 
 SUITE = """name: mix
@@ -75,7 +75,7 @@ def test_lm_eval_readers_read_the_layout_and_its_numbers_are_the_records(finishe
     from lm_eval.utils import hash_string
 
     out = finished / "out"
-    records = {(r.model, r.task, r.length, r.metric): r for r in load_results(out) if r.bucket is None}
+    records = {(r.model, r.task, r.length, r.metric): r for r in load_records(out) if r.bucket is None}
     results, samples = layout(out, "model")
     assert set(samples) == set(results["configs"]) == {"hellaswag", "phonebook_256_s1234", "heldout_128"}
     assert results["model_name"] == "model" and results["config"]["limit"] == LIMIT
@@ -154,7 +154,7 @@ def test_wandb_args_log_through_lm_evals_logger_offline(finished, tmp_path, monk
                 logged |= {"/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
             if record.WhichOneof("record_type") == "run":
                 assert record.run.project == "path-eval-test"
-    records = {(r.task, r.metric): r.value for r in load_results(out) if r.bucket is None}
+    records = {(r.task, r.metric): r.value for r in load_records(out) if r.bucket is None}
     assert logged["hellaswag/acc"] == records["hellaswag", "acc"]
     assert logged["heldout_128/perplexity"] == records["heldout", "perplexity"]
     assert logged["ff_64_s1234/flipflop_error"] == records["ff", "flipflop_error"]

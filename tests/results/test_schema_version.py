@@ -9,7 +9,7 @@ import pytest
 from path_eval.cli import main
 from path_eval.errors import PathEvalError
 from path_eval.reports.check import load_baseline
-from path_eval.results import load_results, write_results
+from path_eval.results import load_records, write_results
 from path_eval.results.schema import SCHEMA_VERSION
 from tests.helpers import records
 
@@ -27,7 +27,7 @@ def test_version_1_files_still_read(tmp_path):
     for r in old:
         del r["provenance"]["model_source"], r["provenance"]["model_revision"]
     (tmp_path / "results.json").write_text(json.dumps(old))
-    assert [r.value for r in load_results(tmp_path)] == [0.55, 18.0]
+    assert [r.value for r in load_records(tmp_path)] == [0.55, 18.0]
     baseline, _ = load_baseline(BASELINE)  # the first zoo's committed ci baseline predates the field
     assert "schema_version" not in json.loads(BASELINE.read_text())["records"][0] and len(baseline) == 108
 
@@ -37,7 +37,7 @@ def test_a_newer_version_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "results.json").write_text(json.dumps(newer))
     with pytest.raises(PathEvalError, match=f"schema_version {SCHEMA_VERSION + 1}, newer than this path-eval "
                                             f"reads \\({SCHEMA_VERSION}\\): upgrade path-eval"):
-        load_results(tmp_path)
+        load_records(tmp_path)
     (tmp_path / "baseline.json").write_text(json.dumps({"records": newer}))
     assert main(["check", str(tmp_path), "--baseline", str(tmp_path / "baseline.json")]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()

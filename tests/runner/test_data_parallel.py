@@ -14,7 +14,7 @@ from pathlib import Path
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import balanced_shares
 from path_eval.runner.processes import freeze_shares
-from path_eval.results import load_results
+from path_eval.results import load_records
 from tests.helpers import ROOT, fixture_data, save_tiny_model
 
 MIXED_SUITE = """
@@ -38,7 +38,7 @@ def run(launcher: list[str], args: list[str], out: Path, cache: Path) -> list:
     done = subprocess.run(launcher + ["eval.py", "run", *args, "--out", str(out), "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, env={**os.environ, "PATH_EVAL_CACHE": str(cache)})
     assert done.returncode == 0, done.stderr[-3000:]
-    return load_results(out)
+    return load_records(out)
 
 
 def files(folder: Path, pattern: str) -> dict[str, bytes]:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from path_eval.results import load_results
+from path_eval.results import load_records
 from tests.helpers import ROOT, finished_requests, fixture_data, save_tiny_model
 
 
@@ -33,7 +33,7 @@ def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     fresh = subprocess.run(command(tmp_path / "fresh"), cwd=ROOT, capture_output=True, text=True)
     assert fresh.returncode == 0
-    a, b = load_results(out), load_results(tmp_path / "fresh")
+    a, b = load_records(out), load_records(tmp_path / "fresh")
     assert [(r.task, r.metric, r.value, r.n) for r in a] == [(r.task, r.metric, r.value, r.n) for r in b]
     # the provenance totals both segments: every request computed once, none twice
     assert a[0].provenance.requests_computed == requests == b[0].provenance.requests_computed

@@ -7,7 +7,7 @@ import pytest
 
 from path_eval.models.random_checkpoint import random_model
 from path_eval.metrics.babilong import babilong_accuracy, target_substring
-from path_eval.results import load_results
+from path_eval.results import load_records
 from tests.helpers import assert_missing_data_line, run_cli, write_babilong
 
 TASKS = ("qa1", "qa2", "qa3", "qa4", "qa5")
@@ -20,7 +20,7 @@ def test_babilong_suite_offline_fills_table3(tmp_path):
     result = run_cli("run", "--suite", "babilong", "--lengths", "0k,4k", "--model", str(tmp_path / "model"),
                      "--data-dir", str(data), "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
-    records = load_results(out)
+    records = load_records(out)
     for length in (0, 4096):
         parts = []
         for task in TASKS:

@@ -11,7 +11,7 @@ from lm_eval.api.model import LM
 
 from path_eval.errors import PathEvalError
 from path_eval.models.identity import tokenizer_sha256
-from path_eval.results import load_results
+from path_eval.results import load_records
 from path_eval.suites import load_suite
 from path_eval.tasks.frozen import frozen_paths, read_frozen
 from path_eval.tasks.generated import build_generated_task
@@ -126,7 +126,7 @@ def test_ruler_suite_at_4k_offline(tmp_path, data_dir):
     result = run_cli("run", "--suite", "ruler", "--lengths", "4k", "--limit", "1", "--model", str(model),
                      "--data-dir", str(data_dir), "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
-    records = load_results(out)
+    records = load_records(out)
     tasks = {r.task for r in records if r.length == 4096}
     assert {"niah_single_1", "vt", "cwe", "fwe", "qa_1", "qa_2", "ruler_13", "ruler_11", "single_niah",
             "multi_niah", "aggregation", "qa"} <= tasks
@@ -141,7 +141,7 @@ def test_ruler_suite_at_4k_offline(tmp_path, data_dir):
     again = run_cli("run", "--suite", "ruler", "--lengths", "4k", "--limit", "1", "--model", str(model),
                     "--data-dir", str(data_dir), "--out", str(out), "--quiet")
     assert again.returncode == 0, again.stderr[-3000:]
-    rerun = load_results(out)
+    rerun = load_records(out)
     assert [(r.task, r.metric, r.value) for r in rerun] == [(r.task, r.metric, r.value) for r in records]
     assert rerun[0].provenance.requests_computed == 0
 
@@ -155,7 +155,7 @@ def test_ruler_without_qa_data_reports_the_11_task_mean_only(tmp_path):
                      "--tasks", "niah_single_1,niah_single_2,niah_single_3,qa_1")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "qa_1 skipped" in result.stderr + result.stdout
-    tasks = {r.task for r in load_results(out)}
+    tasks = {r.task for r in load_records(out)}
     assert "qa_1" not in tasks and "ruler_13" not in tasks and "single_niah" in tasks
 
 
@@ -165,7 +165,7 @@ def test_phonebook_suite_reports_mean_and_spread_over_seeds(tmp_path):
     result = run_cli("run", "--suite", "phonebook", "--lengths", "1k", "--limit", "2", "--model", str(model),
                      "--data-dir", str(tmp_path), "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
-    [record] = [r for r in load_results(out) if r.task == "phonebook"]
+    [record] = [r for r in load_records(out) if r.task == "phonebook"]
     assert record.length == 1024 and record.seeds == 3 and record.n == 6 and record.seed_std is not None
     seed_files = sorted((out / "samples" / "model").glob("phonebook_1024_s*.jsonl"))
     assert [f.name for f in seed_files] == [f"phonebook_1024_s{s}.jsonl" for s in (1234, 1235, 1236)]

@@ -4,7 +4,7 @@ dataset and length bucket, sample logs, the Table 7 report; and a missing datase
 import json
 
 from path_eval.models.random_checkpoint import random_model
-from path_eval.results import load_results
+from path_eval.results import load_records
 from tests.helpers import LONGBENCH_LENGTHS, ROOT, assert_missing_data_line, run_cli, write_longbench_e
 
 TASKS = ("2wikimqa", "triviaqa", "passage_count")
@@ -18,7 +18,7 @@ def test_longbench_e_suite_offline(tmp_path):
     result = run_cli("run", "--suite", "longbench_e", "--tasks", ",".join(TASKS), "--model", str(tmp_path / "model"),
                      "--data-dir", str(data), "--out", str(out), "--quiet")
     assert result.returncode == 0, result.stderr[-3000:]
-    records = load_results(out)
+    records = load_records(out)
     for task in TASKS:
         mine = {r.length_bucket: r for r in records if r.task == task}
         assert sorted(mine, key=str) == sorted([None, "0-4k", "4-8k", "8k+"], key=str), task
@@ -51,7 +51,7 @@ def check_rescore(out, records, logged):
     from path_eval.cli import main
 
     assert main(["rescore", str(out)]) == 0
-    assert load_results(out / "rescored-fox") == records
+    assert load_records(out / "rescored-fox") == records
     for task, second_line in (("2wikimqa", "more words"), ("triviaqa", "more words"), ("passage_count", "4 5")):
         log = out / "samples" / "model" / f"{task}.jsonl"
         rows = [json.loads(line) for line in log.open()]
@@ -59,9 +59,9 @@ def check_rescore(out, records, logged):
                                for row in rows))
     assert main(["rescore", str(out), "--out", str(out / "fox")]) == 0
     assert main(["rescore", str(out), "--longbench-rule", "thudm", "--out", str(out / "thudm")]) == 0
-    assert load_results(out) == records  # the run's own file is untouched
-    fox = {(r.task, r.length_bucket): r for r in load_results(out / "fox")}
-    thudm = {(r.task, r.length_bucket): r for r in load_results(out / "thudm")}
+    assert load_records(out) == records  # the run's own file is untouched
+    fox = {(r.task, r.length_bucket): r for r in load_records(out / "fox")}
+    thudm = {(r.task, r.length_bucket): r for r in load_records(out / "thudm")}
     # fox: every first line is the answer; thudm: 2wikimqa's answers "Jane Roe", "Oslo", "Film B" with two more
     # words (F1 2/3, 1/2, 2/3), passage_count's number among three numbers (1/3), triviaqa cut as under fox;
     # both rules round each cell x100 to 2 decimals

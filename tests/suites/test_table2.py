@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from path_eval.plan import resolve_plan
-from path_eval.results import load_results
+from path_eval.results import load_records
 from path_eval.runner import RunOptions, run
 from path_eval.suites import load_suite
 from path_eval.tasks import build_task
@@ -89,7 +89,7 @@ def test_fla_path_checkpoint_runs_the_whole_suite_from_the_command_line(data_dir
                            "--data-dir", str(data_dir), "--limit", "4", "--bootstrap-iters", "0", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True)
     assert run_.returncode == 0, run_.stderr[-2000:]
-    records = load_results(out)
+    records = load_records(out)
     suite = load_suite("table2")
     expected = {(t.name, m.name) for t in suite.tasks for m in t.metrics} | {("avg", "acc")}
     assert {(r.task, r.metric) for r in records} == expected

@@ -11,7 +11,7 @@ import torch
 
 from path_eval.lm import PathEvalLM
 from path_eval.lm.scoring import next_token_nll
-from path_eval.models import PathEvalConfig, PathEvalForCausalLM
+from path_eval.models.random_checkpoint import random_model
 from path_eval.evaluators.corpus import score_corpus
 from path_eval.suites import load_suite
 from path_eval.tasks.extrapolation import blocks, bucket_edges, strip_gutenberg
@@ -49,9 +49,7 @@ def test_real_gutenberg_books_lose_only_the_licence():
 @pytest.fixture(scope="module")
 def lm(tmp_path_factory):
     path = tmp_path_factory.mktemp("ppl")
-    torch.manual_seed(0)
-    model = PathEvalForCausalLM(PathEvalConfig(attention="path_fox", vocab_size=32000, hidden_size=64,
-                                               num_hidden_layers=2, num_heads=2))
+    model = random_model("path_fox", "tiny", 0)
     spread_weights(model, 0.2)
     model.save_pretrained(path)
     return PathEvalLM(str(path), max_length=4096)

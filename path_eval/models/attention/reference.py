@@ -11,6 +11,7 @@ import torch
 from path_eval.errors import PathEvalError
 from path_eval.kernels.path_attn.naive import naive_attention, naive_transport
 from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid, gate_offsets_to_end
+from path_eval.models.attention.registry import register_backend
 
 MAX_LOGIT_BYTES = int(os.environ.get("PATH_EVAL_REFERENCE_MAX_BYTES", 2 << 30))
 
@@ -37,3 +38,6 @@ def attend(x: AttentionInputs, past: KVState | None, build_state: bool) -> tuple
     valid = concat_valid(None if past is None else past.valid, x.key_valid, L, T, B, x.q.device)
     v_old = past.v if past is not None else x.v[:, :0]
     return out, KVState(keys, torch.cat([v_old, x.v], 1), gate_offsets_to_end(x, past, f), valid)
+
+
+register_backend("reference", attend)

@@ -78,7 +78,7 @@ def golden_fields(record) -> dict:
 def run_suite(suite: str, models: Path, data_dir: Path, out: Path) -> list[dict]:
     """`eval.py run` of the suite's golden commands (in this process), as golden rows."""
     from path_eval.cli import main
-    from path_eval.results import load_results
+    from path_eval.results import load_records
 
     names, runs = RUNS[suite]
     rows = []
@@ -88,7 +88,7 @@ def run_suite(suite: str, models: Path, data_dir: Path, out: Path) -> list[dict]
         code = main(argv)
         if code != 0:
             raise RuntimeError(f"eval.py {' '.join(argv)} exited with {code}")
-        rows += [golden_fields(r) for r in load_results(out / str(number))]
+        rows += [golden_fields(r) for r in load_records(out / str(number))]
     return rows
 
 

@@ -1,5 +1,5 @@
 """PaTH's Householder directions from the w projection, in torch: what the model computes off the
-Triton backend, and the reference of the fused kernel (`short_conv.householder_directions_triton`).
+Triton backend, and the reference of the fused kernel (`fused.householder_directions_triton`).
 
     w_t = l2norm(silu(sum_j conv[:, j] * raw_{t - K + 1 + j} + bias))     per head, float32
 

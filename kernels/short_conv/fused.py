@@ -1,5 +1,5 @@
 """PaTH's Householder directions in one Triton launch: the causal depthwise convolution of the w
-projection, silu and the per-head l2 norm (`directions.householder_directions`, its torch reference).
+projection, silu and the per-head l2 norm (`naive.householder_directions`, its torch reference).
 
 In torch these are a concatenation with the history, two transposes around cuDNN's depthwise
 convolution (its generic kernel), silu, a float32 copy, a square, a sum over each head's D columns,
@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from path_eval.kernels.path_attn.directions import NORM_EPS
+from path_eval.kernels.short_conv.naive import NORM_EPS
 
 ROWS_PER_PROGRAM = 64
 
@@ -54,7 +54,7 @@ def _householder_directions(
 
 def householder_directions_triton(raw: torch.Tensor, history: torch.Tensor | None, conv_weight: torch.Tensor,
                                   conv_bias: torch.Tensor | None, heads: int) -> torch.Tensor:
-    """As `directions.householder_directions` with a convolution: raw [B, T, C] with unit stride in C
+    """As `naive.householder_directions` with a convolution: raw [B, T, C] with unit stride in C
     (16-bit or float32), history [B, K - 1, C] or None -> float32 [B, T, heads, C / heads]."""
     B, T, C = raw.shape
     D = C // heads

@@ -16,6 +16,7 @@ import torch
 
 from path_eval.kernels.path_attn.chunks import Chunks, prepare, transport_state
 from path_eval.models.attention.inputs import AttentionInputs, KVState, concat_valid, gate_offsets_to_end
+from path_eval.models.attention.registry import register_backend
 
 CHUNK = 64
 CACHE_BLOCK = 1024
@@ -125,3 +126,6 @@ def next_state(x: AttentionInputs, past: KVState | None, chunks: Chunks | None) 
     g_to_end = gate_offsets_to_end(x, past, chunks.q.dtype if chunks is not None else x.compute_dtype)
     valid = concat_valid(None if past is None else past.valid, x.key_valid, L, T, B, x.k.device)
     return KVState(k_all.contiguous(), v_all, g_to_end, valid)
+
+
+register_backend("torch", attend)
