@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 from path_eval.data import default_data_dir
@@ -535,14 +536,18 @@ def os_error_line(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--quiet" in argv:  # before tqdm is first imported: it reads the switch then
+    if "--quiet" in argv:  # before tqdm, transformers and datasets are first imported: they read these then
         os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
+        os.environ["TRANSFORMERS_VERBOSITY"] = os.environ["DATASETS_VERBOSITY"] = "error"  # their warnings
+        warnings.filterwarnings("ignore")  # other libraries' Python warnings; path-eval's own still show
+        warnings.filterwarnings("default", module="path_eval")
     args = build_parser().parse_args(argv or ["demo"])
     stay_offline(args.command or "demo")
     quiet = getattr(args, "quiet", False)
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.ERROR if quiet else logging.INFO, format="%(message)s")
+    logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
     for name in ("lm_eval", "lm-eval"):
-        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.INFO)
+        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)
     _replaced_handlers.update({signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)})
     try:
         code = args.func(args)
