@@ -94,60 +94,23 @@ def default_out(args, suite: str) -> Path:
                            args.max_length)
 
 
-DEMO_VARIANTS = ("rope", "fox", "path", "path_fox")
-DEMO_LENGTHS = (1024, 2048)  # 1x and 2x the language models' training length
-DEMO_SAMPLES = 3
-
-
 def _demo(args) -> None:
-    """A real, offline CPU evaluation of the trained zoo (path_eval/zoo, language models trained at
-    1024 tokens): the ci suite's NIAH (single_1) and PhoneBook retrieval and its held-out perplexity
-    by position at 1x and 2x the training length for the four language models, and its
-    in-distribution flip-flop error for the four flip-flop models, in one table whose caption is
-    computed from the run."""
+    """The demo (`path_eval.reports.demo`): the zoo evaluated, its table captioned from the run."""
     from rich.console import Console
-    from rich.table import Table
 
     from path_eval.api import evaluate
-    from path_eval.suites import load_suite
+    from path_eval.reports import demo
 
     console = Console()
-    ci = load_suite("ci")
-    lengths = list(DEMO_LENGTHS)
-    tasks = [t.model_copy(update={"lengths": lengths}) if t.flipflop is None else t for t in ci.tasks]
-    suite = ci.model_copy(update={"max_blocks": 2, "bucket_size": lengths[0], "tasks": tasks})
-    models = [f"zoo:{v}" for v in DEMO_VARIANTS] + [f"zoo:flipflop_{v}" for v in DEMO_VARIANTS]
-    out = Path(args.out)
-    console.print(f"demo: the trained zoo (path_eval/zoo/models, language models trained at {lengths[0]} tokens) on the "
-                  f"CPU: NIAH and PhoneBook retrieval ({DEMO_SAMPLES} samples per length) and perplexity on held-out "
-                  f"text by position at {lengths[0]} and {lengths[1]} tokens; flip-flop error (FFL(0.8), 128 sequences)")
-    study = evaluate(suite, models, out=out, tasks=["niah_single_1", "phonebook", "heldout", "flipflop_in"],
-                     limit=DEMO_SAMPLES, data_dir=default_data_dir())
-    cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in study.records}
-    first, second = (0, lengths[0] - 1), (lengths[0], lengths[1] - 2)
-    table = Table(title="the trained zoo: retrieval and held-out perplexity at 1x and 2x the training length")
-    table.add_column("variant")
-    for task in ("NIAH", "Phone\nBook"):
-        for length in lengths:
-            table.add_column(f"{task}\n@{length}", justify="right")
-    for a, b in (first, second):
-        table.add_column(f"ppl\n@{lengths[1]}\n{a}-\n{b}", justify="right")
-    table.add_column("flip-\nflop\nerror", justify="right")
-    for variant in DEMO_VARIANTS:
-        table.add_row(variant, *(f"{100 * cell[variant, task, n, ()]:.0f}%" for task in ("niah_single_1", "phonebook")
-                                 for n in lengths),
-                      *(f"{cell[variant, 'heldout', lengths[1], b]:.1f}" for b in (first, second)),
-                      f"{100 * cell[f'flipflop_{variant}', 'flipflop_in', 512, ()]:.1f}%")
-    climb = {v: cell[v, "heldout", lengths[1], second] / cell[v, "heldout", lengths[1], first] for v in DEMO_VARIANTS}
-    table.caption = (f"Trained at {lengths[0]} tokens. Perplexity past the training length over perplexity before it, "
-                     "in the same blocks: " + ", ".join(f"{v} {climb[v]:.2f}x" for v in DEMO_VARIANTS)
-                     + ". The paper expects RoPE to fail past its training length while FoX and PaTH-FoX hold, and "
-                     f"PaTH's flip-flop error below RoPE's (paper: 0% vs 6.9%). Two blocks and {DEMO_SAMPLES} samples "
-                     "per cell, and the blocks' later text is also harder, which every ratio includes: `eval.py run "
-                     "--suite zoo_study` measures the same with enough samples to test the differences.")
-    console.print(table)
-    console.print(f"results: {out / 'results.json'}")
-    for report in study.files:
+    suite = demo.demo_suite(demo.zoo_training_length())
+    console.print(demo.intro_line(suite))
+    study = evaluate(suite, demo.demo_models(), out=Path(args.out), tasks=demo.TASKS, limit=demo.SAMPLES,
+                     data_dir=default_data_dir())
+    run = demo.DemoRun(study.records, suite)
+    files = demo.write_demo_reports(run, suite, Path(args.out))
+    console.print(run.table())
+    console.print(f"results: {Path(args.out) / 'results.json'}")
+    for report in files:
         console.print(f"report: {report}")
 
 
