@@ -157,7 +157,8 @@ def _lm_eval(args) -> None:
 
 
 def _check(args) -> int:
-    from path_eval.reports.check import allowed_differences, check, load_baseline, load_tolerances
+    from path_eval.reports.check import (allowed_differences, check, load_baseline, load_tolerances,
+                                         not_comparable_line, summary_line)
     from path_eval.results import load_results
 
     allow = allowed_differences(args.allow_difference)
@@ -165,17 +166,19 @@ def _check(args) -> int:
     if args.tolerances:
         tolerances = load_tolerances(Path(args.tolerances), baseline)
     findings, problems, accepted = check(load_results(Path(args.results)), baseline, tolerances, allow=allow)
+    if problems:
+        print(not_comparable_line(findings, baseline))
     for line in accepted:
         print(f"accepted: {line}")
     if problems:
         for problem in problems:
             print(f"incomparable: {problem}")
+        print(summary_line(findings, baseline, problems))
         return 2
     for finding in findings:
         print(finding.line())
-    regressed = sum(f.regressed for f in findings)
-    print(f"{regressed} of {len(findings)} metrics regressed beyond tolerance")
-    return 1 if regressed else 0
+    print(summary_line(findings, baseline, problems))
+    return 1 if any(f.regressed for f in findings) else 0
 
 
 def _report(args) -> None:
