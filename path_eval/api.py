@@ -79,7 +79,8 @@ class Results:
         else:
             rendered = []
             for name, suite in self.suites.items():
-                header, rows, note = suite_table([r for r in self.records if r.suite == name], suite)
+                plans = [run.plan for run in self.runs if run.plan and run.plan.suite.name == name]
+                header, rows, note = suite_table([r for r in self.records if r.suite == name], suite, plans)
                 rendered.append(render(header, rows, format, f"{suite.name}: {suite.description}", note))
         return Group(*rendered) if format == "terminal" else "".join(rendered)
 

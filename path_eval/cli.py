@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 from path_eval.data import default_data_dir
@@ -91,60 +92,23 @@ def default_out(args, suite: str) -> Path:
                            args.max_length)
 
 
-DEMO_VARIANTS = ("rope", "fox", "path", "path_fox")
-DEMO_LENGTHS = (1024, 2048)  # 1x and 2x the language models' training length
-DEMO_SAMPLES = 3
-
-
 def _demo(args) -> None:
-    """A real, offline CPU evaluation of the trained zoo (path_eval/zoo, language models trained at
-    1024 tokens): the ci suite's NIAH (single_1) and PhoneBook retrieval and its held-out perplexity
-    by position at 1x and 2x the training length for the four language models, and its
-    in-distribution flip-flop error for the four flip-flop models, in one table whose caption is
-    computed from the run."""
+    """The demo (`path_eval.reports.demo`): the zoo evaluated, its table captioned from the run."""
     from rich.console import Console
-    from rich.table import Table
 
     from path_eval.api import evaluate
-    from path_eval.suites import load_suite
+    from path_eval.reports import demo
 
     console = Console()
-    ci = load_suite("ci")
-    lengths = list(DEMO_LENGTHS)
-    tasks = [t.model_copy(update={"lengths": lengths}) if t.flipflop is None else t for t in ci.tasks]
-    suite = ci.model_copy(update={"max_blocks": 2, "bucket_size": lengths[0], "tasks": tasks})
-    models = [f"zoo:{v}" for v in DEMO_VARIANTS] + [f"zoo:flipflop_{v}" for v in DEMO_VARIANTS]
-    out = Path(args.out)
-    console.print(f"demo: the trained zoo (path_eval/zoo/models, language models trained at {lengths[0]} tokens) on the "
-                  f"CPU: NIAH and PhoneBook retrieval ({DEMO_SAMPLES} samples per length) and perplexity on held-out "
-                  f"text by position at {lengths[0]} and {lengths[1]} tokens; flip-flop error (FFL(0.8), 128 sequences)")
-    study = evaluate(suite, models, out=out, tasks=["niah_single_1", "phonebook", "heldout", "flipflop_in"],
-                     limit=DEMO_SAMPLES, data_dir=default_data_dir())
-    cell = {(r.model, r.task, r.length, tuple(r.bucket or ())): r.value for r in study.records}
-    first, second = (0, lengths[0] - 1), (lengths[0], lengths[1] - 2)
-    table = Table(title="the trained zoo: retrieval and held-out perplexity at 1x and 2x the training length")
-    table.add_column("variant")
-    for task in ("NIAH", "Phone\nBook"):
-        for length in lengths:
-            table.add_column(f"{task}\n@{length}", justify="right")
-    for a, b in (first, second):
-        table.add_column(f"ppl\n@{lengths[1]}\n{a}-\n{b}", justify="right")
-    table.add_column("flip-\nflop\nerror", justify="right")
-    for variant in DEMO_VARIANTS:
-        table.add_row(variant, *(f"{100 * cell[variant, task, n, ()]:.0f}%" for task in ("niah_single_1", "phonebook")
-                                 for n in lengths),
-                      *(f"{cell[variant, 'heldout', lengths[1], b]:.1f}" for b in (first, second)),
-                      f"{100 * cell[f'flipflop_{variant}', 'flipflop_in', 512, ()]:.1f}%")
-    climb = {v: cell[v, "heldout", lengths[1], second] / cell[v, "heldout", lengths[1], first] for v in DEMO_VARIANTS}
-    table.caption = (f"Trained at {lengths[0]} tokens. Perplexity past the training length over perplexity before it, "
-                     "in the same blocks: " + ", ".join(f"{v} {climb[v]:.2f}x" for v in DEMO_VARIANTS)
-                     + ". The paper expects RoPE to fail past its training length while FoX and PaTH-FoX hold, and "
-                     f"PaTH's flip-flop error below RoPE's (paper: 0% vs 6.9%). Two blocks and {DEMO_SAMPLES} samples "
-                     "per cell, and the blocks' later text is also harder, which every ratio includes: `eval.py run "
-                     "--suite zoo_study` measures the same with enough samples to test the differences.")
-    console.print(table)
-    console.print(f"results: {out / 'results.json'}")
-    for report in study.files:
+    suite = demo.demo_suite(demo.zoo_training_length())
+    console.print(demo.intro_line(suite))
+    study = evaluate(suite, demo.demo_models(), out=Path(args.out), tasks=demo.TASKS, limit=demo.SAMPLES,
+                     data_dir=default_data_dir())
+    run = demo.DemoRun(study.records, suite)
+    files = demo.write_demo_reports(run, suite, Path(args.out))
+    console.print(run.table())
+    console.print(f"results: {Path(args.out) / 'results.json'}")
+    for report in files:
         console.print(f"report: {report}")
 
 
@@ -191,7 +155,8 @@ def _lm_eval(args) -> None:
 
 
 def _check(args) -> int:
-    from path_eval.reports.check import allowed_differences, check, load_baseline, load_tolerances
+    from path_eval.reports.check import (allowed_differences, check, load_baseline, load_tolerances,
+                                         not_comparable_line, summary_line)
     from path_eval.results import load_records
 
     allow = allowed_differences(args.allow_difference)
@@ -199,17 +164,19 @@ def _check(args) -> int:
     if args.tolerances:
         tolerances = load_tolerances(Path(args.tolerances), baseline)
     findings, problems, accepted = check(load_records(Path(args.results)), baseline, tolerances, allow=allow)
+    if problems:
+        print(not_comparable_line(findings, baseline))
     for line in accepted:
         print(f"accepted: {line}")
     if problems:
         for problem in problems:
             print(f"incomparable: {problem}")
+        print(summary_line(findings, baseline, problems))
         return 2
     for finding in findings:
         print(finding.line())
-    regressed = sum(f.regressed for f in findings)
-    print(f"{regressed} of {len(findings)} metrics regressed beyond tolerance")
-    return 1 if regressed else 0
+    print(summary_line(findings, baseline, problems))
+    return 1 if any(f.regressed for f in findings) else 0
 
 
 def _report(args) -> None:
@@ -521,14 +488,18 @@ def os_error_line(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--quiet" in argv:  # before tqdm is first imported: it reads the switch then
+    if "--quiet" in argv:  # before tqdm, transformers and datasets are first imported: they read these then
         os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
+        os.environ["TRANSFORMERS_VERBOSITY"] = os.environ["DATASETS_VERBOSITY"] = "error"  # their warnings
+        warnings.filterwarnings("ignore")  # other libraries' Python warnings; path-eval's own still show
+        warnings.filterwarnings("default", module="path_eval")
     args = build_parser().parse_args(argv or ["demo"])
     stay_offline(args.command or "demo")
     quiet = getattr(args, "quiet", False)
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.ERROR if quiet else logging.INFO, format="%(message)s")
+    logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
     for name in ("lm_eval", "lm-eval"):
-        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.INFO)
+        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)
     _replaced_handlers.update({signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)})
     try:
         code = args.func(args)

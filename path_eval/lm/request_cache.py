@@ -36,6 +36,7 @@ class RequestCache:
         self.path = Path(path)
         self.progress = progress
         self.segment: int | None = None
+        self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.connection = sqlite3.connect(self.path)
@@ -106,6 +107,8 @@ class RequestCache:
         Sampled generations are never reused (repeats must differ), as in lm-eval's cache."""
         results = [None if _sampled(kind, r.args) else self.get(kind, r.args) for r in requests]
         missing = [r for r, result in zip(requests, results) if result is None]
+        self.answered += len(requests)
+        self.reused += len(requests) - len(missing)
         computed = iter(compute(missing) if missing else [])
         return [next(computed) if result is None else result for result in results]
 

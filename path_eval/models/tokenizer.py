@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
@@ -44,7 +46,8 @@ def load_tokenizer(checkpoint: Path):
     own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
     source = checkpoint if own else mistral_v1_directory()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        with _no_config_type_warning():
+            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
     except Exception as err:  # sentencepiece, tokenizers and json each raise their own on a corrupt file
         present = ", ".join(name for name in TOKENIZER_FILES if (source / name).is_file())
         raise PathEvalError(f"the tokenizer in {source} ({present}) cannot be read ({type(err).__name__}: "
@@ -54,3 +57,23 @@ def load_tokenizer(checkpoint: Path):
         raise PathEvalError(f"the tokenizer in {source} has only {len(tokenizer)} tokens: it did not load properly "
                             "(a tokenizer.model needs a tokenizer_config.json beside it)")
     return tokenizer
+
+
+class _ConfigTypeWarning(logging.Filter):
+    """transformers' "You are using a model of type X to instantiate a model of type ``": an fla
+    checkpoint's config type (path_attn, forgetting_transformer) is unknown to transformers, so
+    AutoTokenizer reads its config.json as a plain config, which only the tokenizer lookup uses."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "to instantiate a model of type" not in record.getMessage()
+
+
+@contextmanager
+def _no_config_type_warning():
+    logger = logging.getLogger("transformers.configuration_utils")
+    quiet = _ConfigTypeWarning()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)

@@ -216,3 +216,22 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
     problems += [f"{line}: accept it with --allow-difference {difference[0]}"
                  for difference, line in lines.items() if difference[0] not in allow]
     return findings, problems, [line for difference, line in lines.items() if difference[0] in allow]
+
+
+def not_comparable_line(findings: list[Finding], baseline: list[ResultRecord]) -> str:
+    """The first line of a check whose inputs are not comparable (the reasons follow it)."""
+    left = len(baseline) - len(findings)
+    return (f"not comparable: {left} of {len(baseline)} baseline records cannot be compared with these results, "
+            "for the reasons below")
+
+
+def summary_line(findings: list[Finding], baseline: list[ResultRecord], problems: list[str]) -> str:
+    """The last line of a check: what was compared, what regressed, and the verdict with its exit
+    code. A baseline record without a finding was left out as incomparable."""
+    regressed = sum(f.regressed for f in findings)
+    verdict = ("not comparable (exit 2)" if problems else "regressed (exit 1)" if regressed else
+               "within tolerance (exit 0)")
+    left = len(baseline) - len(findings)
+    compared = f"{left} of {len(baseline)} baseline records incomparable" if left else \
+        f"all {len(baseline)} baseline records compared"
+    return f"{regressed} of {len(findings)} metrics regressed beyond tolerance, {compared}: {verdict}"

@@ -1,14 +1,15 @@
 """Per-position perplexity reports: a CSV and a Markdown table of every bucket, and a PNG with one
-panel per corpus (x: token position, log scale, training length marked; y: perplexity; one line
-per model), captioned with the paper's reading of its Figure 3."""
+panel per corpus and block length (x: token position, log scale; y: perplexity; one line per model,
+each model's own training length marked), captioned with the suite's caption."""
 from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 from path_eval.atomic_files import write_atomic
-from path_eval.reports.plots import png_bytes
+from path_eval.reports.plots import model_colors, png_bytes
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
@@ -36,7 +37,8 @@ def markdown(records: list[ResultRecord], suite: SuiteSpec) -> str:
         starts = list(dict.fromkeys(r.bucket[0] for r in mine))
         parts.append(f"**{labels.get(task, task)}**, blocks of {length} tokens "
                      f"({mine[0].n} block{'s' if mine[0].n != 1 else ''}); perplexity by position:\n")
-        parts.append("| model | " + " | ".join(f"{s // 1024}K" if s else "0" for s in starts) + " | all |")
+        spans = {r.bucket[0]: f"{r.bucket[0]}-{r.bucket[1]}" for r in mine}  # exact positions, unique per bucket
+        parts.append("| model | " + " | ".join(spans[s] for s in starts) + " | all |")
         parts.append("|---" * (len(starts) + 2) + "|")
         overall = {r.model: r.value for r in records if r.task == task and r.length == length and r.bucket is None}
         for model in dict.fromkeys(r.model for r in mine):
@@ -47,40 +49,75 @@ def markdown(records: list[ResultRecord], suite: SuiteSpec) -> str:
     return "\n".join(parts)
 
 
-def by_position_figure(records: list[ResultRecord], suite: SuiteSpec):
-    """Perplexity by token position, one panel per (corpus, block length); None without per-position
-    records. Drawn without pyplot (no global backend is switched)."""
+def training_lengths(records: list[ResultRecord], suite: SuiteSpec) -> dict[str, int | None]:
+    """Each model's training length: the `training_length` of the model card (model_card.json) in its
+    checkpoint folder, as the zoo's have; else the suite's `training_length` (None: unknown). A
+    config's `max_position_embeddings` is not read: it states what the model accepts (the zoo's say
+    65536), not what it was trained at."""
+    lengths = {}
+    for r in records:
+        if r.model not in lengths:
+            card = Path(r.provenance.model_path) / "model_card.json"
+            try:
+                stated = json.loads(card.read_text()).get("training_length")
+            except (OSError, ValueError, AttributeError):  # no card here (a run from elsewhere), or not a card
+                stated = None
+            lengths[r.model] = stated if isinstance(stated, int) and stated > 0 else suite.training_length
+    return lengths
+
+
+def position_label(tokens: float) -> str:
+    return f"{tokens / 1024:g}K" if tokens >= 1024 else f"{tokens:g}"
+
+
+def by_position_figure(records: list[ResultRecord], suite: SuiteSpec, colors: dict[str, str] | None = None):
+    """Perplexity by token position, one panel per (corpus, block length) whose models have two
+    positions or more: a panel of one position (blocks no longer than a bucket) has no curve, and its
+    values are in the Markdown table and CSV; a note under the figure names it. None without such a
+    panel. `colors`: the study's `plots.model_colors`, else those of `records`. Each model's training
+    length (`training_lengths`) is a dashed line, black where all models of the panel share it, else in
+    the model's colour, and is named in the legend. Drawn without pyplot (no global backend is
+    switched)."""
     import matplotlib.ticker
     from matplotlib.figure import Figure
 
     labels = {t.name: t.label or t.name for t in suite.tasks}
-    panels = list(dict.fromkeys((r.task, r.length) for r in _rows(records)))
+    rows = _rows(records)
+    found = list(dict.fromkeys((r.task, r.length) for r in rows))
+    points = {key: {r.bucket[0] for r in rows if (r.task, r.length) == key} for key in found}
+    panels = [key for key in found if len(points[key]) > 1]
     if not panels:
         return None
-    fig = Figure(figsize=(5.2 * len(panels), 4.4))
+    left_out = [f"{labels.get(task, task)} in blocks of {length} tokens" for task, length in found
+                if (task, length) not in panels]
+    colors = colors or model_colors(records)
+    trained = training_lengths(rows, suite)
+    fig = Figure(figsize=(5.2 * len(panels), 4.4), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, (task, length) in zip(axes[0], panels):
-        mine = [r for r in _rows(records) if r.task == task and r.length == length]
-        for model in dict.fromkeys(r.model for r in mine):
-            points = [r for r in mine if r.model == model]
-            ax.plot([(r.bucket[0] + r.bucket[1]) / 2 + 1 for r in points], [r.value for r in points],
-                    marker="o", markersize=3, label=model)
-        if suite.training_length:
-            ax.axvline(suite.training_length, color="grey", linestyle="--", linewidth=1)
-            ax.text(suite.training_length, ax.get_ylim()[0], "training length ", color="grey", va="bottom", ha="right",
-                    fontsize=8)
+        mine = [r for r in rows if r.task == task and r.length == length]
+        models = list(dict.fromkeys(r.model for r in mine))
+        for model in models:
+            line = [r for r in mine if r.model == model]
+            label = model if trained[model] is None else f"{model} (trained at {position_label(trained[model])})"
+            ax.plot([(r.bucket[0] + r.bucket[1]) / 2 + 1 for r in line], [r.value for r in line],
+                    marker="o", markersize=3, color=colors[model], label=label)
+        shared = len({trained[m] for m in models}) == 1
+        for model in models:
+            if trained[model] is not None:
+                ax.axvline(trained[model], color="black" if shared else colors[model], linestyle="--", linewidth=1)
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
-            lambda x, _: f"{x / 1024:g}K" if x >= 1024 else f"{x:g}"))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: position_label(x)))
         ax.set_yscale("log")
-        ax.set_xlabel("token position")
+        ax.set_xlabel("token position (dashed: training length)")
         ax.set_ylabel("perplexity")
         ax.set_title(f"{labels.get(task, task)}\n(blocks of {length} tokens)", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    if suite.caption:
-        fig.text(0.5, 0.01, suite.caption, ha="center", va="bottom", fontsize=8, wrap=True)
-    fig.tight_layout(rect=(0, 0.08 if suite.caption else 0, 1, 1))
+    notes = ([f"Not drawn, one position each (values in perplexity_by_position.md): {'; '.join(left_out)}."]
+             if left_out else []) + ([suite.caption] if suite.caption else [])
+    if notes:
+        fig.supxlabel(" ".join(notes), fontsize=8, wrap=True)
     return fig
 
 
@@ -92,5 +129,8 @@ def write_reports(records: list[ResultRecord], suite: SuiteSpec, out: Path) -> l
         out / "perplexity_by_position.png"
     write_csv(records, csv_file)
     md_file.write_text(markdown(records, suite))
-    write_atomic(png_bytes(by_position_figure(records, suite)), png_file)
+    figure = by_position_figure(records, suite)
+    if figure is None:  # every panel would be a single position: the tables hold it all
+        return [csv_file, md_file]
+    write_atomic(png_bytes(figure), png_file)
     return [csv_file, md_file, png_file]

@@ -53,7 +53,8 @@ def anchor(kind: str, name: str) -> str:
 
 def suite_section(name: str, suite: SuiteSpec, runs: list[StoredRun], figures: dict[str, StudyFigure]) -> str:
     records = [r for run in runs for r in run.records if r.suite == name]
-    header, rows, note = suite_table(records, suite)
+    plans = [run.plan for run in runs if run.plan and run.plan.suite.name == name]
+    header, rows, note = suite_table(records, suite, plans)
     parts = [f'<section id="{anchor("suite", name)}">',
              f"<h2>{html.escape(name)}: {html.escape(suite.description)}</h2>",
              table(header, rows, note=note, text_columns=2 if header[1:2] == ["task"] else 1)]

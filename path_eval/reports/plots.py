@@ -57,26 +57,32 @@ def length_title(column) -> str:
 
 
 def model_colors(records: list[ResultRecord]) -> dict[str, str]:
-    """One colour per model, in the order models appear, the same in every panel."""
+    """One colour per model name, the same in every panel and every figure of a study: the models of
+    the records sorted by name, in turn through the palette; keyed in the order models appear (the
+    legends' order)."""
     import matplotlib
 
     palette = matplotlib.colormaps["tab10"].colors
-    models = dict.fromkeys(r.model for r in records)
-    return {model: matplotlib.colors.to_hex(palette[i % len(palette)]) for i, model in enumerate(models)}
+    ranks = {model: i for i, model in enumerate(sorted({r.model for r in records}))}
+    return {model: matplotlib.colors.to_hex(palette[ranks[model] % len(palette)])
+            for model in dict.fromkeys(r.model for r in records)}
 
 
-def by_length_figure(records: list[ResultRecord], suite: SuiteSpec):
-    """The suite's metrics against length (None when it has no long-context records)."""
+def by_length_figure(records: list[ResultRecord], suite: SuiteSpec, colors: dict[str, str] | None = None):
+    """The suite's metrics against length (None when it has no long-context records); `colors`: the
+    study's `model_colors`, else those of `records`."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
+    colors = colors or model_colors(records)
     by_position = {r.task for r in records if r.bucket is not None}
     records = [r for r in records if r.bucket is None and column_of(r) is not None and r.task not in by_position]
     panels = headline_series(records, suite)
     if not panels:
         return None
     columns = length_columns(records, suite)
-    colors = model_colors(records)
+    present = {r.model for r in records}
+    colors = {model: color for model, color in colors.items() if model in present}
     labels = suite_labels(suite)
     cells = {(r.model, r.task, r.metric, column_of(r)): r for r in records}
     ncols = min(PANEL_COLUMNS, len(panels))
@@ -122,14 +128,16 @@ def by_length_figure(records: list[ResultRecord], suite: SuiteSpec):
 
 def suite_figures(records: list[ResultRecord], suites: dict[str, SuiteSpec]) -> list[tuple[str, object]]:
     """(name, figure) of every figure of the study: per suite, metrics by length (`SUITE`) and
-    per-position perplexity (`SUITE_by_position`), where it has such records."""
+    per-position perplexity (`SUITE_by_position`), where it has such records; a model has one colour
+    in all of them."""
     from path_eval.reports.extrapolation import by_position_figure
 
     figures = []
+    colors = model_colors(records)
     for name, suite in suites.items():
         mine = [r for r in records if r.suite == name]
-        for stem, figure in ((name, by_length_figure(mine, suite)),
-                             (f"{name}_by_position", by_position_figure(mine, suite))):
+        for stem, figure in ((name, by_length_figure(mine, suite, colors)),
+                             (f"{name}_by_position", by_position_figure(mine, suite, colors))):
             if figure is not None:
                 figures.append((stem, figure))
     return figures

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -13,9 +14,13 @@ from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
 from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test
+from path_eval.reports.protocol import departures_note
 from path_eval.reports.terminal import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
+
+if TYPE_CHECKING:
+    from path_eval.plan import ResolvedPlan
 
 
 def display(metric: str, value: float) -> float:
@@ -36,8 +41,16 @@ def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict
     return paper["rows"], None
 
 
-def suite_table(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:
-    """Header and rows in the suite's layout: measured models first, then the paper's rows."""
+def suite_table(records: list[ResultRecord], suite: SuiteSpec,
+                plans: list[ResolvedPlan] = ()) -> tuple[list[str], list[list[str]], str | None]:
+    """Header and rows in the suite's layout: measured models first, then the paper's rows; the note
+    names the settings of the runs' `plans` that differ from the suite's protocol."""
+    departed = departures_note(list(plans)) if plans else None
+    header, rows, note = _suite_rows(records, suite)
+    return header, rows, "; ".join(filter(None, [note, departed])) or None
+
+
+def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:
     records = [r for r in records if r.bucket is None]
     labels = suite_labels(suite)
     lengths, by_length = rows_by_length(records, suite)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -90,6 +91,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     env = environment()
     writes = processes.writes_results(parallel)
     caches = []
+    reused = answered = 0  # requests of every process, over every model
     for model in plan.models:
         if not any(model.name in item.models for item in plan.items):
             continue  # every task of the run is for other models: never loaded
@@ -120,6 +122,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         with times.phase("requests"):
             results = [result for evaluator, items in evaluators for result in evaluator.run(lm, items, context)]
         counters = processes.gathered_counters(lm)
+        for cache_reused, cache_answered in lm.gather_object((lm.request_cache.reused, lm.request_cache.answered)):
+            reused, answered = reused + cache_reused, answered + cache_answered
         if writes:
             info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
                 "model_source": model.source, "model_revision": model.revision}
@@ -131,6 +135,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             records += aggregate(plan.suite, records)
             write_results(records, options.out / "results.json")
     processes.write_timings(times, parallel, options.out, writes)
+    if writes and reused:  # also under --quiet: numbers that were not computed now are worth one line
+        print(f"resumed: {reused} of {answered} requests reused from {options.out / 'resume'}", file=sys.stderr)
     processes.finish_processes()
     for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
         cache.finish_run()

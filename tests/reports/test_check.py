@@ -156,3 +156,21 @@ def test_a_metric_turned_nan_is_stored_and_a_regression(tmp_path, baseline, caps
     code, out = run_check(tmp_path, baseline, records(ppl=float("nan")), capsys)
     assert code == 1 and "REGRESSED m wikitext word_perplexity: nan vs baseline 18" in out
     assert math.isnan(load_records(tmp_path / "run")[1].value)
+
+
+def test_the_last_line_sums_up_and_an_incomparable_check_says_so_first(tmp_path, baseline, capsys):
+    code, out = run_check(tmp_path, baseline, records(acc=0.53), capsys)
+    lines = out.strip().splitlines()
+    assert code == 1 and lines[-1] == ("1 of 2 metrics regressed beyond tolerance, all 2 baseline records "
+                                       "compared: regressed (exit 1)")
+    code, out = run_check(tmp_path, baseline, records(), capsys)
+    assert code == 0 and out.strip().splitlines()[-1] == ("0 of 2 metrics regressed beyond tolerance, all 2 "
+                                                          "baseline records compared: within tolerance (exit 0)")
+    code, out = run_check(tmp_path, baseline, records(seed=7)[:1], capsys)  # piqa: other seed; wikitext: missing
+    lines = out.strip().splitlines()
+    assert code == 2
+    assert lines[0] == ("not comparable: 2 of 2 baseline records cannot be compared with these results, for the "
+                        "reasons below")
+    assert [line.split(":")[0] for line in lines[1:-1]] == ["incomparable", "incomparable"]
+    assert lines[-1] == ("0 of 0 metrics regressed beyond tolerance, 2 of 2 baseline records incomparable: not "
+                         "comparable (exit 2)")

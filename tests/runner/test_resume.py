@@ -29,10 +29,13 @@ def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
     assert 16 <= done_before < requests, "the run was not caught mid-way"
     assert not (out / "results.json").exists()
 
-    resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True)
+    resumed = subprocess.run(command(out) + ["--quiet"], cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    # it says so, even under --quiet, with the requests the killed run had committed
+    assert f"resumed: {done_before} of {requests} requests reused from {out / 'resume'}" in resumed.stderr.splitlines()
     fresh = subprocess.run(command(tmp_path / "fresh"), cwd=ROOT, capture_output=True, text=True)
     assert fresh.returncode == 0
+    assert "resumed:" not in fresh.stderr
     a, b = load_records(out), load_records(tmp_path / "fresh")
     assert [(r.task, r.metric, r.value, r.n) for r in a] == [(r.task, r.metric, r.value, r.n) for r in b]
     # the provenance totals both segments: every request computed once, none twice

@@ -1,0 +1,28 @@
+"""`--quiet` prints no third-party warnings: a run of an fla-format zoo model (whose config type
+transformers does not know) outside a git checkout (where lm-eval's `git describe` fails) prints
+nothing on stderr but the run's own lines, and no line of transformers', lm-eval's or git's."""
+import os
+import re
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+THIRD_PARTY = re.compile(r"warn|fatal|\[transformers\]|not a git repository", re.IGNORECASE)
+
+
+def test_a_quiet_run_prints_no_third_party_warnings(tmp_path):
+    env = dict(os.environ, PATH_EVAL_CACHE=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env.pop("GIT_DIR", None)
+    command = [sys.executable, str(ROOT / "eval.py"), "run", "--suite", "ci", "--model", "zoo:fox", "--tasks",
+               "niah_single_1", "--lengths", "1k", "--limit", "1", "--out", str(tmp_path / "out")]
+    run = subprocess.run([*command, "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    noise = [line for line in (run.stdout + run.stderr).splitlines() if THIRD_PARTY.search(line)]
+    assert not noise, noise
+    assert run.stderr == ""  # the table goes to stdout; a quiet fresh run has nothing to say on stderr
+    # the same run without --quiet still leaves git's and the config-type noise out: they say nothing
+    loud = subprocess.run(command + ["--out", str(tmp_path / "loud")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert loud.returncode == 0, loud.stderr[-3000:]
+    assert "not a git repository" not in loud.stderr and "to instantiate a model of type" not in loud.stderr
