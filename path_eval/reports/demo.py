@@ -31,7 +31,7 @@ def zoo_training_length() -> int:
     the demo's lengths are 1x and 2x of it)."""
     import json
 
-    from path_eval.zoo import zoo_models
+    from path_eval.models.zoo import zoo_models
 
     cards = {path.name: json.loads((path / "model_card.json").read_text()) for path in zoo_models()}
     lengths = {cards[v]["training_length"] for v in VARIANTS}
@@ -58,7 +58,7 @@ def demo_models() -> list[str]:
 
 def intro_line(suite: SuiteSpec) -> str:
     """What the run is about to do, from the suite and the sample limit it runs under."""
-    from path_eval.plan import sample_count
+    from path_eval.kinds import sample_count
 
     flipflop = suite.task("flipflop_in")
     short, long = suite.task("heldout").lengths

@@ -26,7 +26,8 @@ def protocol_suite(plan: ResolvedPlan) -> SuiteSpec:
 def departures(plan: ResolvedPlan) -> list[str]:
     """One phrase per setting of the run that differs from its suite's protocol, in the order: limit,
     seed, suite settings, tasks not run, then per task its settings, lengths and sample counts."""
-    from path_eval.plan import ResolvedPlan, sample_count
+    from path_eval.kinds import sample_count
+    from path_eval.plan import ResolvedPlan
 
     reference, run = protocol_suite(plan), plan.suite
     found = []
@@ -39,7 +40,8 @@ def departures(plan: ResolvedPlan) -> list[str]:
         mine, theirs = getattr(run, field), getattr(reference, field)
         if mine != theirs:
             found.append(f"{field} {_text(mine)} (the protocol: {_text(theirs)})")
-    ran = dict.fromkeys(item.task for item in plan.items)
+    planned = {item.task for item in plan.items}
+    ran = [t.name for t in run.tasks if t.name in planned]  # in the suite's order, as its table lists them
     missing = [t.name for t in reference.tasks if t.name not in ran]
     if missing:
         found.append(f"tasks not run: {', '.join(missing)}")

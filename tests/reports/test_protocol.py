@@ -25,7 +25,7 @@ def test_every_changed_setting_is_named_with_the_protocols_value():
     assert found == ["limit 3 (the protocol: every sample)", "seed 7 (the protocol: 1234)",
                      "bucket_size 1024 (the protocol: 512)",
                      "tasks not run: niah_multikey_2, phonebook, flipflop_sparse, flipflop_dense",
-                     "flipflop_in samples 3 (the protocol: 128)", "niah_single_1 samples 3 (the protocol: 4)"]
+                     "niah_single_1 samples 3 (the protocol: 4)", "flipflop_in samples 3 (the protocol: 128)"]
     other_lengths = departures(ci_plan(lengths=["1k"], tasks=["heldout"]))
     assert other_lengths == ["tasks not run: niah_single_1, niah_multikey_2, phonebook, flipflop_in, flipflop_sparse, "
                              "flipflop_dense", "heldout lengths 1024 (the protocol: 1024, 2048, 4096)"]
