@@ -20,7 +20,7 @@ from path_eval.metrics.registry import Metric, metric_entry
 from path_eval.plan import PlannedItem
 from path_eval.reports.paired import RunSamples
 from path_eval.results.sample_logs import log_names
-from path_eval.samples import slug
+from path_eval.samples.logs import slug
 from path_eval.suites import load_suite
 from path_eval.tasks import generated
 

@@ -18,9 +18,9 @@ from path_eval.errors import PathEvalError
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, PositionBucket, TaskResult, native_output
 from path_eval.kinds import length_log_name
 from path_eval.lm.progress import RequestProgress
-from path_eval.metrics import perplexity_and_stderr
+from path_eval.metrics.aggregation import perplexity_and_stderr
 from path_eval.plan import PlannedItem
-from path_eval.samples import slug
+from path_eval.samples.logs import slug
 from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
-from path_eval.samples import slug
+from path_eval.samples.logs import slug
 
 
 @dataclass

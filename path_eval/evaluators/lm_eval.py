@@ -10,7 +10,7 @@ from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
 from path_eval.plan import PlannedItem
-from path_eval.samples import write_samples
+from path_eval.samples.logs import write_samples
 from path_eval.tasks import LmEvalTask, build_task
 
 

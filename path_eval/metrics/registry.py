@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal
 
 from path_eval.errors import PathEvalError
-from path_eval.metrics import phonebook_exact_match, string_match_all, string_match_part
+from path_eval.metrics.retrieval import phonebook_exact_match, string_match_all, string_match_part
 from path_eval.metrics import babilong, flipflop, longbench
 
 Display = Literal["percent", "value"]  # percent: a fraction shown x100; value: shown as stored

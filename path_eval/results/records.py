@@ -10,11 +10,11 @@ import hashlib
 import numpy as np
 
 from path_eval.evaluators import TaskResult
-from path_eval.metrics import mean_and_stderr, plain_mean
+from path_eval.metrics.aggregation import mean_and_stderr, plain_mean
 from path_eval.metrics.longbench import all_samples_cell, length_bucket_cell
 from path_eval.metrics.registry import metric_entry
 from path_eval.results.schema import Provenance, ResultRecord
-from path_eval.samples import in_document_order
+from path_eval.samples.logs import in_document_order
 from path_eval.suites import SuiteSpec
 
 # The provenance fields a record takes from its TaskResult; the others are the model's and the run's.

@@ -8,7 +8,7 @@ from pathlib import Path
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
 from path_eval.plan import PlannedItem
-from path_eval.samples import slug
+from path_eval.samples.logs import slug
 
 
 def log_names(item: PlannedItem) -> list[str]:

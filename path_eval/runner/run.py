@@ -26,7 +26,7 @@ from path_eval.results.lm_eval_layout import write_lm_eval_layout
 from path_eval.results.provenance import environment, run_provenance
 from path_eval.results.records import aggregate, task_records
 from path_eval.runner import processes
-from path_eval.samples import slug
+from path_eval.samples.logs import slug
 
 log = logging.getLogger("path_eval")
 

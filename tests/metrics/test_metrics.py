@@ -1,7 +1,7 @@
 """The original benchmarks' per-sample metrics, on hand-computed cases."""
 import pytest
 
-from path_eval.metrics import phonebook_exact_match, string_match_all, string_match_part
+from path_eval.metrics.retrieval import phonebook_exact_match, string_match_all, string_match_part
 
 
 def test_registry_names_the_original_metrics():

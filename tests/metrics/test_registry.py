@@ -3,7 +3,7 @@
 import pytest
 
 from path_eval.errors import PathEvalError
-from path_eval.metrics import phonebook_exact_match, string_match_all, string_match_part
+from path_eval.metrics.retrieval import phonebook_exact_match, string_match_all, string_match_part
 from path_eval.metrics.babilong import babilong_accuracy
 from path_eval.metrics.longbench import qa_f1_score
 from path_eval.metrics.registry import REGISTRY, Metric, metric_entry

@@ -5,7 +5,7 @@ fraction of references for string_match_all, any reference for string_match_part
 are never postprocessed, and text is neither casefolded nor Unicode-normalised."""
 import pytest
 
-from path_eval.metrics import ruler_postprocess, string_match_all, string_match_part
+from path_eval.metrics.retrieval import ruler_postprocess, string_match_all, string_match_part
 
 
 @pytest.mark.parametrize("prediction, processed", [
