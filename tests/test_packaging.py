@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from path_eval import SOURCE_FOLDERS
+from path_eval.source_folders import SOURCE_FOLDERS
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
@@ -23,7 +23,7 @@ TOKENIZER_FILES = ("tokenizer.model", "LICENSE", "README.md")
 def test_every_package_folder_is_listed_in_pyproject():
     found = {".".join(Path(folder).relative_to(ROOT).parts)  # into path_eval/kernels, the symlink
              for folder, _, files in os.walk(ROOT / "path_eval", followlinks=True) if any(f.endswith(".py") for f in files)}
-    for name, folder in SOURCE_FOLDERS.items():  # the mapped data folders (path_eval/__init__.py)
+    for name, folder in SOURCE_FOLDERS.items():  # the mapped data folders (path_eval/source_folders.py)
         found.add(name)
         found |= {".".join([name, *p.parent.relative_to(ROOT / folder).parts]) for p in (ROOT / folder).rglob("*.py")}
     assert found == set(SETUPTOOLS["packages"])
