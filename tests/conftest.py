@@ -6,6 +6,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # starts) is faster than two on a 2-core machine (the processes would contend for the cores), and the
 # golden records compare equal to the last bit either way.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Importing nltk (the BABILong tests do) sets PYTHONSAFEPATH=1 for every later child process unless
+# it is already set; an empty value keeps the default, the working folder on a child's import path,
+# so the tests' `python -m tests...` and `python -m benchmarks...` children import as they should.
+os.environ.setdefault("PYTHONSAFEPATH", "")
 
 import torch  # noqa: E402
 

@@ -35,6 +35,7 @@ The GPT-2 BPE files (vocabulary and merges, byte-identical to OpenAI's, checked 
 from __future__ import annotations
 
 import json
+import os
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
@@ -146,15 +147,29 @@ def require_pinned_nltk() -> None:
                             f"pip install nltk=={NLTK_VERSION}")
 
 
+def punkt_sentence_splitter():
+    """NLTK's untrained Punkt, the original's sentence splitter. Importing nltk sets PYTHONSAFEPATH=1
+    in this process's environment for its child processes to inherit, which takes the working
+    folder off their import path (a child's `python -m` of a checkout's module then fails); the
+    environment is left as it was before the import."""
+    before = os.environ.get("PYTHONSAFEPATH")
+    try:
+        from nltk.tokenize.punkt import PunktSentenceTokenizer
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
+    return PunktSentenceTokenizer()
+
+
 class NoiseSentences:
     """Book sentences in the order the original's shuffled SentenceSampler hands them out."""
 
     def __init__(self, books: list[str], rng: np.random.Generator):
         require_pinned_nltk()
-        from nltk.tokenize.punkt import PunktSentenceTokenizer
-
         self.books, self.rng = books, rng
-        self.splitter = PunktSentenceTokenizer()
+        self.splitter = punkt_sentence_splitter()
         self.queue: deque[list[int]] = deque()  # the sentences to come, as GPT-2 tokens with a leading space
 
     def refill(self, wanted: int) -> None:

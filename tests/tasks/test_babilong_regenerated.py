@@ -264,3 +264,22 @@ def test_real_babi_files_and_books():
     files = regenerated.input_files("qa3", "100", SHARED_DATA)
     rows = regenerated.generate(regenerated.chosen_samples("qa3", "100", files, 4)[:2], "qa3", 4, 11, files)
     assert_like_the_original(rows, original_rows("qa3", 4, "100", 11, 2, SHARED_DATA), 4)
+
+
+def test_the_sentence_splitter_leaves_child_processes_their_import_path(tmp_path):
+    """nltk's import sets PYTHONSAFEPATH=1 for child processes (the working folder then leaves their
+    import path); making the splitter leaves the environment as it was."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+    probe = "import os; {}; print(os.environ.get('PYTHONSAFEPATH'))"
+    plain = subprocess.run([sys.executable, "-c", probe.format("import nltk.tokenize.punkt")], env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if plain == "None":
+        pytest.skip("this nltk leaves PYTHONSAFEPATH alone")
+    ours = subprocess.run([sys.executable, "-c", probe.format(
+        "from path_eval.tasks.babilong_regenerated import punkt_sentence_splitter; punkt_sentence_splitter()")],
+        env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert (plain, ours) == ("1", "None")
