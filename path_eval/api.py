@@ -121,16 +121,22 @@ def load_results(*runs) -> Results:
     return study
 
 
-def default_out(suite: str, models: list[str], tasks: list[str] | None, lengths: list[str] | None,
-                limit: int | None, seed: int, data_dir: Path, device: str, dtype: str | None,
-                attention: str | None, max_length: int | None) -> Path:
-    """runs/SUITE-KEY, KEY a hash of every argument that changes the results: the same call (or
-    command) finds its own folder again and resumes there."""
+def default_out(suite: SuiteSpec, longbench_rule: str | None, models: list[str], tasks: list[str] | None,
+                lengths: list[str] | None, limit: int | None, seed: int, data_dir: Path, device: str,
+                dtype: str | None, attention: str | None, max_length: int | None) -> Path:
+    """runs/SUITE[-RULE]-KEY, KEY a hash of every argument that changes the results, the suite's whole
+    definition among them: the same call (or command) finds its own folder again and resumes there,
+    and two suite files that share a name (copies edited apart) never share a folder. The name is
+    the suite's (and another LongBench rule's than its own) as its file name."""
+    from path_eval.plan.models import is_folder
+    from path_eval.samples.logs import slug
+
     # folders by absolute path; hub ids, zoo names and NAME= references as given
-    key = [[str(Path(m).resolve()) if Path(m).is_dir() else m for m in models], ",".join(tasks) if tasks else None,
+    key = [[str(Path(m).resolve()) if is_folder(m) else m for m in models], ",".join(tasks) if tasks else None,
            ",".join(lengths) if lengths else None, limit, seed, str(Path(data_dir).resolve()), device, dtype,
-           attention, max_length]
-    return Path("runs") / f"{suite}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
+           attention, max_length, suite.model_dump(mode="json")]
+    name = slug("-".join(filter(None, [suite.name, longbench_rule])))
+    return Path("runs") / f"{name}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
 
 
 def _names(value, what: str) -> list[str] | None:
@@ -180,8 +186,8 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
                         max_length=max_length)
     if out is None:
-        out = default_out("-".join(filter(None, [spec.name, longbench_rule])), models, tasks, lengths, limit, seed,
-                          data_dir, device, dtype, attention, max_length)
+        out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
+                          attention, max_length)
     out = Path(out)
     check_out_folder(out)
     records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,

@@ -1,5 +1,6 @@
 """Writing a file whole or not at all, for every stage that writes one. The ground floor of the
-package (it imports nothing from it), so any stage can write files without importing a later one."""
+package (it imports only the ground floor's error), so any stage can write files without importing a
+later one."""
 from __future__ import annotations
 
 import json
@@ -8,16 +9,35 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
+from path_eval.errors import PathEvalError
+
+STAGING_SUFFIX = ".partial"
+
+
+def staging_prefix() -> str:
+    """The start of this host's staging names: `.HOST-PID.NAME.partial`."""
+    return f".{socket.gethostname()}-"
+
+
+def refuse_link(path: Path) -> None:
+    """A write never goes through a symbolic link: one planted in a run folder or a cache (a copied
+    folder, a hostile one) would make it write wherever the link points."""
+    if Path(path).is_symlink():
+        raise PathEvalError(f"{path} is a symbolic link (to {os.readlink(path)}), and path-eval never writes "
+                            "through one: remove the link (or give another folder)")
+
 
 @contextmanager
 def staged(target: Path, binary: bool = False):
     """A handle on a staging file that replaces `target` when the block ends, and is removed when it
     raises (a full disk, an interrupt), so `target` is never half-written. The staging name is this
     process's own: processes that write one file at once (data-parallel processes filling a fresh
-    cache) would otherwise share one, and the later rename would find it gone."""
+    cache) would otherwise share one, and the later rename would find it gone. A process killed
+    mid-write leaves its staging file: `remove_stale_staging` clears those."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{socket.gethostname()}-{os.getpid()}.{target.name}.partial")
+    refuse_link(target)
+    staging = target.with_name(f"{staging_prefix()}{os.getpid()}.{target.name}{STAGING_SUFFIX}")
     try:
         with open(staging, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             yield handle
@@ -53,3 +73,37 @@ def write_npy_atomic(array, target: Path) -> None:
 
     with staged(target, binary=True) as handle:
         np.save(handle, array)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def left_by_dead_process(file: Path) -> bool:
+    """A staging file of a process of this host that has ended (killed mid-write): another host's,
+    or a live process's, may still be renamed into place."""
+    name, prefix = Path(file).name, staging_prefix()
+    if not (name.startswith(prefix) and name.endswith(STAGING_SUFFIX)):
+        return False
+    pid, _, rest = name[len(prefix):].partition(".")
+    return pid.isdigit() and len(rest) > len(STAGING_SUFFIX) and not _process_alive(int(pid))
+
+
+def remove_stale_staging(folder: Path) -> None:
+    """Remove the staging files killed processes left anywhere under `folder` (links not followed)."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if left_by_dead_process(Path(root) / name):
+                (Path(root) / name).unlink(missing_ok=True)
+
+
+def links_under(folder: Path) -> list[Path]:
+    """The symbolic links anywhere under `folder` (not followed; `folder` itself may be one)."""
+    return sorted(Path(root) / name for root, dirs, files in os.walk(folder) for name in dirs + files
+                  if (Path(root) / name).is_symlink())

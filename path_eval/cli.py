@@ -66,7 +66,7 @@ def _run(args) -> None:
 
     suite = load_suite(args.suite).with_longbench_rule(args.longbench_rule)
     # another LongBench rule than the suite's own scores into a folder of its own
-    out = Path(args.out) if args.out else default_out(args, "-".join(filter(None, [suite.name, args.longbench_rule])))
+    out = Path(args.out) if args.out else default_out(args, suite)
     args.out = str(out)  # where an interrupt says the finished requests are
     study = evaluate(suite, args.model, lengths=_csv(args.lengths, "--lengths"), limit=args.limit, device=args.device,
                      dtype=args.dtype, out=out, tasks=_csv(args.tasks, "--tasks"), attention=args.attention,
@@ -83,13 +83,13 @@ def _run(args) -> None:
         console.print(f"report: {report}")
 
 
-def default_out(args, suite: str) -> Path:
-    """The run folder `path_eval.api.default_out` gives these arguments."""
+def default_out(args, suite) -> Path:
+    """The run folder `path_eval.api.default_out` gives these arguments and this SuiteSpec."""
     from path_eval import api
 
-    return api.default_out(suite, args.model, _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths"),
-                           args.limit, args.seed, Path(args.data_dir), args.device, args.dtype, args.attention,
-                           args.max_length)
+    return api.default_out(suite, args.longbench_rule, args.model, _csv(args.tasks, "--tasks"),
+                           _csv(args.lengths, "--lengths"), args.limit, args.seed, Path(args.data_dir), args.device,
+                           args.dtype, args.attention, args.max_length)
 
 
 def _demo(args) -> None:
@@ -207,10 +207,11 @@ def _rescore(args) -> None:
     from path_eval.atomic_files import write_json_atomic
     from path_eval.results import write_results
     from path_eval.results.rescore import rescore
+    from path_eval.samples.logs import slug
 
     run = Path(args.run)
     records, suite = rescore(run, args.longbench_rule)
-    out = Path(args.out) if args.out else run / f"rescored-{suite.longbench_rule or 'suite'}"
+    out = Path(args.out) if args.out else run / slug(f"rescored-{suite.longbench_rule or 'suite'}")
     write_results(records, out / "results.json")
     write_json_atomic(json.loads(suite.model_dump_json()), out / "suite.json")  # what reports read beside it
     console = Console()

@@ -91,9 +91,9 @@ class CorpusEvaluator:
                                   plan.limit)
             if lm.process_index != 0:
                 continue  # every process holds the same sums: the first writes the curve and reports
-            curve = context.out / "curves" / slug(context.model.name) / f"{item.task}@{item.length}.npy"
-            curve.parent.mkdir(parents=True, exist_ok=True)
-            np.save(curve, scored["curve"].astype(np.float32))
+            curve = context.out / "curves" / slug(context.model.name) / (
+                f"{length_log_name(item.task, item.length)}.npy")
+            write_npy_atomic(scored["curve"].astype(np.float32), curve)
             _, _, nll_sum, count, means = scored["total"]
             value, stderr = perplexity_and_stderr(nll_sum, count, means)
             buckets = [PositionBucket(first, last, *perplexity_and_stderr(bucket_sum, bucket_count, bucket_means))

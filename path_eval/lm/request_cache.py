@@ -20,6 +20,7 @@ from typing import Callable
 
 from lm_eval.api.model import hash_args
 
+from path_eval.atomic_files import refuse_link
 from path_eval.errors import PathEvalError
 
 TABLE = "requests"
@@ -38,6 +39,7 @@ class RequestCache:
         self.segment: int | None = None
         self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_link(self.path)  # sqlite would open (or create) the file a link points at
         try:
             self.connection = sqlite3.connect(self.path)
             tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}

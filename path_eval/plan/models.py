@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from path_eval.errors import PathEvalError
+from path_eval.plan.names import check_name, shown
 
 # The hub's own rule for repo ids (letters, digits, - _ . ; one slash), and a revision after `@`.
 HUB_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
@@ -70,14 +71,24 @@ def fetch_hub_model(reference: str) -> ModelReference:
     return ModelReference(name=name or match["repo"], path=snapshot, source=target, revision=snapshot.name)
 
 
+def is_folder(text: str) -> bool:
+    """`text` names an existing folder; a name no folder can have (too long) names none."""
+    try:
+        return Path(text).is_dir()
+    except OSError:
+        return False
+
+
 def split_display_name(reference: str) -> tuple[str | None, str]:
     """`NAME=REFERENCE` -> (NAME, REFERENCE); an existing folder whose name holds `=` is a folder."""
-    if "=" not in reference or Path(reference).is_dir():
+    if "=" not in reference or is_folder(reference):
         return None, reference
     name, target = reference.split("=", 1)
     if not DISPLAY_NAME.fullmatch(name) or not target:
-        raise PathEvalError(f"--model {reference}: a display name is NAME=REFERENCE: give a NAME without '/', '=' "
-                            "or spaces, and a folder, zoo:NAME or org/name[@revision] after the '='")
+        raise PathEvalError(f"--model {shown(reference)}: a display name is NAME=REFERENCE: give a NAME without '/', "
+                            "'=' or spaces, and a folder, zoo:NAME or org/name[@revision] after the '='")
+    check_name(name, f"--model {shown(reference)}: the display name",
+               "give a NAME of letters, digits, '-' and '_' before the '='")
     return name, target
 
 
@@ -93,7 +104,7 @@ def resolve_model(reference: str) -> list[ModelReference]:
             raise PathEvalError(f"--model {reference}: a display name names one model, and zoo is {len(paths)}: "
                                 "give NAME=zoo:MODEL")
         return [ModelReference(name=name or p.name, path=p, source=f"{ZOO_PREFIX}{p.name}") for p in paths]
-    if Path(target).is_dir():
+    if is_folder(target):
         return [ModelReference(name=name or Path(target).name, path=Path(target), source=target)]
     match = HUB_ID.fullmatch(target)
     if match is None:

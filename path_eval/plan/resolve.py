@@ -18,6 +18,7 @@ from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS, Planning, sample_count
 from path_eval.models.context import stated_context_length
 from path_eval.plan.models import ModelReference, resolve_models
+from path_eval.plan.names import check_log_names, check_model_names, check_suite_names
 from path_eval.suites import SuiteSpec, TaskSpec, parse_length
 
 log = logging.getLogger("path_eval")
@@ -132,7 +133,9 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
     checkpoint's own."""
     from path_eval.tasks.generated import sample_seeds
 
+    check_suite_names(suite)
     references = resolve_models(models)
+    check_model_names(references)
     names = [reference.name for reference in references]
     selected = chosen_items(suite, tasks, lengths, limit, max_length)
     runs_on = {task.name: task_models(task, names) for task, _ in selected}
@@ -164,6 +167,7 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                                      lm_eval_tasks=planned.lm_eval_tasks, **sampled))
             if planned.fits:
                 fits.append(planned.fits)
+    check_log_names(suite, items, names)
     for name, reason in skipped.items():
         log.warning("%s skipped: %s", name, reason)
     run_length = max_length or suite.max_length or max(

@@ -22,6 +22,7 @@ from path_eval.metrics.registry import shown_as_percent
 from path_eval.reports.tables import display
 from path_eval.reports.terminal import column_of, suite_labels
 from path_eval.results import ResultRecord
+from path_eval.samples.logs import slug
 from path_eval.suites import SuiteSpec
 
 PANEL_COLUMNS = 4
@@ -189,4 +190,4 @@ def write_figure(figure: StudyFigure, target: Path) -> list[Path]:
 
 def write_plots(figures: list[StudyFigure], folder: Path) -> list[Path]:
     """Every figure of the study as FOLDER/NAME.png and FOLDER/NAME.svg."""
-    return [file for figure in figures for file in write_figure(figure, Path(folder) / figure.name)]
+    return [file for figure in figures for file in write_figure(figure, Path(folder) / slug(figure.name))]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TASK_SECTIONS, TaskResult
+from path_eval.samples.logs import slug
 
 log = logging.getLogger("path_eval")
 
@@ -115,6 +116,8 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
     config.log_experiment_args(model_source="path", model_args={"pretrained": model_name}, system_instruction=None,
                                chat_template=None, fewshot_as_multiturn=False)
     config.start_time = time.perf_counter() - info["wall_time_s"]  # the model's evaluation time, not the writer's
+    # the model's folder as in samples/ (lm-eval's own sanitising keeps `..` and leading dots)
+    config.model_name_sanitized = slug(model_name)
     written, target = staging / config.model_name_sanitized, root / config.model_name_sanitized
     try:
         tracker.save_results_aggregated(results=output, samples=samples)  # adds keys to `output`, a dict of ours

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from path_eval.atomic_files import write_json_atomic
+from path_eval.atomic_files import links_under, refuse_link, remove_stale_staging, write_json_atomic
 from path_eval.evaluators import EvaluationContext
 from path_eval.evaluators.registry import EVALUATORS
 from path_eval.errors import PathEvalError
@@ -53,7 +53,9 @@ def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
 
 
 def check_out_folder(out: Path) -> None:
-    """A folder the run can write in (made if missing), or one error line before any model loads."""
+    """A folder the run can write in (made if missing), or one error line before any model loads.
+    Nothing inside it is a symbolic link (`--out` itself may be one): the run would write where the
+    link points. The staging files of a killed run in it are removed."""
     if out.exists() and not out.is_dir():
         raise PathEvalError(f"--out {out} is a file: give a folder for the run (made if missing)")
     try:
@@ -63,6 +65,9 @@ def check_out_folder(out: Path) -> None:
     except OSError as err:
         raise PathEvalError(f"--out {out} is not a folder the run can write in ({os.strerror(err.errno) if err.errno else err}): "
                             "give a writable folder") from None
+    for link in links_under(out)[:1]:
+        refuse_link(link)
+    remove_stale_staging(out)
 
 
 def saved_requests(out: Path) -> int:

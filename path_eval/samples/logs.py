@@ -2,7 +2,9 @@
 per-sample scores, one JSON line per sample, so results can be rescored later."""
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 from pathlib import Path
 
 from path_eval.atomic_files import write_jsonl_atomic
@@ -11,8 +13,42 @@ LM_EVAL_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_res
                   "doc_hash", "prompt_hash", "target_hash"}
 
 
+# A file name holds at most 255 bytes; names are cut well below, to leave room for what is added
+# around them (TASK_LENGTH_sSEED.jsonl, lm-eval's samples_NAME_DATE.jsonl, a staging prefix).
+MAX_NAME_BYTES = 160
+
+
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "model"
+    """The file or folder name of a name that may hold anything (a model's display name is a hub id
+    `org/name`, or a whole path when two folders share a name): letters, digits, `_`, `.` and `-`,
+    never empty, holding `..` or starting with a dot (hidden), a long name cut and given a hash
+    of the whole. Two names can share a slug: the plan refuses a run where they would
+    (`path_eval.plan.names`)."""
+    name = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "_", text)).strip("_").lstrip("._") or "model"
+    if len(name) > MAX_NAME_BYTES:
+        name = f"{name[:MAX_NAME_BYTES - 17]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return name
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a file name as it is, or None. Names the user chooses that become file
+    names whole (a suite's, a task's, a display name's) must not hold a path separator, `..`, a NUL,
+    a control or line-break character, start with a dot (hidden, or `.`/`..` themselves) or be
+    empty, nor run past what a file name can hold."""
+    if not name:
+        return "is empty"
+    if "/" in name or "\\" in name:
+        return "holds a path separator"
+    if ".." in name:
+        return "holds '..'"
+    if name.startswith("."):
+        return "starts with '.'"
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
+    if bad is not None:
+        return f"holds the control character U+{ord(bad):04X}"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"is longer than {MAX_NAME_BYTES} bytes"
+    return None
 
 
 def sample_record(sample: dict) -> dict:

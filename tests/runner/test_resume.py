@@ -52,9 +52,10 @@ def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
 
 def test_default_output_folder_is_the_same_for_the_same_command():
     from path_eval.cli import build_parser, default_out
+    from path_eval.suites import load_suite
 
-    parse = build_parser().parse_args
+    parse, table2 = build_parser().parse_args, load_suite("table2")
     base = ["run", "--suite", "table2", "--model", "m", "--data-dir", "d", "--limit", "5"]
-    first, again = default_out(parse(base), "table2"), default_out(parse(base + ["--batch-size", "8"]), "table2")
+    first, again = default_out(parse(base), table2), default_out(parse(base + ["--batch-size", "8"]), table2)
     assert first == again and first.parent.name == "runs" and first.name.startswith("table2-")
-    assert default_out(parse(base + ["--dtype", "bfloat16"]), "table2") != first
+    assert default_out(parse(base + ["--dtype", "bfloat16"]), table2) != first
