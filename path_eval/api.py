@@ -174,17 +174,22 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
         check_hub_log_args(hf_hub_log_args)
     spec = (suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))).with_longbench_rule(longbench_rule)
     models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
-    resolve_models(models or [])  # a mistyped model fails here, before the model stack (torch, transformers) imports
-    from path_eval.models.loading import check_device_and_backend
+    # Mistyped models, devices, tasks and lengths, and missing data, fail here, before the model stack
+    # (torch, transformers, lm-eval) imports: seconds idle, minutes on a loaded machine.
+    from path_eval.models.devices import check_device_name
     from path_eval.plan import resolve_plan
+
+    resolve_models(models or [])
+    check_device_name(device)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
+                        max_length=max_length)
+    from path_eval.models.loading import check_device_and_backend
     from path_eval.reports.extrapolation import write_reports
     from path_eval.reports.stored import StoredRun
     from path_eval.runner import RunOptions, check_out_folder, run
 
     check_device_and_backend(device, attention)
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
-                        max_length=max_length)
     if out is None:
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
                           attention, max_length)

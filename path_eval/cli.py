@@ -16,12 +16,9 @@ from path_eval.errors import PathEvalError
 
 
 def _inspect(args) -> None:
+    model, tokenizer = _load_one_model(args)
     from path_eval.models import PathEvalForCausalLM
-    from path_eval.models.loading import check_device_and_backend, load_model
 
-    check_device_and_backend(args.device, args.attention)
-    model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
-                                  attention=args.attention)
     params = sum(p.numel() for p in model.parameters())
     if isinstance(model, PathEvalForCausalLM):
         c = model.config
@@ -34,17 +31,26 @@ def _inspect(args) -> None:
 
 
 def _generate(args) -> None:
+    model, tokenizer = _load_one_model(args)
     import torch
 
-    from path_eval.models.loading import check_device_and_backend, load_model
-
-    check_device_and_backend(args.device, args.attention)
-    model, tokenizer = load_model(_one_model(args.model), device=args.device, dtype=args.dtype,
-                                  attention=args.attention)
     ids = torch.tensor([tokenizer(args.prompt)["input_ids"]], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+
+
+def _load_one_model(args):
+    """The model and tokenizer of inspect's and generate's --model; the reference and the device
+    checked before torch imports."""
+    from path_eval.models.devices import check_device_name
+
+    folder = _one_model(args.model)
+    check_device_name(args.device)
+    from path_eval.models.loading import check_device_and_backend, load_model
+
+    check_device_and_backend(args.device, args.attention)
+    return load_model(folder, device=args.device, dtype=args.dtype, attention=args.attention)
 
 
 def _one_model(reference: str) -> Path:
@@ -296,18 +302,22 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class LmEvalDictAction(argparse.Action):
+    """lm-eval's own parsing of its --wandb_args and --hf_hub_log_args (key=value pairs or a JSON
+    object), a malformed one as one error line. lm-eval is imported only when such an option is
+    given, so that a mistyped command is refused before any heavy library loads."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from lm_eval._cli.utils import MergeDictAction
+
+        merge = MergeDictAction(self.option_strings, self.dest, nargs=self.nargs, default=self.default)
+        try:
+            merge(parser, namespace, values, option_string)
+        except ValueError as err:
+            parser.error(f"argument {option_string}: {err}")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from lm_eval._cli.utils import MergeDictAction
-
-    class LmEvalDictAction(MergeDictAction):
-        """lm-eval's own parsing of its --wandb_args and --hf_hub_log_args (key=value pairs or a JSON
-        object), a malformed one as one error line."""
-
-        def __call__(self, parser, namespace, values, option_string=None):
-            try:
-                super().__call__(parser, namespace, values, option_string)
-            except ValueError as err:
-                parser.error(f"argument {option_string}: {err}")
 
     parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -469,10 +479,14 @@ def stay_offline(command: str) -> None:
 
 
 def interrupted_line(args, signum: int) -> str:
+    """The one line of an interrupted command. It imports nothing: the signal may have come while
+    torch or another library was half imported, and importing it again then fails (or crashes the
+    process). The run loop's count of saved requests is read only once that loop has loaded; before
+    it, this process saved none."""
     where = ""
-    if getattr(args, "func", None) is _run and args.out:
-        from path_eval.runner import saved_requests
-
+    runner = sys.modules.get("path_eval.runner.run")
+    saved_requests = getattr(runner, "saved_requests", None)
+    if getattr(args, "func", None) is _run and args.out and saved_requests is not None:
         where = (f": {saved_requests(Path(args.out))} finished requests are saved in {args.out}; the same command "
                  "resumes there")
     return f"interrupted by {signal.Signals(signum).name}{where}"
@@ -489,6 +503,31 @@ def os_error_line(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # First of all, so that an interrupt at any moment (parsing, imports, loading, running) is one line.
+    _replaced_handlers.update({signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)})
+    args, interrupted = None, False
+    try:
+        args = parse_and_configure(argv)
+        code = args.func(args)
+    except Interrupted as stop:
+        ignore_interrupts()
+        interrupted = True
+        print(f"error: {interrupted_line(args, stop.signum)}", file=sys.stderr)
+        return 128 + stop.signum
+    except (PathEvalError, OSError) as err:
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {err if isinstance(err, PathEvalError) else os_error_line(err)}", file=sys.stderr)
+        return 2
+    finally:
+        if not interrupted:  # an interrupted process stays deaf to further interrupts while it exits
+            _restore_replaced_handlers()
+        _replaced_handlers.clear()
+    return code or 0
+
+
+def parse_and_configure(argv: list[str]) -> argparse.Namespace:
+    """The parsed command, with the environment, warnings and logging it asks for."""
     if "--quiet" in argv:  # before tqdm, transformers and datasets are first imported: they read these then
         os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
         os.environ["TRANSFORMERS_VERBOSITY"] = os.environ["DATASETS_VERBOSITY"] = "error"  # their warnings
@@ -501,18 +540,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
     for name in ("lm_eval", "lm-eval"):
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)
-    _replaced_handlers.update({signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)})
-    try:
-        code = args.func(args)
-    except Interrupted as stop:
-        print(f"error: {interrupted_line(args, stop.signum)}", file=sys.stderr)
-        return 128 + stop.signum
-    except (PathEvalError, OSError) as err:
-        if getattr(args, "debug", False):
-            raise
-        print(f"error: {err if isinstance(err, PathEvalError) else os_error_line(err)}", file=sys.stderr)
-        return 2
-    finally:
-        _restore_replaced_handlers()
-        _replaced_handlers.clear()
-    return code or 0
+    return args
+
+
+def ignore_interrupts() -> None:
+    """A stopping process is not stopped again: a second Ctrl-C a moment after the first would
+    otherwise interrupt the error line, or the libraries' exit handlers with a traceback of theirs."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)

@@ -4,14 +4,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # The tests' models and kernel shapes are tiny: one thread per process (this one and the CLI runs it
 # starts) is faster than two on a 2-core machine (the processes would contend for the cores), and the
-# golden records compare equal to the last bit either way.
+# golden records compare equal to the last bit either way. MKL's pool is sized apart from OpenMP's;
+# torch's inter-op pool is sized by the core count unless set before its first use.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
 # Importing nltk (the BABILong tests do) sets PYTHONSAFEPATH=1 for every later child process unless
 # it is already set; an empty value keeps the default, the working folder on a child's import path,
 # so the tests' `python -m tests...` and `python -m benchmarks...` children import as they should.
 os.environ.setdefault("PYTHONSAFEPATH", "")
 
 import torch  # noqa: E402
+
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+torch.set_num_interop_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 if not torch.cuda.is_available():  # Triton kernels run interpreted on the CPU (read when they are decorated)
     os.environ.setdefault("TRITON_INTERPRET", "1")

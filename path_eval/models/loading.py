@@ -16,6 +16,7 @@ import torch
 from path_eval.errors import PathEvalError
 from path_eval.models.attention import get_backend
 from path_eval.models.config import PathEvalConfig
+from path_eval.models.devices import check_device_name
 from path_eval.models.modeling import PathEvalForCausalLM
 from path_eval.models.tokenizer import load_tokenizer
 
@@ -60,10 +61,8 @@ def autocast_dtype(dtype, device, weights: torch.dtype) -> torch.dtype | None:
 def check_device_and_backend(device: str, attention: str | None) -> None:
     """A device this machine has and an attention backend that runs on it, or one error line,
     before anything loads."""
-    try:
-        kind = torch.device(device).type
-    except (RuntimeError, TypeError):
-        raise PathEvalError(f"unknown device {device!r}: give cpu, cuda or cuda:N") from None
+    check_device_name(device)
+    kind = torch.device(device).type
     if kind == "cuda":
         if not torch.cuda.is_available():
             raise PathEvalError(f"--device {device}: this machine has no CUDA GPU that torch can use: give "
@@ -72,8 +71,6 @@ def check_device_and_backend(device: str, attention: str | None) -> None:
         if index is not None and index >= torch.cuda.device_count():
             raise PathEvalError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s): "
                                 f"give cuda:0 to cuda:{torch.cuda.device_count() - 1}")
-    elif kind != "cpu":
-        raise PathEvalError(f"device {device!r} is not supported: give cpu, cuda or cuda:N")
     if attention is None:
         return
     get_backend(attention)

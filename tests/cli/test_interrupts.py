@@ -1,5 +1,6 @@
-"""Ctrl-C and SIGTERM mid-run stop cleanly (exit 130 / 143, one line saying what is saved, no
-traceback), and the same command then finishes with exactly an uninterrupted run's records, no
+"""Ctrl-C and SIGTERM at any moment stop cleanly (exit 130 / 143, one line, no traceback: while torch
+imports, while the model loads, mid-run, and a second Ctrl-C a moment after the first), a mid-run
+stop says what is saved, and the same command then finishes with exactly an uninterrupted run's records, no
 sample lost or duplicated, the provenance totalling both segments. A run folder whose resume cache
 holds pickles (a poisoned row) is refused without running its code."""
 import json
@@ -67,6 +68,32 @@ def test_interrupted_run_stops_cleanly_and_resumes(setup, tmp_path, signum):
     # batch size 1: each segment's counters are exactly its committed requests' work
     assert records[0].provenance.requests_computed == LIMIT * CHOICES == fresh[0].provenance.requests_computed
     assert records[0].provenance.tokens == fresh[0].provenance.tokens
+
+
+# Seconds after the start: while the modules (torch) import, while the model loads, while it runs.
+MOMENTS = [0.5, 1, 2, 5]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, delay, repeat", [
+    *((signal.SIGINT, delay, 1) for delay in MOMENTS),
+    *((signal.SIGTERM, delay, 1) for delay in (1, 5)),
+    *((signal.SIGINT, delay, 2) for delay in (1, 5)),  # Ctrl-C twice, 20 ms apart
+], ids=lambda value: getattr(value, "name", str(value)))
+def test_an_interrupt_at_any_moment_is_one_line(setup, tmp_path, signum, delay, repeat):
+    command, _ = setup
+    process = subprocess.Popen(command(tmp_path / "out"), cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    assert process.poll() is None, "the run ended before the interrupt: nothing was tested"
+    for _ in range(repeat):
+        process.send_signal(signum)
+        time.sleep(0.02)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signum, stderr[-2000:]
+    [line] = stderr.strip().splitlines()
+    assert line.startswith(f"error: interrupted by {signal.Signals(signum).name}")
+    assert not (tmp_path / "out" / "results.json").exists()
 
 
 def test_a_poisoned_resume_cache_is_refused_without_running_it(setup, tmp_path):
