@@ -294,6 +294,29 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    """argparse type of counts where 0 means none (--bootstrap-iters 0: no bootstrap, as in lm-eval)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give one of at least 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give a whole number of at least 0")
+    return value
+
+
+def _seed(text: str) -> int:
+    """argparse type of --seed: numpy seeds its generators with 0 to 2**32 - 1 only."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give a seed from 0 to {2**32 - 1}") \
+            from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{value} is outside numpy's seed range: give a seed from 0 to {2**32 - 1}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors as one `error:` line (its usage text stays in --help)."""
 
@@ -351,10 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--attention", default=None, help="attention backend for path-eval models")
     p.add_argument("--batch-size", type=_positive, default=1)
     p.add_argument("--max-length", type=_positive, help="context length (default: the suite's, else the checkpoint's)")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=_seed, default=1234)
     p.add_argument("--longbench-rule", help="LongBench scoring rule of the suite (longbench_e: fox, the "
                                             "paper's scripts, the default; thudm, the original's)")
-    p.add_argument("--bootstrap-iters", type=int, default=100000, help="lm-eval's bootstrap for perplexity stderr")
+    p.add_argument("--bootstrap-iters", type=_non_negative, default=100000,
+                   help="lm-eval's bootstrap for perplexity stderr (0: none)")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
     p.add_argument("--wandb-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",

@@ -34,14 +34,19 @@ class DatasetSplit:
         return f"{self.path}{'/' + self.config if self.config else ''} [{self.split}]"
 
 
+class MissingDataFile(PathEvalError):
+    """A data file that is absent (rather than present and broken): the one problem that skips an
+    `optional` task instead of stopping the run."""
+
+
 def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: str = "") -> Path:
     """The split's local file, or one error line naming the download that fetches it
     (`download_options`, e.g. a length outside the suite's own)."""
     file = split.file(data_dir)
     if not file.is_file():
-        raise PathEvalError(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
-                            f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the file "
-                            "there")
+        raise MissingDataFile(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
+                              f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the "
+                              "file there")
     check_jsonl(file, f"python eval.py download --suite {suite} {download_options}--data-dir {data_dir}")
     return file
 
@@ -50,21 +55,31 @@ _CHECKED_JSONL: set[tuple[str, int, int]] = set()
 
 
 def check_jsonl(file: Path, fetch: str) -> None:
-    """Every line of a JSONL data file parses, or one error line naming the file, the line and `fetch`
-    (the command that writes it again). Each file is read once per (path, size, mtime)."""
+    """Every line of a JSONL data file is one JSON object (a row), and there is at least one, or one
+    error line naming the file, the line and `fetch` (the command that writes it again). Each file is
+    read once per (path, size, mtime)."""
     stat = file.stat()
     key = (str(file.resolve()), stat.st_size, stat.st_mtime_ns)
     if key in _CHECKED_JSONL:
         return
+    rows = 0
     with open(file, "rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                json.loads(line)
+                row = json.loads(line)
             except ValueError as err:
-                raise PathEvalError(f"{file} line {number} is not JSON ({str(err).split(':')[0]}): run `{fetch}` "
-                                    "again or fix that line") from None
+                problem = f"is not JSON ({str(err).split(':')[0]})"
+            except RecursionError:
+                problem = "nests deeper than Python reads"
+            else:
+                problem = None if isinstance(row, dict) else f"is a JSON {type(row).__name__}, not an object (a row)"
+            if problem:
+                raise PathEvalError(f"{file} line {number} {problem}: run `{fetch}` again or fix that line")
+            rows += 1
+    if not rows:
+        raise PathEvalError(f"{file} holds no rows: run `{fetch}` again, or copy the file there whole")
     _CHECKED_JSONL.add(key)
 
 

@@ -61,8 +61,10 @@ class RequestCache:
             return None
         try:
             value = json.loads(row[0])
-        except ValueError:
+        except (TypeError, ValueError, RecursionError):  # not text, not JSON, or nested past Python's limit
             raise self._corrupt() from None
+        if not answer_shaped(kind, value):
+            raise self._corrupt()
         return tuple(value) if kind == "loglikelihood" else value  # (log-likelihood, is_greedy)
 
     def add_partial(self, kind: str, args, result) -> None:
@@ -97,12 +99,16 @@ class RequestCache:
         """The counters of the runs of this command before this one (killed or finished)."""
         rows = self.connection.execute(f"SELECT id, counters FROM {SEGMENTS} ORDER BY id").fetchall()
         try:
-            return [json.loads(counters) for id_, counters in rows if id_ != self.segment]
-        except ValueError:
+            counters = [json.loads(counters) for id_, counters in rows if id_ != self.segment]
+        except (TypeError, ValueError, RecursionError):
             raise self._corrupt() from None
+        if not all(isinstance(c, dict) for c in counters):
+            raise self._corrupt()
+        return counters
 
     def _corrupt(self) -> PathEvalError:
-        return PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its requests")
+        return PathEvalError(f"resume cache {self.path} has a corrupt row: delete the file to recompute its requests "
+                             "(or give another --out)")
 
     def answer(self, kind: str, requests: list, compute: Callable[[list], list]) -> list:
         """Results of `requests` in order: stored ones read back, the rest computed in one call.
@@ -128,6 +134,21 @@ def saved_requests(folder: Path) -> int:
         except sqlite3.Error:
             continue
     return total
+
+
+def answer_shaped(kind: str, value) -> bool:
+    """Whether a stored row is an answer to a request of `kind`, as lm-eval returns it: a
+    (log-likelihood, is_greedy) pair, a summed log-likelihood, or generated text."""
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if kind == "loglikelihood":
+        return isinstance(value, list) and len(value) == 2 and number(value[0]) and isinstance(value[1], bool)
+    if kind == "loglikelihood_rolling":
+        return number(value)
+    if kind == "generate_until":
+        return isinstance(value, str)
+    return True
 
 
 def _sampled(kind: str, args) -> bool:

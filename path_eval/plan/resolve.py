@@ -14,12 +14,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from path_eval.data import MissingDataFile
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS, Planning, sample_count
 from path_eval.models.context import stated_context_length
 from path_eval.plan.models import ModelReference, resolve_models
 from path_eval.plan.names import check_log_names, check_model_names, check_suite_names
-from path_eval.suites import SuiteSpec, TaskSpec, parse_length
+from path_eval.suites import SuiteSpec, TaskSpec, parse_lengths
 
 log = logging.getLogger("path_eval")
 
@@ -86,7 +87,7 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
     if lengths:
         if not (suite.lengths or any(task.lengths for task in suite.tasks)):
             raise PathEvalError(f"suite {suite.name} has no context lengths: drop --lengths")
-        given = [parse_length(x) for x in lengths]
+        given = parse_lengths(lengths, "--lengths")
     if limit is not None and limit <= 0:
         raise PathEvalError("--limit must be a positive number of samples per task")
     pairs = []
@@ -156,7 +157,7 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
             try:
                 planned = kind.plan(task, length, planning)
             except PathEvalError as err:
-                if not task.optional:
+                if not (task.optional and isinstance(err, MissingDataFile)):  # a broken file stops the run
                     raise
                 skipped[task.name] = str(err)
                 continue

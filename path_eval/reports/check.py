@@ -30,7 +30,7 @@ from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import higher_is_better
 from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
-from path_eval.results.store import check_schema_version
+from path_eval.results.store import check_schema_version, refuse_duplicates
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
@@ -70,6 +70,8 @@ def read_json(path: Path, what: str, give: str):
         return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise PathEvalError(f"{what} {path} is not JSON ({err}): give {give}") from None
+    except RecursionError:
+        raise PathEvalError(f"{what} {path} nests deeper than Python reads: give {give}") from None
 
 
 def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
@@ -91,6 +93,7 @@ def load_baseline(path: Path) -> tuple[list[ResultRecord], dict]:
         first = err.errors()[0]
         raise PathEvalError(f"{shape}: records.{'.'.join(map(str, first['loc']))}: {first['msg']}: give records "
                             "as a results.json holds them") from None
+    refuse_duplicates(baseline, path)
     if not baseline:
         raise PathEvalError(f"baseline {path} holds no records: a check against it would compare nothing; give a "
                             "results.json of a finished run")
@@ -164,8 +167,15 @@ def incomparable(baseline: ResultRecord, current: ResultRecord) -> str | None:
 
 
 def allowed_differences(text: str | None) -> set[str]:
-    """The names `--allow-difference` accepts (comma-separated), or one error line."""
-    names = {name.strip() for name in (text or "").split(",") if name.strip()}
+    """The names `--allow-difference` accepts (comma-separated), or one error line; an empty name (a
+    stray comma) is refused rather than read as accepting nothing."""
+    if text is None:
+        return set()
+    given = [name.strip() for name in text.split(",")]
+    if not all(given):
+        raise PathEvalError(f"--allow-difference {text!r} holds an empty name: give comma-separated names from "
+                            f"{', '.join(NAMED_DIFFERENCES)}")
+    names = set(given)
     unknown = sorted(names - set(NAMED_DIFFERENCES))
     if unknown:
         raise PathEvalError(f"--allow-difference {unknown[0]!r} names no difference: choose from "

@@ -202,7 +202,8 @@ class RunSamples:
         try:
             self.items = [PlannedItem.model_validate(item)
                           for item in json.loads((self.folder / "plan.json").read_text())["items"]]
-        except (OSError, ValueError, KeyError, TypeError):  # no plan.json (a bare results.json), or a foreign one
+        # no plan.json (a bare results.json), or a foreign one
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             self.items = None
 
     def scores(self, record: ResultRecord) -> SampleScores | str:

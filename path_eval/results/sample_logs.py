@@ -18,9 +18,15 @@ def log_names(item: PlannedItem) -> list[str]:
 
 
 def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
-    """The rows of log `name` of `model` in run folder `run`, or one error line."""
+    """The rows of log `name` of `model` in run folder `run`, or one error line. Lines end at "\\n" only:
+    a sample's text may hold the characters `str.splitlines` also breaks at (U+2028, U+0085, ...), which
+    JSON writes as they are."""
     file = Path(run) / "samples" / slug(model) / f"{name}.jsonl"
     if not file.is_file():
         raise PathEvalError(f"no per-sample log {file}: give the run folder with the samples/ folder the run wrote "
                             "beside its results.json")
-    return [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
+    try:
+        return [json.loads(line) for line in file.read_text(encoding="utf-8").split("\n") if line.strip()]
+    except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, or nested past Python's limit
+        raise PathEvalError(f"per-sample log {file} is not JSON lines ({str(err).split(':')[0]}): give the "
+                            "samples/ folder the run wrote, or run it again") from None

@@ -63,7 +63,7 @@ class ResultRecord(BaseModel):
     # A metric can be NaN or infinite (perplexity of a diverged model): JSON has no such numbers, and
     # pydantic's default writes null, which the record then refuses to read back.
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
-    schema_version: int = Field(SCHEMA_VERSION, ge=1, description="the results format this record follows; "
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, strict=True, description="the results format this record follows; "
                                 "absent in records of version 1")
     suite: str
     model: str

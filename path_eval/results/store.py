@@ -15,7 +15,7 @@ def read_stored(model, file: Path, what: str, fix: str = ""):
     """The pydantic `model` stored as JSON in `file` (a run's plan.json or suite.json), or one line
     naming the first problem."""
     try:
-        return model.model_validate_json(file.read_text())
+        return model.model_validate_json(file.read_bytes())
     except ValidationError as err:
         first = err.errors()[0]
         raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
@@ -35,26 +35,54 @@ def load_records(path: Path) -> list[ResultRecord]:
         path = path / "results.json"
     if not path.is_file():
         raise PathEvalError(f"no results file at {path}: give a results.json or the run folder holding it")
+    give = "give a results.json that `python eval.py run` wrote"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"{path} is not a path-eval results file: not JSON ({err}): give a results.json that "
-                            "`python eval.py run` wrote") from None
+        raise PathEvalError(f"{path} is not a path-eval results file: not JSON ({err}): {give}") from None
+    except RecursionError:
+        raise PathEvalError(f"{path} is not a path-eval results file: it nests deeper than Python reads: {give}") \
+            from None
     check_schema_version(raw, path)
     try:
-        return RunResults.model_validate(raw).root
+        records = RunResults.model_validate(raw).root
     except ValidationError as err:
         first = err.errors()[0]
         raise PathEvalError(f"{path} is not a path-eval results file: "
-                            f"{'.'.join(map(str, first['loc'])) or 'file'}: {first['msg']}: give a results.json that "
-                            "`python eval.py run` wrote") from None
+                            f"{'.'.join(map(str, first['loc'])) or 'file'}: {first['msg']}: {give}") from None
+    refuse_duplicates(records, path)
+    return records
+
+
+def record_identity(record: ResultRecord) -> tuple:
+    """What one number of a run is of: two records with one identity would make every reader pick one."""
+    return (record.suite, record.model, record.task, record.length, tuple(record.bucket or ()), record.length_bucket,
+            record.metric, record.data_source)
+
+
+def refuse_duplicates(records: list[ResultRecord], source: Path) -> None:
+    """One line naming the first record that `source` holds twice (a run writes each once; two would let
+    a check or a table pick either)."""
+    seen = set()
+    for record in records:
+        identity = record_identity(record)
+        if identity in seen:
+            where = f"{record.task}{'' if record.length is None else '@' + str(record.length)}"
+            raise PathEvalError(f"{source} holds two records of {record.model} {where} {record.metric} (suite "
+                                f"{record.suite}): keep one, or give the results.json a run wrote")
+        seen.add(identity)
 
 
 def check_schema_version(records, source: Path) -> None:
     """Records of a newer format than this path-eval reads are refused in one line naming the fix
-    (validation would only name a field it does not know). Older records read as they are."""
+    (validation would only name a field it does not know), as is a version that is not a whole number
+    (`"99"` must not read as the current one). Older records read as they are."""
     versions = [r.get("schema_version") for r in records if isinstance(r, dict)] if isinstance(records, list) else []
-    newer = [v for v in versions if isinstance(v, int) and v > SCHEMA_VERSION]
+    malformed = [v for v in versions if v is not None and (isinstance(v, bool) or not isinstance(v, int))]
+    if malformed:
+        raise PathEvalError(f"{source} holds a record of schema_version {malformed[0]!r}, not a whole number: give "
+                            f"records as path-eval writes them (schema_version 1 to {SCHEMA_VERSION})")
+    newer = [v for v in versions if v is not None and v > SCHEMA_VERSION]
     if newer:
         raise PathEvalError(f"{source} holds records of schema_version {max(newer)}, newer than this path-eval reads "
                             f"({SCHEMA_VERSION}): upgrade path-eval to read them")

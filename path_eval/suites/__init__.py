@@ -2,7 +2,7 @@
 schema.py, reading them (by name or path, with `extends:` and `include:`) in loader.py."""
 from path_eval.suites.loader import available_suites, load_suite
 from path_eval.suites.schema import (BabilongOptions, CorpusSpec, LengthBuckets, PromptEdit, SuiteSpec, TaskSpec,
-                                     parse_length)
+                                     parse_length, parse_lengths)
 
 __all__ = ["BabilongOptions", "CorpusSpec", "LengthBuckets", "PromptEdit", "SuiteSpec", "TaskSpec", "available_suites",
-           "load_suite", "parse_length"]
+           "load_suite", "parse_length", "parse_lengths"]

@@ -26,8 +26,31 @@ def parse_length(value: int | str) -> int:
     return length
 
 
+def parse_lengths(values, where: str) -> list[int]:
+    """A list of context lengths as a suite or `--lengths` writes them, in tokens, or one error line:
+    a single number is not a list, and one length given twice (1k and 1024) would count its samples twice."""
+    if values is None:
+        return []
+    if not isinstance(values, (list, tuple)):
+        raise PathEvalError(f"{where} {values!r} is not a list of lengths: give a list, e.g. [4k, 8k]")
+    lengths = [parse_length(v) for v in values]
+    repeated = next((length for i, length in enumerate(lengths) if length in lengths[:i]), None)
+    if repeated is not None:
+        raise PathEvalError(f"{where} {','.join(map(str, values))} names length {repeated} twice: give each length "
+                            "once")
+    return lengths
+
+
+def suite_lengths(value) -> list[int]:
+    """A suite's `lengths`, a problem as the ValueError that names its place in the file."""
+    try:
+        return parse_lengths(value, "lengths")
+    except PathEvalError as err:
+        raise ValueError(str(err)) from None
+
+
 # Context lengths as a suite writes them (4096, "4k"), as numbers of tokens.
-Lengths = Annotated[list[int], BeforeValidator(lambda value: [parse_length(v) for v in value or []])]
+Lengths = Annotated[list[int], BeforeValidator(suite_lengths)]
 
 
 def known_metric(name: str) -> str:
@@ -176,11 +199,11 @@ class TaskSpec(BaseModel):
     generator: str | None = None
     flipflop: FlipFlopSpec | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
-    num_fewshot: int = 0
+    num_fewshot: int = Field(default=0, ge=0)
     label: str | None = None
     samples: int | None = Field(default=None, gt=0)
     seeds: int = Field(default=1, gt=0)
-    stop: list[str] = []
+    stop: list[Annotated[str, Field(min_length=1)]] = []  # an empty stop sequence would end every generation at once
     data: DataSpec | None = None
     optional: bool = False
     adapter: str | None = None
@@ -250,6 +273,9 @@ class TaskSpec(BaseModel):
     @field_validator("metrics", mode="before")
     @classmethod
     def _names_to_specs(cls, value):
+        if not isinstance(value, list):
+            raise ValueError(f"metrics {value!r} is not a list: give a list of metric names, e.g. [{value}]"
+                             if isinstance(value, str) else f"metrics {value!r} is not a list of metric names")
         return [{"name": v} if isinstance(v, str) else v for v in value]
 
 
@@ -296,10 +322,10 @@ class SuiteSpec(BaseModel):
     aggregates: list[AggregateSpec] = []
     lengths: Lengths = []
     samples: int = Field(default=500, gt=0)  # per generated task, length and seed, unless the task says
-    max_length: int | None = None
-    bucket_size: int = 2048
-    max_blocks: int | None = None
-    training_length: int | None = None
+    max_length: int | None = Field(default=None, gt=0)
+    bucket_size: int = Field(default=2048, gt=0)
+    max_blocks: int | None = Field(default=None, gt=0)
+    training_length: int | None = Field(default=None, gt=0)
     caption: str | None = None
     truncate_middle: int | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
     length_buckets: LengthBuckets | None = None

@@ -17,6 +17,7 @@ from typing import Callable
 
 from path_eval.atomic_files import write_json_atomic, write_jsonl_atomic
 from path_eval.data import file_sha256
+from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
 
 log = logging.getLogger("path_eval")
@@ -40,10 +41,11 @@ def valid_frozen(key: dict, samples: Path, key_file: Path) -> bool:
     if not (samples.is_file() and key_file.is_file()):
         return False
     try:
-        stored = json.loads(key_file.read_text())
-    except json.JSONDecodeError:
+        stored = json.loads(key_file.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8 or not JSON: regenerated, as an edited set is
         return False
-    return stored.get("key") == key and stored.get("samples_sha256") == file_sha256(samples)
+    return isinstance(stored, dict) and stored.get("key") == key and \
+        stored.get("samples_sha256") == file_sha256(samples)
 
 
 def freeze(key: dict, generate: Callable[[], list[dict]], root: Path | None = None) -> Path:
@@ -63,10 +65,23 @@ def freeze(key: dict, generate: Callable[[], list[dict]], root: Path | None = No
 
 def first_frozen(path: Path) -> dict:
     """The first sample alone (a frozen set at 64K tokens runs to hundreds of MB)."""
-    with open(path, encoding="utf-8") as handle:
-        return json.loads(handle.readline())
+    return frozen_rows(path, first_only=True)[0]
 
 
 def read_frozen(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
+    return frozen_rows(path)
+
+
+def frozen_rows(path: Path, first_only: bool = False) -> list[dict]:
+    """The samples of a frozen set (lines end at "\\n" only, whatever the samples' text holds), or one
+    line naming the file and the fix: a set whose key file vouches for it (its sha256 matches) but
+    whose rows are no samples was written by something else."""
+    try:
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            rows = [json.loads(handle.readline())] if first_only else [json.loads(line) for line in handle]
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past Python's limit
+        rows = None
+    if not rows or not all(isinstance(row, dict) for row in rows):
+        raise PathEvalError(f"frozen samples {path} are corrupt: delete it and {path.with_suffix('.key.json').name} "
+                            "beside it, and the run generates them again")
+    return rows
