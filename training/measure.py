@@ -25,7 +25,6 @@ from path_eval.atomic_files import write_json_atomic
 from path_eval.lm.scoring import next_token_nll
 from path_eval.models.zoo import zoo_models
 from path_eval.tasks import flipflop
-from path_eval.models.zoo import zoo_models
 from training import run_cli
 from training.corpus import HELDOUT_FILE
 

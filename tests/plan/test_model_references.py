@@ -12,7 +12,6 @@ from path_eval.cli import main
 from path_eval.errors import PathEvalError
 from path_eval.models.zoo import zoo_models
 from path_eval.plan.models import resolve_model, resolve_models
-from path_eval.models.zoo import zoo_models
 from path_eval.results import load_records
 from tests.helpers import save_tiny_model
 
