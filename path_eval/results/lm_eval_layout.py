@@ -76,14 +76,15 @@ def check_wandb_args(args: dict) -> None:
                                 f"{', '.join(sorted(allowed))}")
 
 
-def log_to_wandb(output: dict, samples: dict, model_name: str, wandb_args: dict) -> None:
+def log_to_wandb(output: dict, samples: dict, model_name: str, wandb_args: dict, out: Path) -> None:
     """One W&B run per model through lm-eval's WandbLogger: its metrics, tables and the results and
     samples as artifacts. Offline unless `mode` says otherwise (a run reaches no network; `wandb sync`
-    uploads it); named after the model unless `name` is given. A failure is a warning, as in lm-eval:
-    the run's files are written already."""
+    uploads it); named after the model unless `name` is given; its files in the run folder
+    (OUT/wandb/) unless `dir` is given, where W&B would write into the working folder. A failure is a
+    warning, as in lm-eval: the run's files are written already."""
     from lm_eval.loggers import WandbLogger
 
-    logger = WandbLogger(init_args={"name": model_name, "mode": "offline"} | wandb_args)
+    logger = WandbLogger(init_args={"name": model_name, "mode": "offline", "dir": str(Path(out))} | wandb_args)
     try:
         logger.post_init(output)
         logger.log_eval_result()
@@ -106,7 +107,7 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
         return None
     samples = output.pop("samples")
     if wandb_args is not None:
-        log_to_wandb(output, samples, model_name, dict(wandb_args))
+        log_to_wandb(output, samples, model_name, dict(wandb_args), out)
     root = Path(out) / LAYOUT_DIR
     staging, replaced = root / ".partial", root / ".replaced"
     for leftover in (staging, replaced):  # of a write that was interrupted

@@ -160,6 +160,19 @@ def test_wandb_args_log_through_lm_evals_logger_offline(finished, tmp_path, monk
     assert logged["ff_64_s1234/flipflop_error"] == records["ff", "flipflop_error"]
 
 
+def test_wandb_writes_into_the_run_folder_unless_told_otherwise(finished, tmp_path, monkeypatch):
+    """W&B's own default is the working folder; a run writes nothing outside its --out."""
+    pytest.importorskip("wandb", reason="W&B is the optional extra path-eval[trackers]")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    out = tmp_path / "out"
+    shutil.copytree(finished / "out", out)
+    run(finished, out, "--wandb-args", "project=path-eval-test")
+    assert len(list((out / "wandb").glob("offline-run-*"))) == 2 and list(elsewhere.iterdir()) == []
+
+
 def test_a_repeated_run_replaces_the_layout_and_hands_hub_log_args_to_lm_evals_tracker(finished, tmp_path,
                                                                                        monkeypatch):
     from lm_eval.loggers import EvaluationTracker
