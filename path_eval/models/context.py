@@ -26,23 +26,22 @@ def stated_context_length(path: Path) -> int | None:
     (no weights; a config.json that does not parse fails here, in one line). None where there is no
     config.json or its model type is unknown: loading then says why in one line."""
     from path_eval.models.config import PathEvalConfig
-    from path_eval.models.loading import FLA_MODEL_TYPES, read_config
+    from path_eval.models.loading import FLA_MODEL_TYPES, path_eval_config, read_config, transformers_config
 
     if not (path / "config.json").is_file():
         return None
     raw = read_config(path / "config.json")
     model_type = raw.get("model_type")
     if model_type == PathEvalConfig.model_type:
-        config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
+        config = path_eval_config(path, raw)
     elif model_type in FLA_MODEL_TYPES:  # of an fla config's length fields, the loader keeps this one
         config = PathEvalConfig(max_position_embeddings=raw.get("max_position_embeddings"))
     else:
-        from transformers import AutoConfig
         from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
         if model_type not in CONFIG_MAPPING:
             return None
-        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        config = transformers_config(path)
     length = checkpoint_max_length(config)
     if not length:
         raise PathEvalError(NO_CONTEXT_LENGTH)

@@ -8,7 +8,9 @@ FoX forget gate saved under its pre-2025-04 name `g_proj` (shape [heads, D], wit
 from __future__ import annotations
 
 import json
+import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -111,21 +113,119 @@ def weight_files(root: Path) -> list[Path]:
                         "or pytorch_model.bin: copy the checkpoint's weights there")
 
 
-def read_weights(root: Path) -> dict[str, torch.Tensor]:
+def read_weight_file(file: Path, *, mmap: bool = False) -> dict[str, torch.Tensor]:
+    """The tensors of one weight file by name, or one error line naming it. `mmap`: a pickled file's
+    tensors are mapped from disk, not read (checking a file that transformers reads itself)."""
     import pickle
+    import zipfile
 
-    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    try:
+        if file.suffix == ".safetensors":
+            return load_file(file)
+        state = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(file))
+    except pickle.UnpicklingError:
+        raise PathEvalError(f"{file} holds pickled objects other than tensors, and unpickling those could run code: "
+                            "save the weights as safetensors (save_pretrained) where you trust the file") from None
+    except Exception as err:  # SafetensorError; a pickle's RuntimeError (a broken zip), EOFError, KeyError...
+        raise _unreadable(file, err) from None
+    if not isinstance(state, dict):
+        raise PathEvalError(f"{file} holds a pickled {type(state).__name__}, not tensors by name: copy the "
+                            "checkpoint's weights again, or save them with save_pretrained")
+    for key, value in state.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
+            raise PathEvalError(f"{file} holds {key!r}: {type(value).__name__}, not tensors by name: copy the "
+                                "checkpoint's weights again, or save them with save_pretrained")
+    return state
+
+
+def _unreadable(file: Path, err: Exception) -> PathEvalError:
+    return PathEvalError(f"{file} cannot be read as weights ({_first_line(err)}): it is truncated or corrupt; copy "
+                         "the checkpoint again")
+
+
+def _first_line(err: Exception, width: int = 120) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0][:width] if lines else 'no message'}"
+
+
+def read_weights(root: Path) -> dict[str, torch.Tensor]:
     state = {}
     for file in weight_files(root):
-        try:
-            state.update(load_file(file) if file.suffix == ".safetensors"
-                         else torch.load(file, map_location="cpu", weights_only=True))
-        except (SafetensorError, pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
-            raise PathEvalError(f"{file} cannot be read as weights ({str(err).splitlines()[0][:120]}): it is "
-                                "truncated or corrupt; copy the checkpoint again") from None
+        state.update(read_weight_file(file))
     return state
+
+
+def check_weight_files(root: Path) -> None:
+    """Every weight file of a checkpoint that transformers loads opens as weights, or one error line
+    naming it (transformers would raise a different traceback for each way a file is broken):
+    a safetensors file's header and length, a pickled file mapped from disk, so nothing is read twice."""
+    from safetensors import SafetensorError, safe_open
+
+    for file in weight_files(root):
+        if file.suffix != ".safetensors":
+            read_weight_file(file, mmap=True)
+            continue
+        try:
+            with safe_open(file, framework="pt"):
+                pass
+        except (SafetensorError, OSError) as err:
+            raise _unreadable(file, err) from None
+
+
+@contextmanager
+def config_errors(root: Path):
+    """Building a model's config, or the model from it, where config.json parses as JSON but
+    describes no model (a field of the wrong type, a zero size, an unknown variant): one line naming
+    config.json, never the tokenizer that reads it too or the weights."""
+    try:
+        yield
+    except PathEvalError:
+        raise
+    except Exception as err:  # TypeError, ValueError, ZeroDivisionError, transformers' validators' own classes
+        detail = " ".join(str(err).split())[:200] or type(err).__name__
+        raise PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({detail}): fix that "
+                            "field, or copy the checkpoint's config.json again") from None
+
+
+def path_eval_config(root: Path, raw: dict) -> PathEvalConfig:
+    """Our own config.json as PathEvalConfig, or one line naming config.json."""
+    with config_errors(root):
+        return PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
+
+
+def transformers_config(root: Path):
+    """A transformers checkpoint's config, or one line naming config.json."""
+    from transformers import AutoConfig
+
+    with config_errors(root):
+        return AutoConfig.from_pretrained(root, local_files_only=True)
+
+
+def embedding_rows(root: Path) -> int | None:
+    """The rows of the token embedding the checkpoint's config.json states (its vocab_size; the
+    loader refuses weights of another shape), or None where there is no config.json or its model
+    type is unknown (loading says why). A config.json that does not describe a model fails here, in
+    one line naming it."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if not (root / "config.json").is_file():
+        return None
+    raw = read_config(root / "config.json")
+    model_type = raw.get("model_type")
+    if model_type == PathEvalConfig.model_type:
+        return path_eval_config(root, raw).vocab_size
+    if model_type in FLA_MODEL_TYPES:  # a vocab_size the loader drops (null) is PathEvalConfig's default
+        with config_errors(root):
+            rows = PathEvalConfig().vocab_size if raw.get("vocab_size") is None else raw["vocab_size"]
+            if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
+                raise ValueError(f"vocab_size={rows!r} is not a positive whole number")
+        return rows
+    if model_type not in CONFIG_MAPPING:
+        return None
+    rows = getattr(transformers_config(root).get_text_config(), "vocab_size", None)
+    return rows if isinstance(rows, int) else None
 
 
 def _has(state, suffix: str) -> bool:
@@ -169,25 +269,46 @@ def rename_legacy_fox_gate(state: dict[str, torch.Tensor]) -> dict[str, torch.Te
     return {key.replace(".attn.g_proj.", ".attn.f_proj."): value for key, value in state.items()}
 
 
+def tensor_mismatch(root: Path, missing, unexpected, what: str) -> PathEvalError | None:
+    """One line naming (the first few of) the tensors `what` (config.json's architecture) needs and
+    the weights lack, and those the weights hold and it has no place for; None where both are empty.
+    Loading would otherwise start the missing ones from random values."""
+    missing, unexpected = sorted(missing), sorted(unexpected)
+    if not missing and not unexpected:
+        return None
+    parts = []
+    if missing:
+        parts.append(f"lack tensors that {what} implies ({_some(missing)})")
+    if unexpected:
+        parts.append(f"hold tensors this architecture has no place for ({_some(unexpected)})")
+    return PathEvalError(f"the weights in {root} {' and '.join(parts)}: config.json and the weights do not belong "
+                         "together; give the config.json saved with these weights, or copy the whole checkpoint again")
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    return f"{len(names)}, e.g. {', '.join(names[:shown])}{', ...' if len(names) > shown else ''}"
+
+
+def shape_mismatch(root: Path, key: str, found, implied) -> PathEvalError:
+    return PathEvalError(f"{key} in {root} has shape {list(found)} but config.json implies {list(implied)}: the "
+                         "weights do not match the config; give the config.json saved with these weights, or copy "
+                         "the whole checkpoint again")
+
+
 def build_model(config: PathEvalConfig, state: dict[str, torch.Tensor], root: Path, dtype, device) -> PathEvalForCausalLM:
-    with torch.device("meta"):
+    with config_errors(root), torch.device("meta"):
         model = PathEvalForCausalLM(config)
     expected = {key: tuple(p.shape) for key, p in model.state_dict().items()}
     if config.tie_word_embeddings:
         expected.pop("lm_head.weight", None)
         state = {k: v for k, v in state.items() if k != "lm_head.weight"}
-    missing = [key for key in expected if key not in state]
-    if missing:
-        raise PathEvalError(f"the weights in {root} lack tensors that config.json implies ({len(missing)}, e.g. "
-                            f"{missing[0]}): config.json and the weights do not belong together")
-    unused = [key for key in state if key not in expected]
-    if unused:
-        raise PathEvalError(f"the weights in {root} hold tensors this architecture has no place for ({len(unused)}, "
-                            f"e.g. {unused[0]}): config.json does not describe these weights")
+    mismatch = tensor_mismatch(root, [key for key in expected if key not in state],
+                               [key for key in state if key not in expected], "config.json")
+    if mismatch:
+        raise mismatch
     for key, shape in expected.items():
         if tuple(state[key].shape) != shape:
-            raise PathEvalError(f"{key} in {root} has shape {list(state[key].shape)} but config.json implies "
-                                f"{list(shape)}: the weights do not match the config")
+            raise shape_mismatch(root, key, state[key].shape, shape)
     model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
     if config.tie_word_embeddings:
         model.lm_head.weight = model.model.embeddings.weight
@@ -221,9 +342,10 @@ def load_network(path, *, device="cpu", dtype=None, attention: str | None = None
         if model_type == "forgetting_transformer":
             state = rename_legacy_fox_gate(state)
         if model_type == PathEvalConfig.model_type:
-            config = PathEvalConfig.from_dict({k: v for k, v in raw.items() if k != "model_type"})
+            config = path_eval_config(root, raw)
         else:
-            config = config_from_fla(raw, state)
+            with config_errors(root):
+                config = config_from_fla(raw, state)
         model = build_model(config, state, root, dtype, device)
         model.attention_backend = attention
     else:
@@ -244,6 +366,48 @@ def _load_transformers_model(root: Path, model_type, dtype, device, attention):
     if attention is not None:
         raise PathEvalError(f"attention backend {attention!r} applies to path-eval model families; {root} is a "
                             f"transformers {model_type!r} model, which keeps its own attention: leave it unset")
-    weight_files(root)  # the same one-line error as our families when weights are missing
-    model = AutoModelForCausalLM.from_pretrained(root, dtype=dtype, local_files_only=True)
+    config = transformers_config(root)
+    not_causal = [name for name in config.architectures or [] if name not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()]
+    if not_causal:
+        raise PathEvalError(f"{root / 'config.json'} names the architecture {not_causal[0]}, which is not a causal "
+                            "language model transformers knows: path-eval scores causal LMs; give a causal LM "
+                            "checkpoint (its config.json names an architecture such as LlamaForCausalLM)")
+    check_weight_files(root)
+    with _quiet_transformers_loading():
+        model, info = AutoModelForCausalLM.from_pretrained(root, config=config, dtype=dtype, local_files_only=True,
+                                                           output_loading_info=True, ignore_mismatched_sizes=True)
+    # transformers leaves out of these what is tied or a buffer by definition (a tied lm_head, rotary inv_freq)
+    mismatch = tensor_mismatch(root, info["missing_keys"], info["unexpected_keys"], f"config.json's {model_type} model")
+    if mismatch:
+        raise mismatch
+    if info["mismatched_keys"]:
+        key, found, implied = sorted(info["mismatched_keys"])[0]
+        raise shape_mismatch(root, key, found, implied)
     return model.to(device).eval()
+
+
+class _LoadReportFilter(logging.Filter):
+    """transformers' load report (a table of missing, unexpected and resized tensors): every key it
+    lists is refused in one line after loading."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "LOAD REPORT" not in record.getMessage()
+
+
+@contextmanager
+def _quiet_transformers_loading():
+    """No load report and no "Loading weights" bar: a refused checkpoint prints one line, and our own
+    families load without a bar too."""
+    from transformers.utils import logging as transformers_logging
+
+    logger = logging.getLogger("transformers.modeling_utils")
+    report = _LoadReportFilter()
+    bar = transformers_logging.is_progress_bar_enabled()
+    logger.addFilter(report)
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logger.removeFilter(report)
+        if bar:
+            transformers_logging.enable_progress_bar()

@@ -41,8 +41,14 @@ def mistral_v1_directory() -> Path:
 
 
 def load_tokenizer(checkpoint: Path):
+    """The checkpoint's tokenizer (else the Mistral v1 one), refused in one line where it does not fit
+    the embedding its config.json states. config.json is read first, so that a broken one is named as
+    such, not as a tokenizer that cannot be read."""
     from transformers import AutoTokenizer
 
+    from path_eval.models.loading import embedding_rows
+
+    rows = embedding_rows(checkpoint)
     own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
     source = checkpoint if own else mistral_v1_directory()
     try:
@@ -56,7 +62,33 @@ def load_tokenizer(checkpoint: Path):
     if len(tokenizer) < 8:
         raise PathEvalError(f"the tokenizer in {source} has only {len(tokenizer)} tokens: it did not load properly "
                             "(a tokenizer.model needs a tokenizer_config.json beside it)")
+    if rows is not None:
+        check_fits_embedding(len(tokenizer), rows, checkpoint, own)
     return tokenizer
+
+
+def unused_rows_allowed(rows: int) -> int:
+    """How many embedding rows may lie past the tokenizer's ids: a vocabulary rounded up to a multiple
+    of 64 or 128 leaves at most 127 (GPT-NeoX: 50277 tokens, 50304 rows), rows reserved for tokens
+    added later a few percent (Phi-2: 50295 tokens, 51200 rows). More than a tenth of the rows unused
+    means the tokenizer is another model's: its ids name other pieces than the model learnt."""
+    return max(128, rows // 10)
+
+
+def check_fits_embedding(tokens: int, rows: int, checkpoint: Path, own: bool) -> None:
+    """One error line where a tokenizer of `tokens` ids does not fit an embedding of `rows` rows:
+    ids past the embedding (an index error, or an out-of-range read on a GPU), or a tokenizer far
+    smaller than the vocabulary the model was trained with."""
+    whose = (f"the tokenizer in {checkpoint}" if own else
+             f"{checkpoint} has no tokenizer files, and the Mistral v1 tokenizer it falls back to")
+    fix = (f"put the tokenizer the model was trained with in {checkpoint} (tokenizer.json, or tokenizer.model "
+           "with a tokenizer_config.json)")
+    if tokens > rows:
+        raise PathEvalError(f"{whose} has {tokens} tokens, but the model's embedding has only {rows} rows "
+                            f"(config.json vocab_size): ids {rows} and up have no embedding; {fix}")
+    if rows - tokens > unused_rows_allowed(rows):
+        raise PathEvalError(f"{whose} has {tokens} tokens, far fewer than the {rows} rows of the model's embedding "
+                            f"(config.json vocab_size): it is not the tokenizer the model was trained with; {fix}")
 
 
 class _ConfigTypeWarning(logging.Filter):

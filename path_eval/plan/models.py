@@ -50,9 +50,10 @@ def hub_snapshot(repo: str, revision: str | None, download: bool = False) -> Pat
         if download:
             raise PathEvalError(f"hub model {wanted} could not be fetched: check the network (HF_HUB_OFFLINE must "
                                 "be unset for download) and the repo id") from None
-        raise PathEvalError(f"hub model {wanted} is not in the Hugging Face cache (HF_HUB_CACHE), nor is {repo} a "
-                            f"folder: fetch it once with `{download_command(repo, revision)}` (needs internet)") \
-            from None
+        given = f"{repo}{'@' + revision if revision else ''}"
+        raise PathEvalError(f"{given} is no folder here, and hub model {wanted} is not in the Hugging Face cache "
+                            "(HF_HUB_CACHE): give the path of an existing checkpoint folder, or fetch the hub model "
+                            f"once with `{download_command(repo, revision)}` (needs internet)") from None
     except HFValidationError as err:
         raise PathEvalError(f"{repo} is not a valid hub id ({str(err).splitlines()[0]}): give org/name[@revision]") \
             from None
@@ -108,10 +109,36 @@ def resolve_model(reference: str) -> list[ModelReference]:
         return [ModelReference(name=name or Path(target).name, path=Path(target), source=target)]
     match = HUB_ID.fullmatch(target)
     if match is None:
-        raise PathEvalError(f"model {target} is not a directory, zoo:NAME or a hub id: give a checkpoint folder, "
-                            "zoo:NAME, or org/name[@revision]")
-    snapshot = hub_snapshot(match["repo"], match["revision"])
+        raise missing_folder(target)
+    try:
+        snapshot = hub_snapshot(match["repo"], match["revision"])
+    except PathEvalError:
+        if local_parent(target) is None:
+            raise
+        raise missing_folder(target) from None  # a path into a local folder, not a hub id
     return [ModelReference(name=name or match["repo"], path=snapshot, source=target, revision=snapshot.name)]
+
+
+def local_parent(target: str) -> Path | None:
+    """The deepest folder above `target` that exists, where that is more than the working directory
+    (`ckpt` of `ckpt/step-9`): then `target` is a path that was meant, not a hub id."""
+    for parent in Path(target).expanduser().parents:
+        if parent not in (Path("."), Path(parent.anchor)) and parent.is_dir():
+            return parent
+    return None
+
+
+def missing_folder(target: str) -> PathEvalError:
+    """One line for a reference that is neither a folder, zoo:NAME nor a hub id in the cache: what
+    exists of its path, never a download of a hub model it was not meant to be."""
+    path = Path(target).expanduser()
+    if path.exists():
+        return PathEvalError(f"model {target} is not a directory but a file: give the checkpoint folder that holds "
+                             "config.json and the weights")
+    parent = local_parent(target)
+    where = f"{parent} holds no {path.relative_to(parent)}" if parent else "no such folder"
+    return PathEvalError(f"model {target} is not a directory ({where}): give the path of a checkpoint folder with "
+                         "config.json and weights, zoo:NAME, or a hub id org/name[@revision]")
 
 
 def resolve_models(references: list[str]) -> list[ModelReference]:

@@ -4,8 +4,8 @@ code (tests/definition.py builds every Householder product as a dense matrix).""
 import pytest
 import torch
 
-from path_eval import load_model
 from path_eval.models.generation import generate, prefill
+from path_eval.models.loading import load_network  # token ids in: their 97-row embeddings fit no tokenizer
 from path_eval.numerics import relative_error
 from tests.definition import definition_generate_greedy, definition_logits
 from tests.fla_fixtures import write_fla_checkpoint
@@ -39,10 +39,10 @@ def test_logits_equal_the_definition(checkpoints, name):
     expected = definition_logits(checkpoints[name], tokens)
     assert expected.std() > 0.5  # a meaningful comparison, not near-constant logits
     for backend in ("torch", "reference"):
-        model, _ = load_model(checkpoints[name], dtype="float64", attention=backend)
+        model = load_network(checkpoints[name], dtype="float64", attention=backend)
         with torch.no_grad():
             assert relative_error(model(tokens[None]).logits[0], expected) <= 1e-10, backend
-    model, _ = load_model(checkpoints[name])  # float32, the CPU default
+    model = load_network(checkpoints[name])  # float32, the CPU default
     with torch.no_grad():
         assert relative_error(model(tokens[None]).logits[0].double(), expected) <= 1e-5
         chunked, _ = prefill(model, tokens[None], chunk_size=17, logits_to_keep=0)
@@ -52,6 +52,6 @@ def test_logits_equal_the_definition(checkpoints, name):
 @pytest.mark.parametrize("name", [IDS[0], IDS[4], IDS[6]])
 def test_greedy_generation_equals_the_definition(checkpoints, name):
     prompt = torch.randint(3, 97, (30,), generator=torch.Generator().manual_seed(9))
-    model, _ = load_model(checkpoints[name], dtype="float64")
+    model = load_network(checkpoints[name], dtype="float64")
     out = generate(model, prompt[None], max_new_tokens=12, eos_token_id=[])
     assert out[0, 30:].tolist() == definition_generate_greedy(checkpoints[name], prompt.tolist(), 12)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("ckpt")
-    random_model("path", "tiny", vocab_size=50, hidden_size=32, num_hidden_layers=1).save_pretrained(path)
+    random_model("path", "tiny", hidden_size=32, num_hidden_layers=1).save_pretrained(path)  # Mistral v1's 32000 rows
     return path
 
 
@@ -94,7 +94,7 @@ def test_unknown_backend_and_unsupported_requests(checkpoint, tmp_path):
 def test_transformers_model_refuses_our_backends(tmp_path):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+    LlamaForCausalLM(LlamaConfig(vocab_size=32000, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                  num_attention_heads=2)).save_pretrained(tmp_path)
     expect(tmp_path, "keeps its own attention", attention="torch")
     model, _ = load_model(tmp_path)

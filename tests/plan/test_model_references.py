@@ -88,7 +88,7 @@ def test_display_names_and_collisions(hub_cache):
         resolve_models(["x=org/tiny", "x=zoo:rope"])
     with pytest.raises(PathEvalError, match="zoo is .* give NAME=zoo:MODEL"):
         resolve_models(["all=zoo"])
-    with pytest.raises(PathEvalError, match="not a directory, zoo:NAME or a hub id"):
+    with pytest.raises(PathEvalError, match=r"not a directory \(no such folder\)"):
         resolve_models(["./no/such/folder"])
 
 
