@@ -124,7 +124,7 @@ def measure_transport(x, D, B, H, T, warmup, rep) -> list[dict]:
     """`super_chunk_transport_triton` at S = 8 under each launch at 64 rows of S a program, then each
     other rows-per-program candidate, beside the torch version it replaced."""
     from path_eval.kernels.path_attn import coarse, prep
-    from path_eval.kernels.path_attn.chunks import super_chunk_transport
+    from path_eval.kernels.path_attn.chunks import naive_super_chunk_transport
     q, k, w, beta = x["q"], x["k"], x["w"], x["beta"]
     size = 8
     count = (T // 64 - 1) // size
@@ -145,7 +145,7 @@ def measure_transport(x, D, B, H, T, warmup, rep) -> list[dict]:
         coarse._transport_launch, coarse._transport_rows = default_launch, default_rows
 
     def torch_transport():
-        keys, U = super_chunk_transport(prepared.transport, size, count)
+        keys, U = naive_super_chunk_transport(prepared.transport, size, count)
         return keys.to(q.dtype), U.to(q.dtype)
     records.append(dict(step="transport torch", D=D, B=B, H=H, T=T, super_chunks=size, config=None,
                         ms=_timed(torch_transport, warmup, rep)))

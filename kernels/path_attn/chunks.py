@@ -152,7 +152,7 @@ def segment_transport(transport: Transport, T: int) -> tuple[torch.Tensor, torch
     return new.flatten(-4, -2)[..., :T, :], outer[..., 0, :, :] @ totals[..., 0, :, :]
 
 
-def super_chunk_transport(transport: Transport, size: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+def naive_super_chunk_transport(transport: Transport, size: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
     """What the forward's coarse walk reads (`coarse.py` computes it; this is its reference), for the
     first `count` super-chunks of `size` chunks each:
     their keys moved to their super-chunk end [B, H, count * size * C, D] and per super-chunk

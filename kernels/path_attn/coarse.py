@@ -1,4 +1,4 @@
-"""Triton super-chunk transport for the forward's coarse walk: what `chunks.super_chunk_transport`
+"""Triton super-chunk transport for the forward's coarse walk: what `chunks.naive_super_chunk_transport`
 (its torch reference) computes, from the preparation's float32 keys at their chunk end and rows of
 T W (`prep.Prepared.k32`, `.tw`) and the input w.
 

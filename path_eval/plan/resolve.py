@@ -163,6 +163,11 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                 continue
             sampled = {"seeds": sample_seeds(task, seed), "samples": sample_count(task, suite, limit)} \
                 if kind.sampled else {}
+            if max(sampled.get("seeds", []), default=0) >= 2**32:  # numpy seeds its generators below 2**32
+                count = len(sampled["seeds"])
+                raise PathEvalError(f"task {task.name} makes its samples from {count} seeds, {seed} to "
+                                    f"{seed + count - 1}, past numpy's largest seed {2**32 - 1}: give a --seed of "
+                                    f"at most {2**32 - count}")
             items.append(PlannedItem(task=task.name, kind=name, length=length, models=runs_on[task.name],
                                      data_files=[str(f) for f in planned.data_files],
                                      lm_eval_tasks=planned.lm_eval_tasks, **sampled))

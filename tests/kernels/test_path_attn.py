@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from path_eval.kernels.path_attn.cache import PathKVCache
-from path_eval.kernels.path_attn.chunks import gates_to_end, prepare, super_chunk_transport, transport_state
+from path_eval.kernels.path_attn.chunks import gates_to_end, naive_super_chunk_transport, prepare, transport_state
 from path_eval.kernels.path_attn.coarse import super_chunk_transport_triton
 from path_eval.kernels.path_attn.fold import move_keys, naive_move_keys
 from path_eval.kernels.path_attn.fwd import path_attention
@@ -202,7 +202,7 @@ def test_coarse_walk_two_chunks_a_key_block(case, monkeypatch):
 def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype, rows, monkeypatch):
     """The coarse walk's super-chunk keys and U_super from the WY form (`coarse.py`, D split in row
     blocks of `coarse._transport_rows`, or of 16 rows as the launch bench times them) against the
-    dense suffix products of `chunks.super_chunk_transport` in float64; 16-bit outputs are rounded
+    dense suffix products of `chunks.naive_super_chunk_transport` in float64; 16-bit outputs are rounded
     once, so their error is about one rounding."""
     from path_eval.kernels.path_attn import coarse
     if rows is not None:
@@ -210,8 +210,8 @@ def test_super_chunk_transport_kernel_matches_torch_reference(shape, dtype, rows
     B, T, H, D, C, size = shape
     count = (T // C - 1) // size
     x = random_inputs("path", B, T, H, H, D, seed=T + D)
-    ref_keys, ref_U = super_chunk_transport(prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64).transport(),
-                                            size, count)
+    transport = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64).transport()
+    ref_keys, ref_U = naive_super_chunk_transport(transport, size, count)
     args = as_dtype(x, dtype)
     prep = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, False, coarse=True)
     keys, U = super_chunk_transport_triton(prep.k32, args["w"], prep.tw, size, count, dtype)
