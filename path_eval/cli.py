@@ -479,6 +479,19 @@ def _interrupt(signum, frame):
     raise Interrupted(signum)
 
 
+def _exit_on_swallowed_interrupt(unraisable) -> None:
+    """An interrupt that lands where Python cannot raise it onwards (a weakref callback or a `__del__`,
+    such as the import system's module-lock callbacks while a module imports) would be printed as
+    "Exception ignored" and dropped, and the run would go on: the one line and the exit status now.
+    Finished requests are committed already; a staging file left behind is removed by the next run."""
+    error = unraisable.exc_value
+    if not isinstance(error, Interrupted):
+        return sys.__unraisablehook__(unraisable)
+    ignore_interrupts()
+    print(f"error: interrupted by {signal.Signals(error.signum).name}", file=sys.stderr, flush=True)
+    os._exit(128 + error.signum)
+
+
 # The handlers `main` replaced, while it runs. A process forked meanwhile (lm-eval's bootstrap pool,
 # datasets' workers) gets them back: `Pool.terminate` stops its workers with SIGTERM, and a worker
 # that raised `Interrupted` instead of dying could do so inside the pool's shared queue lock and
@@ -529,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # First of all, so that an interrupt at any moment (parsing, imports, loading, running) is one line.
     _replaced_handlers.update({signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)})
+    sys.unraisablehook = _exit_on_swallowed_interrupt
     args, interrupted = None, False
     try:
         args = parse_and_configure(argv)

@@ -147,3 +147,27 @@ def test_a_process_forked_during_a_command_gets_the_default_handlers_back():
         cli._restore_replaced_handlers()
         cli._replaced_handlers.clear()
     assert in_child == before and signal.getsignal(signal.SIGTERM) == before[signal.SIGTERM]
+
+
+SWALLOWED = """
+import sys, time
+from path_eval import cli
+{hook}
+class Dropped:
+    def __del__(self):  # Python prints an exception raised here and goes on, as in an import lock's callback
+        raise cli.Interrupted(2)
+Dropped()
+time.sleep(0.5)
+print("went on")
+"""
+
+
+@pytest.mark.parametrize("hooked", [True, False])
+def test_an_interrupt_python_would_drop_still_ends_the_run_in_one_line(hooked):
+    hook = "sys.unraisablehook = cli._exit_on_swallowed_interrupt" if hooked else ""
+    done = subprocess.run([sys.executable, "-c", SWALLOWED.format(hook=hook)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    if hooked:
+        assert (done.returncode, done.stderr, done.stdout) == (130, "error: interrupted by SIGINT\n", "")
+    else:  # what the hook is for: the interrupt is printed as ignored and the run goes on
+        assert done.returncode == 0 and "went on" in done.stdout and "Exception ignored" in done.stderr
