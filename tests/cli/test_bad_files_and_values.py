@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -220,12 +221,18 @@ POISONS = ["'{not json'", "X'00ff10'", "'\"text\"'", "'[1.5]'", "'[\"-1.0\", tru
            "'" + "[" * 5000 + "]" * 5000 + "'"]
 
 
-@pytest.mark.parametrize("poison", POISONS, ids=[p[:20] for p in POISONS])
-def test_a_poisoned_resume_cache_row_is_one_line_naming_the_file(poison, finished_run, quiet, tmp_path, capsys):
-    argv, finished = finished_run
+def unfinished_copy(finished: Path, tmp_path: Path) -> Path:
+    """A copy of a finished run without its results.json: run again, it resumes from its cache."""
     out = tmp_path / "out"
     shutil.copytree(finished, out)
     (out / "results.json").unlink()
+    return out
+
+
+@pytest.mark.parametrize("poison", POISONS, ids=[p[:20] for p in POISONS])
+def test_a_poisoned_resume_cache_row_is_one_line_naming_the_file(poison, finished_run, quiet, tmp_path, capsys):
+    argv, finished = finished_run
+    out = unfinished_copy(finished, tmp_path)
     [db] = (out / "resume").glob("*.db")
     with sqlite3.connect(db) as connection:
         connection.execute(f"UPDATE requests SET value = {poison}")
@@ -237,9 +244,7 @@ def test_a_poisoned_resume_cache_row_is_one_line_naming_the_file(poison, finishe
 
 def test_a_poisoned_segment_row_is_one_line_naming_the_file(finished_run, quiet, tmp_path, capsys):
     argv, finished = finished_run
-    out = tmp_path / "out"
-    shutil.copytree(finished, out)
-    (out / "results.json").unlink()
+    out = unfinished_copy(finished, tmp_path)
     [db] = (out / "resume").glob("*.db")
     with sqlite3.connect(db) as connection:
         connection.execute("INSERT INTO segments (counters) VALUES ('[1, 2]')")
@@ -250,9 +255,7 @@ def test_a_poisoned_segment_row_is_one_line_naming_the_file(finished_run, quiet,
 def test_a_resume_cache_row_of_the_right_shape_is_reused(finished_run, quiet, tmp_path, capsys):
     """The control: the same copy unpoisoned finishes and computes nothing again."""
     argv, finished = finished_run
-    out = tmp_path / "out"
-    shutil.copytree(finished, out)
-    (out / "results.json").unlink()
+    out = unfinished_copy(finished, tmp_path)
     assert main([*argv[:argv.index("--out")], "--out", str(out)]) == 0
     [record] = [r for r in json.loads((out / "results.json").read_text()) if r["metric"] == "acc"]
     assert record["provenance"]["requests_computed"] == 0
