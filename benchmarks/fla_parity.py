@@ -116,7 +116,7 @@ def main() -> None:
     if getattr(fla_attn, "flash_attn_func", None) is None:
         fla_attn.flash_attn_func = _sdpa_as_flash_attn
     from path_eval import load_model
-    from path_eval.models.attention import BACKENDS
+    from path_eval.models.attention import backend_names
     from path_eval.models.generation import prefill
 
     vocab, device = 1000, "cuda"
@@ -146,7 +146,7 @@ def main() -> None:
                 ours = ours32(ids).logits
                 rec["fp32_ours_vs_fla"] = relative_error(ours, ref)
                 rec["argmax_agreement"] = (ours.argmax(-1) == ref.argmax(-1)).float().mean().item()
-                for backend in sorted(set(BACKENDS) - {"torch", "reference"}):
+                for backend in sorted(set(backend_names()) - {"torch", "reference"}):
                     ours32.attention_backend = backend
                     rec[f"fp32_ours_{backend}_vs_fla"] = relative_error(ours32(ids).logits, ref)
                     ours32.attention_backend = "torch"

@@ -174,27 +174,31 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
         check_hub_log_args(hf_hub_log_args)
     spec = (suite if isinstance(suite, SuiteSpec) else load_suite(str(suite))).with_longbench_rule(longbench_rule)
     models, tasks, lengths = _names(models, "models"), _names(tasks, "tasks"), _names(lengths, "lengths")
-    # Mistyped models, devices, tasks and lengths, and missing data, fail here, before the model stack
-    # (torch, transformers, lm-eval) imports: seconds idle, minutes on a loaded machine.
-    from path_eval.models.devices import check_device_name
+    # Mistyped models, devices, precisions, backends, tasks and lengths, missing data and a folder the
+    # run cannot write in fail here, before the model stack (torch, transformers, lm-eval) imports:
+    # seconds idle, minutes on a loaded machine.
+    from path_eval.atomic_files import check_out_folder
+    from path_eval.models.devices import check_device_and_backend_names
+    from path_eval.models.precisions import check_dtype_name
     from path_eval.plan import resolve_plan
 
     resolve_models(models or [])
-    check_device_name(device)
+    check_device_and_backend_names(device, attention)
+    check_dtype_name(dtype)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
                         max_length=max_length)
-    from path_eval.models.loading import check_device_and_backend
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.reports.stored import StoredRun
-    from path_eval.runner import RunOptions, check_out_folder, run
-
-    check_device_and_backend(device, attention)
     if out is None:
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
                           attention, max_length)
     out = Path(out)
     check_out_folder(out)
+    from path_eval.models.loading import check_device_and_backend
+    from path_eval.reports.extrapolation import write_reports
+    from path_eval.reports.stored import StoredRun
+    from path_eval.runner import RunOptions, run
+
+    check_device_and_backend(device, attention)
     records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
                                    bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,
                                    hf_hub_log_args=hf_hub_log_args))

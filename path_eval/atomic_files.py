@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -107,3 +108,21 @@ def links_under(folder: Path) -> list[Path]:
     """The symbolic links anywhere under `folder` (not followed; `folder` itself may be one)."""
     return sorted(Path(root) / name for root, dirs, files in os.walk(folder) for name in dirs + files
                   if (Path(root) / name).is_symlink())
+
+
+def check_out_folder(out: Path) -> None:
+    """A folder the run can write in (made if missing), or one error line before any model loads.
+    Nothing inside it is a symbolic link (`--out` itself may be one): the run would write where the
+    link points. The staging files of a killed run in it are removed."""
+    if out.exists() and not out.is_dir():
+        raise PathEvalError(f"--out {out} is a file: give a folder for the run (made if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        raise PathEvalError(f"--out {out} is not a folder the run can write in ({os.strerror(err.errno) if err.errno else err}): "
+                            "give a writable folder") from None
+    for link in links_under(out)[:1]:
+        refuse_link(link)
+    remove_stale_staging(out)

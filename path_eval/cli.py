@@ -41,12 +41,14 @@ def _generate(args) -> None:
 
 
 def _load_one_model(args):
-    """The model and tokenizer of inspect's and generate's --model; the reference and the device
-    checked before torch imports."""
-    from path_eval.models.devices import check_device_name
+    """The model and tokenizer of inspect's and generate's --model; the reference, the device, the
+    backend and the dtype checked before torch imports."""
+    from path_eval.models.devices import check_device_and_backend_names
+    from path_eval.models.precisions import check_dtype_name
 
     folder = _one_model(args.model)
-    check_device_name(args.device)
+    check_device_and_backend_names(args.device, args.attention)
+    check_dtype_name(args.dtype)
     from path_eval.models.loading import check_device_and_backend, load_model
 
     check_device_and_backend(args.device, args.attention)

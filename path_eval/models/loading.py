@@ -9,26 +9,21 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from path_eval.errors import PathEvalError
-from path_eval.models.attention import get_backend
 from path_eval.models.config import PathEvalConfig
-from path_eval.models.devices import check_device_name
+from path_eval.models.devices import check_device_and_backend_names
 from path_eval.models.modeling import PathEvalForCausalLM
+from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, check_dtype_name
 from path_eval.models.tokenizer import load_tokenizer
 
 FLA_MODEL_TYPES = {"path_attn": "PaTH / PaTH-FoX", "forgetting_transformer": "FoX", "transformer": "Transformer (RoPE)"}
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float64": torch.float64, "fp64": torch.float64,
-          "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
-
-# Precisions that are not a weight dtype: float32 weights, each forward pass under torch.autocast in the
-# named dtype (what the FoX repository's LongBench pred.py runs); recorded in the provenance by this name.
-AUTOCAST = {"autocast-bf16": torch.bfloat16}
+DTYPES = {name: getattr(torch, attribute) for name, attribute in WEIGHT_DTYPE_NAMES.items()}
+AUTOCAST = {name: getattr(torch, attribute) for name, attribute in AUTOCAST_NAMES.items()}
 
 
 def resolve_dtype(dtype, device) -> torch.dtype:
@@ -39,8 +34,7 @@ def resolve_dtype(dtype, device) -> torch.dtype:
         return dtype
     if dtype in AUTOCAST:
         return torch.float32
-    if dtype not in DTYPES:
-        raise PathEvalError(f"unknown dtype {dtype!r}: choose one of {', '.join([*DTYPES, *AUTOCAST])}")
+    check_dtype_name(dtype)
     return DTYPES[dtype]
 
 
@@ -63,9 +57,8 @@ def autocast_dtype(dtype, device, weights: torch.dtype) -> torch.dtype | None:
 def check_device_and_backend(device: str, attention: str | None) -> None:
     """A device this machine has and an attention backend that runs on it, or one error line,
     before anything loads."""
-    check_device_name(device)
-    kind = torch.device(device).type
-    if kind == "cuda":
+    check_device_and_backend_names(device, attention)
+    if torch.device(device).type == "cuda":
         if not torch.cuda.is_available():
             raise PathEvalError(f"--device {device}: this machine has no CUDA GPU that torch can use: give "
                                 "--device cpu")
@@ -73,12 +66,6 @@ def check_device_and_backend(device: str, attention: str | None) -> None:
         if index is not None and index >= torch.cuda.device_count():
             raise PathEvalError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s): "
                                 f"give cuda:0 to cuda:{torch.cuda.device_count() - 1}")
-    if attention is None:
-        return
-    get_backend(attention)
-    if attention == "triton" and kind != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise PathEvalError("the triton attention backend runs on a CUDA GPU: give --device cuda, or --attention "
-                            "torch on the CPU")
 
 
 def read_config(file: Path) -> dict:

@@ -6,17 +6,14 @@ import datetime
 import hashlib
 import json
 import logging
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from path_eval.atomic_files import links_under, refuse_link, remove_stale_staging, write_json_atomic
+from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import EvaluationContext
 from path_eval.evaluators.registry import EVALUATORS
-from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
 from path_eval.lm import request_cache
 from path_eval.models.identity import model_identity, tokenizer_sha256
@@ -50,24 +47,6 @@ def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
     changed model, dtype, device, backend or length never reuses another's answers."""
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     return out / "resume" / f"{slug(name)}-{key}_rank{rank}.db"
-
-
-def check_out_folder(out: Path) -> None:
-    """A folder the run can write in (made if missing), or one error line before any model loads.
-    Nothing inside it is a symbolic link (`--out` itself may be one): the run would write where the
-    link points. The staging files of a killed run in it are removed."""
-    if out.exists() and not out.is_dir():
-        raise PathEvalError(f"--out {out} is a file: give a folder for the run (made if missing)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as err:
-        raise PathEvalError(f"--out {out} is not a folder the run can write in ({os.strerror(err.errno) if err.errno else err}): "
-                            "give a writable folder") from None
-    for link in links_under(out)[:1]:
-        refuse_link(link)
-    remove_stale_staging(out)
 
 
 def saved_requests(out: Path) -> int:

@@ -309,7 +309,7 @@ def dead_pid() -> int:
 
 
 def test_staging_files_of_killed_processes_are_removed_and_only_those(tmp_path):
-    from path_eval.runner.run import check_out_folder
+    from path_eval.atomic_files import check_out_folder
 
     host, dead = socket.gethostname(), dead_pid()
     out = tmp_path / "out"
