@@ -7,7 +7,6 @@ FoX forget gate saved under its pre-2025-04 name `g_proj` (shape [heads, D], wit
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 from contextlib import contextmanager
@@ -18,11 +17,11 @@ import torch
 from path_eval.errors import PathEvalError
 from path_eval.models.attention import get_backend
 from path_eval.models.config import PathEvalConfig
+from path_eval.models.config_file import FLA_MODEL_TYPES, read_config
 from path_eval.models.devices import check_device_name
 from path_eval.models.modeling import PathEvalForCausalLM
 from path_eval.models.tokenizer import load_tokenizer
 
-FLA_MODEL_TYPES = {"path_attn": "PaTH / PaTH-FoX", "forgetting_transformer": "FoX", "transformer": "Transformer (RoPE)"}
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float64": torch.float64, "fp64": torch.float64,
           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
@@ -79,17 +78,6 @@ def check_device_and_backend(device: str, attention: str | None) -> None:
     if attention == "triton" and kind != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
         raise PathEvalError("the triton attention backend runs on a CUDA GPU: give --device cuda, or --attention "
                             "torch on the CPU")
-
-
-def read_config(file: Path) -> dict:
-    """A checkpoint's config.json as a dict, or one error line naming the file."""
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"{file} is not valid JSON ({err}): copy the checkpoint's config.json again") from None
-    if not isinstance(raw, dict):
-        raise PathEvalError(f"{file} is not a JSON object: copy the checkpoint's config.json again")
-    return raw
 
 
 def weight_files(root: Path) -> list[Path]:
