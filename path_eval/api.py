@@ -184,12 +184,16 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
                         max_length=max_length)
+    from path_eval.plan.reach import check_gpu_reach, check_reach
+
+    check_reach(plan, device, dtype, attention)  # lengths the CPU's memory or the kernels cannot reach
     from path_eval.models.loading import check_device_and_backend
     from path_eval.reports.extrapolation import write_reports
     from path_eval.reports.stored import StoredRun
     from path_eval.runner import RunOptions, check_out_folder, run
 
     check_device_and_backend(device, attention)
+    check_gpu_reach(plan, device, dtype, attention)  # and the GPU's, before the model loads
     if out is None:
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
                           attention, max_length)
