@@ -104,7 +104,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def warmup_length() -> int:
     """A cold start's warm-up requests: one prefill chunk of our adapter and 1K more, so that the
     kernels of a chunk on a cache compile too."""
-    from path_eval.lm.adapter import PREFILL_CHUNK
+    from path_eval.models.context import PREFILL_CHUNK
 
     return PREFILL_CHUNK + 1024
 

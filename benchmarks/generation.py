@@ -60,7 +60,7 @@ LLAMA = "rope-sdpa"  # the name of the same-shape Llama in extrapolation_speed.b
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    from path_eval.lm.adapter import PREFILL_CHUNK
+    from path_eval.models.context import PREFILL_CHUNK
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.generation", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/bench/generation_h200.json"))

@@ -181,6 +181,7 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     from path_eval.models.devices import check_device_and_backend_names
     from path_eval.models.precisions import check_dtype_name
     from path_eval.plan import resolve_plan
+    from path_eval.plan.reach import check_gpu_reach, check_reach
 
     resolve_models(models or [])
     check_device_and_backend_names(device, attention)
@@ -188,6 +189,7 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
                         max_length=max_length)
+    check_reach(plan, device, dtype, attention)  # lengths the CPU's memory or the kernels cannot reach
     if out is None:
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
                           attention, max_length)
@@ -199,6 +201,7 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     from path_eval.runner import RunOptions, run
 
     check_device_and_backend(device, attention)
+    check_gpu_reach(plan, device, dtype, attention)  # and the GPU's, before the model loads
     records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
                                    bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,
                                    hf_hub_log_args=hf_hub_log_args))

@@ -26,13 +26,12 @@ from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
 from path_eval.models import PathEvalForCausalLM
-from path_eval.models.context import NO_CONTEXT_LENGTH, checkpoint_max_length
+from path_eval.models.context import NO_CONTEXT_LENGTH, PREFILL_CHUNK, checkpoint_max_length
 from path_eval.models.generation import generate
 from path_eval.models.loading import AUTOCAST, autocast_dtype, load_model
 
 log = logging.getLogger("path_eval")
 
-PREFILL_CHUNK = 8192  # tokens per forward of a long prompt, the cache carrying the earlier ones
 
 
 @register_model("path")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from transformers import PretrainedConfig
 
+from path_eval.models.config_file import PATH_EVAL_MODEL_TYPE
+
 VARIANTS = ("rope", "nope", "fox", "path", "path_fox")
 
 
@@ -20,7 +22,7 @@ class PathEvalConfig(PretrainedConfig):
     use_output_gate: FoX's sigmoid output gate.  low_rank_w: PaTH's w_proj as D -> 32 -> kv_dim.
     """
 
-    model_type = "path_eval"
+    model_type = PATH_EVAL_MODEL_TYPE
     keys_to_ignore_at_inference = ["past_key_values"]
 
     def __init__(

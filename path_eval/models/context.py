@@ -1,10 +1,13 @@
 """The context length a checkpoint states, read beside the model config: the plan fixes each
-model's length from it before any weights load, and the lm-eval adapter falls back on it."""
+model's length from it before any weights load, and the lm-eval adapter falls back on it. And the
+tokens per forward of a long prompt, which the plan's memory rule reads before torch imports."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
+
+PREFILL_CHUNK = 8192  # tokens per forward of a long prompt, the cache carrying the earlier ones
 
 LENGTH_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len")
 

@@ -7,7 +7,6 @@ FoX forget gate saved under its pre-2025-04 name `g_proj` (shape [heads, D], wit
 """
 from __future__ import annotations
 
-import json
 import logging
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,12 +15,12 @@ import torch
 
 from path_eval.errors import PathEvalError
 from path_eval.models.config import PathEvalConfig
+from path_eval.models.config_file import FLA_MODEL_TYPES, read_config
 from path_eval.models.devices import check_device_and_backend_names
 from path_eval.models.modeling import PathEvalForCausalLM
 from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, check_dtype_name
 from path_eval.models.tokenizer import load_tokenizer
 
-FLA_MODEL_TYPES = {"path_attn": "PaTH / PaTH-FoX", "forgetting_transformer": "FoX", "transformer": "Transformer (RoPE)"}
 DTYPES = {name: getattr(torch, attribute) for name, attribute in WEIGHT_DTYPE_NAMES.items()}
 AUTOCAST = {name: getattr(torch, attribute) for name, attribute in AUTOCAST_NAMES.items()}
 
@@ -66,17 +65,6 @@ def check_device_and_backend(device: str, attention: str | None) -> None:
         if index is not None and index >= torch.cuda.device_count():
             raise PathEvalError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s): "
                                 f"give cuda:0 to cuda:{torch.cuda.device_count() - 1}")
-
-
-def read_config(file: Path) -> dict:
-    """A checkpoint's config.json as a dict, or one error line naming the file."""
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise PathEvalError(f"{file} is not valid JSON ({err}): copy the checkpoint's config.json again") from None
-    if not isinstance(raw, dict):
-        raise PathEvalError(f"{file} is not a JSON object: copy the checkpoint's config.json again")
-    return raw
 
 
 def weight_files(root: Path) -> list[Path]:
