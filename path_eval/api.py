@@ -196,12 +196,13 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     out = Path(out)
     check_out_folder(out)
     from path_eval.models.loading import check_device_and_backend
+
+    check_device_and_backend(device, attention)
+    check_gpu_reach(plan, device, dtype, attention)  # and the GPU's, before the model loads
     from path_eval.reports.extrapolation import write_reports
     from path_eval.reports.stored import StoredRun
     from path_eval.runner import RunOptions, run
 
-    check_device_and_backend(device, attention)
-    check_gpu_reach(plan, device, dtype, attention)  # and the GPU's, before the model loads
     records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
                                    bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,
                                    hf_hub_log_args=hf_hub_log_args))

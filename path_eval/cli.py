@@ -576,7 +576,8 @@ def parse_and_configure(argv: list[str]) -> argparse.Namespace:
     args = build_parser().parse_args(argv or ["demo"])
     stay_offline(args.command or "demo")
     quiet = getattr(args, "quiet", False)
-    logging.basicConfig(level=logging.ERROR if quiet else logging.INFO, format="%(message)s")
+    # Other libraries' info lines (datasets announcing JAX, say) are not the run's: warnings and up only.
+    logging.basicConfig(level=logging.ERROR if quiet else logging.WARNING, format="%(message)s")
     logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
     for name in ("lm_eval", "lm-eval"):
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)
