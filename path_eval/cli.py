@@ -218,9 +218,9 @@ def _rescore(args) -> None:
     run = Path(args.run)
     records, suite = rescore(run, args.longbench_rule)
     out = Path(args.out) if args.out else run / slug(f"rescored-{suite.longbench_rule or 'suite'}")
-    if (out / "plan.json").exists():  # the run rescored, or another: its results.json would be replaced
-        raise PathEvalError(f"--out {out} is a run folder (it holds plan.json), whose results.json rescore would "
-                            "replace: give a new folder, or leave --out out")
+    if (out / "plan.json").exists() and out.resolve() != run.resolve():  # its records would be another run's
+        raise PathEvalError(f"--out {out} is the folder of another run (it holds plan.json), whose results.json "
+                            f"rescore would replace with {run}'s: give a new folder, or {run} itself")
     write_results(records, out / "results.json")
     write_json_atomic(json.loads(suite.model_dump_json()), out / "suite.json")  # what reports read beside it
     console = Console()

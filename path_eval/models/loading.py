@@ -201,8 +201,8 @@ def check_sizes(root: Path, raw: dict) -> None:
     number (`"4"`, `-1`, `true`), or a hidden size that its heads do not divide, is one line naming
     the field (building would fail deep inside torch, or not at all)."""
     def refuse(problem: str):
-        raise PathEvalError(f"{root / 'config.json'}: {problem}: fix that field, or copy the checkpoint's "
-                            "config.json again")
+        raise PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({problem}): fix that "
+                            "field, or copy the checkpoint's config.json again")
 
     for field in SIZE_FIELDS:
         value = raw.get(field)
