@@ -2,10 +2,11 @@
 the suite (the default `runs/SUITE-KEY`), its tasks (`samples/MODEL/LOG.jsonl`, `curves/`,
 `lm_eval/MODEL/samples_TASK_DATE.jsonl`) and its models (`samples/MODEL/`, `resume/MODEL-KEY.db`,
 `lm_eval/MODEL/`). A name the user chooses that would be a path (a separator, `..`, a control
-character, a leading dot, nothing) is refused in one line; a model's name becomes its folder
-through `path_eval.samples.logs.slug`; and two names that would share a file (`a+b` and `a_b`, or
-`A` and `a` on a filesystem that ignores case) are refused naming both, since the second's file
-would silently replace the first's."""
+character, a leading dot, nothing), or that a command line or Windows would take for something else
+(a leading dash, a device name such as `nul`, a `:`), is refused in one line; a model's name
+becomes its folder through `path_eval.samples.logs.slug`; and two names that would share a file
+(`a+b` and `a_b`, or `A` and `a` on a filesystem that ignores case) are refused naming both, since
+the second's file would silently replace the first's."""
 from __future__ import annotations
 
 import unicodedata

@@ -33,8 +33,8 @@ def slug(text: str) -> str:
     """The file or folder name of a name that may hold anything (a model's display name is a hub id
     `org/name`, or a whole path when two folders share a name): letters, digits, `_`, `.` and `-`,
     never empty, holding `..`, starting with a dot (hidden) or a dash, nor a Windows device name
-    (`nul` becomes `nul_`), a long name cut and given a hash of the whole. Two names can share a slug: the plan refuses a run where they would
-    (`path_eval.plan.names`)."""
+    (`nul` becomes `nul_`), a long name cut and given a hash of the whole. Two names can share a
+    slug: the plan refuses a run where they would (`path_eval.plan.names`)."""
     name = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "_", text)).strip("_").lstrip("._-") or "model"
     if windows_device(name):
         stem, dot, rest = name.partition(".")

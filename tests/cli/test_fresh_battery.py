@@ -110,7 +110,8 @@ def place(tmp_path_factory):
     llama, ours = ZOO / "flipflop_rope", save_tiny_model(root / "ours")
     configs = {
         "L_LAYERS_TEXT": (llama, {"num_hidden_layers": "4"}), "L_VOCAB_ZERO": (llama, {"vocab_size": 0}),
-        "L_INTERMEDIATE_NEGATIVE": (llama, {"intermediate_size": -5}), "L_LAYERS_TRUE": (llama, {"num_hidden_layers": True}),
+        "L_INTERMEDIATE_NEGATIVE": (llama, {"intermediate_size": -5}),
+        "L_LAYERS_TRUE": (llama, {"num_hidden_layers": True}),
         "L_ACTIVATION": (llama, {"hidden_act": "nope"}), "L_ARCHITECTURES_TEXT": (llama, {"architectures": "Llama"}),
         "L_KV_GROUPS": (llama, {"num_key_value_heads": 3, "num_attention_heads": 4}),
         "O_HEADS_NOT_DIVIDING": (ours, {"num_heads": 3}), "O_KV_HEADS_ZERO": (ours, {"num_kv_heads": 0}),
