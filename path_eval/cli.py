@@ -34,7 +34,10 @@ def _generate(args) -> None:
     model, tokenizer = _load_one_model(args)
     import torch
 
-    ids = torch.tensor([tokenizer(args.prompt)["input_ids"]], device=args.device)
+    prompt = tokenizer(args.prompt)["input_ids"]
+    if not prompt:  # the model would be given nothing to continue
+        raise PathEvalError(f"--prompt {args.prompt!r} holds no tokens for {args.model}'s tokenizer: give some text")
+    ids = torch.tensor([prompt], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))

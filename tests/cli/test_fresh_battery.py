@@ -165,6 +165,7 @@ CASES = [
     (["rescore", "{R_DOC_WITHOUT_ANSWER}"], ["without the field 'answer'", RESCORE_FIX]),
     (["rescore", "{RUN}", "--out", "{R_NUMBER_DOC}"], ["run-number_doc is the folder of another run"]),
     (["report", "{RUN}", "--html", "{FOLDER}"], ["a-folder is a folder, where path-eval writes a file"]),
+    (["generate", "--model", "zoo:rope", "--prompt", ""], ["--prompt '' holds no tokens for zoo:rope's tokenizer"]),
     # config.json sizes and names torch or transformers would fail on deep inside
     (["inspect", "--model", "{L_LAYERS_TEXT}"], [CONFIG, "num_hidden_layers is '4'"]),
     (["inspect", "--model", "{L_LAYERS_TRUE}"], [CONFIG, "num_hidden_layers is True"]),
