@@ -38,6 +38,8 @@ def staged(target: Path, binary: bool = False):
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     refuse_link(target)
+    if target.is_dir():  # else the rename fails naming the staging file, which the user never gave
+        raise PathEvalError(f"{target} is a folder, where path-eval writes a file: give the path of a file")
     staging = target.with_name(f"{staging_prefix()}{os.getpid()}.{target.name}{STAGING_SUFFIX}")
     try:
         with open(staging, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:

@@ -34,7 +34,10 @@ def _generate(args) -> None:
     model, tokenizer = _load_one_model(args)
     import torch
 
-    ids = torch.tensor([tokenizer(args.prompt)["input_ids"]], device=args.device)
+    prompt = tokenizer(args.prompt)["input_ids"]
+    if not prompt:  # the model would be given nothing to continue
+        raise PathEvalError(f"--prompt {args.prompt!r} holds no tokens for {args.model}'s tokenizer: give some text")
+    ids = torch.tensor([prompt], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
@@ -220,6 +223,9 @@ def _rescore(args) -> None:
     run = Path(args.run)
     records, suite = rescore(run, args.longbench_rule)
     out = Path(args.out) if args.out else run / slug(f"rescored-{suite.longbench_rule or 'suite'}")
+    if (out / "plan.json").exists() and out.resolve() != run.resolve():  # its records would be another run's
+        raise PathEvalError(f"--out {out} is the folder of another run (it holds plan.json), whose results.json "
+                            f"rescore would replace with {run}'s: give a new folder, or {run} itself")
     write_results(records, out / "results.json")
     write_json_atomic(json.loads(suite.model_dump_json()), out / "suite.json")  # what reports read beside it
     console = Console()

@@ -159,9 +159,36 @@ def config_errors(root: Path):
     except PathEvalError:
         raise
     except Exception as err:  # TypeError, ValueError, ZeroDivisionError, transformers' validators' own classes
-        detail = " ".join(str(err).split())[:200] or type(err).__name__
+        detail = f"unknown name {err}" if isinstance(err, KeyError) else " ".join(str(err).split())[:200] or \
+            type(err).__name__
         raise PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({detail}): fix that "
                             "field, or copy the checkpoint's config.json again") from None
+
+
+# Sizes a config.json states under these names (transformers', fla's and our own families): each a
+# whole number above 0 where it is given, or the model built from it is no model of these weights.
+SIZE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+               "num_key_value_heads", "num_heads", "num_kv_heads", "head_dim")
+
+
+def check_sizes(root: Path, raw: dict) -> None:
+    """config.json's sizes, before a model is built from them: a size that is no positive whole
+    number (`"4"`, `-1`, `true`), or a hidden size that its heads do not divide, is one line naming
+    the field (building would fail deep inside torch, or not at all)."""
+    def refuse(problem: str):
+        raise PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({problem}): fix that "
+                            "field, or copy the checkpoint's config.json again")
+
+    for field in SIZE_FIELDS:
+        value = raw.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            refuse(f"{field} is {value!r}, not a whole number above 0")
+    heads = raw.get("num_attention_heads") or raw.get("num_heads")
+    kv_heads = raw.get("num_key_value_heads") or raw.get("num_kv_heads")
+    if heads and raw.get("head_dim") is None and raw.get("hidden_size") and raw["hidden_size"] % heads:
+        refuse(f"hidden_size {raw['hidden_size']} is not divisible by its {heads} attention heads")
+    if heads and kv_heads and heads % kv_heads:
+        refuse(f"the {heads} attention heads do not divide into groups of the {kv_heads} key-value heads")
 
 
 def path_eval_config(root: Path, raw: dict) -> PathEvalConfig:
@@ -308,6 +335,7 @@ def load_network(path, *, device="cpu", dtype=None, attention: str | None = None
     if not (root / "config.json").is_file():
         raise PathEvalError(f"{root} has no config.json: give the checkpoint folder itself")
     raw = read_config(root / "config.json")
+    check_sizes(root, raw)
     model_type = raw.get("model_type")
     dtype = resolve_dtype(dtype, device)
     check_device_and_backend(str(device), attention)
@@ -342,13 +370,14 @@ def _load_transformers_model(root: Path, model_type, dtype, device, attention):
         raise PathEvalError(f"attention backend {attention!r} applies to path-eval model families; {root} is a "
                             f"transformers {model_type!r} model, which keeps its own attention: leave it unset")
     config = transformers_config(root)
-    not_causal = [name for name in config.architectures or [] if name not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()]
+    architectures = [config.architectures] if isinstance(config.architectures, str) else config.architectures or []
+    not_causal = [name for name in architectures if name not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()]
     if not_causal:
         raise PathEvalError(f"{root / 'config.json'} names the architecture {not_causal[0]}, which is not a causal "
                             "language model transformers knows: path-eval scores causal LMs; give a causal LM "
                             "checkpoint (its config.json names an architecture such as LlamaForCausalLM)")
     check_weight_files(root)
-    with _quiet_transformers_loading():
+    with _quiet_transformers_loading(), config_errors(root):  # the weights were read above: what fails is the config
         model, info = AutoModelForCausalLM.from_pretrained(root, config=config, dtype=dtype, local_files_only=True,
                                                            output_loading_info=True, ignore_mismatched_sizes=True)
     # transformers leaves out of these what is tied or a buffer by definition (a tied lm_head, rotary inv_freq)

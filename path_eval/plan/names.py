@@ -2,12 +2,14 @@
 the suite (the default `runs/SUITE-KEY`), its tasks (`samples/MODEL/LOG.jsonl`, `curves/`,
 `lm_eval/MODEL/samples_TASK_DATE.jsonl`) and its models (`samples/MODEL/`, `resume/MODEL-KEY.db`,
 `lm_eval/MODEL/`). A name the user chooses that would be a path (a separator, `..`, a control
-character, a leading dot, nothing) is refused in one line; a model's name becomes its folder
-through `path_eval.samples.logs.slug`; and two names that would share a file (`a+b` and `a_b`, or
-`A` and `a` on a filesystem that ignores case) are refused naming both, since the second's file
-would silently replace the first's."""
+character, a leading dot, nothing), or that a command line or Windows would take for something else
+(a leading dash, a device name such as `nul`, a `:`), is refused in one line; a model's name
+becomes its folder through `path_eval.samples.logs.slug`; and two names that would share a file
+(`a+b` and `a_b`, or `A` and `a` on a filesystem that ignores case) are refused naming both, since
+the second's file would silently replace the first's."""
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING, Iterable
 
 from path_eval.errors import PathEvalError
@@ -43,14 +45,22 @@ def check_suite_names(suite: SuiteSpec) -> None:
         check_name(label, f"suite {suite.name}: length bucket label", fix)
 
 
+def file_identity(file: str) -> str:
+    """What a file name is to the filesystems a run folder may be copied to: case ignored (macOS,
+    Windows), canonically equivalent Unicode alike (macOS: `é` and `e` + U+0301), trailing dots and
+    spaces dropped (Windows)."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", file).casefold()).rstrip(". ")
+
+
 def check_distinct(files: Iterable[tuple[str, str]], what: str, fix: str) -> None:
-    """(name, its file name) pairs: two names whose file names match, ignoring case, are refused."""
+    """(name, its file name) pairs: two names whose file names are one file somewhere are refused."""
     seen: dict[str, str] = {}
     for name, file in files:
-        earlier = seen.setdefault(file.casefold(), name)
+        earlier = seen.setdefault(file_identity(file), name)
         if earlier != name:
             raise PathEvalError(f"{what} {shown(earlier)} and {shown(name)} would share the file name {shown(file)} "
-                                f"(names that differ only in case or in characters a file name cannot hold): {fix}")
+                                "(names that differ only in case, in Unicode normalisation, in trailing dots or in "
+                                f"characters a file name cannot hold): {fix}")
 
 
 def check_model_names(models: list[ModelReference]) -> None:

@@ -97,11 +97,14 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
             kind.check(task)
         at_lengths = bool(task.lengths or suite.lengths) or kind.needs_lengths
         wanted = (given if at_lengths else None) or list(task.lengths or suite.lengths) or [None]
-        if max_length is not None:
-            too_long = [n for n in wanted if n is not None and n > max_length]
-            if too_long:
-                raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}: give shorter --lengths "
-                                    "or raise --max-length")
+        too_long = [n for n in wanted if n is not None and n > (max_length or suite.max_length or n)]
+        if too_long and max_length is not None:
+            raise PathEvalError(f"length {too_long[0]} exceeds --max-length {max_length}: give shorter --lengths "
+                                "or raise --max-length")
+        if too_long:  # the suite's own max_length would cut its own samples
+            raise PathEvalError(f"task {task.name}'s length {too_long[0]} exceeds suite {suite.name}'s max_length "
+                                f"{suite.max_length}: give shorter --lengths, --max-length {too_long[0]} or more, or "
+                                "raise max_length (in a copy of the suite)")
         if kind.needs_lengths and wanted == [None]:
             raise PathEvalError(f"task {task.name} runs at context lengths: give --lengths or lengths in the suite")
         for length in wanted:
@@ -161,13 +164,13 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                     raise
                 skipped[task.name] = str(err)
                 continue
-            sampled = {"seeds": sample_seeds(task, seed), "samples": sample_count(task, suite, limit)} \
-                if kind.sampled else {}
-            if max(sampled.get("seeds", []), default=0) >= 2**32:  # numpy seeds its generators below 2**32
-                count = len(sampled["seeds"])
+            if kind.sampled and seed + task.seeds > 2**32:  # numpy seeds its generators below 2**32
+                count = task.seeds
                 raise PathEvalError(f"task {task.name} makes its samples from {count} seeds, {seed} to "
                                     f"{seed + count - 1}, past numpy's largest seed {2**32 - 1}: give a --seed of "
                                     f"at most {2**32 - count}")
+            sampled = {"seeds": sample_seeds(task, seed), "samples": sample_count(task, suite, limit)} \
+                if kind.sampled else {}
             items.append(PlannedItem(task=task.name, kind=name, length=length, models=runs_on[task.name],
                                      data_files=[str(f) for f in planned.data_files],
                                      lm_eval_tasks=planned.lm_eval_tasks, **sampled))

@@ -217,8 +217,10 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
             now.value - base.value
         if tol.get("either_direction"):
             worse = abs(worse)
-        # NaN compares false with everything: a value that became (or stopped being) NaN is a change
-        regressed = worse > allowed or math.isnan(base.value) != math.isnan(now.value)
+        # NaN compares false with everything: a value that became (or stopped being) NaN is a change;
+        # a tolerance relative to an infinite baseline would allow any value at all
+        regressed = worse > allowed or math.isnan(base.value) != math.isnan(now.value) or \
+            (math.isinf(base.value) and worse > 0)
         findings.append(Finding(key_of(base), base.value, now.value, allowed, regressed))
     lines = {difference: f"{difference[0]} differs ({difference[1]} in the baseline, {difference[2]} in the results) "
                          f"in {len(keys)} records, e.g. {' '.join(map(str, filter(None, keys[0])))}"

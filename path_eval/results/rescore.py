@@ -7,13 +7,14 @@ for a mean, so the run's own rule reproduces its records exactly (in a one-proce
 the scores of a data-parallel run in another order, which can move the last digit)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TaskResult
 from path_eval.plan import PlannedItem, ResolvedPlan
 from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
-from path_eval.results.sample_logs import log_names, read_sample_log
+from path_eval.results.sample_logs import log_names, read_sample_log, sample_log_file
 from path_eval.results.schema import ResultRecord
 from path_eval.results.store import load_records, read_stored
 from path_eval.suites import SuiteSpec, TaskSpec
@@ -49,6 +50,28 @@ def lm_eval_mean(values: list[float], with_stderr: bool) -> tuple[float, float |
     return mean(values), mean_stderr(values) if with_stderr and len(values) > 1 else None
 
 
+def scored_sample(row: dict, scorer, file: Path) -> dict:
+    """A logged sample scored again, or one error line naming its log: rescore needs its doc (an
+    object holding the reference fields the scorers read) and its response, a list of generated texts."""
+    doc, response = row.get("doc"), row.get("response")
+    if not isinstance(doc, dict):
+        problem = f"doc {shown_value(doc)}, not an object"
+    elif not (isinstance(response, list) and response and all(isinstance(text, str) for text in response)):
+        problem = f"response {shown_value(response)}, not a list of generated texts"
+    else:
+        try:
+            return {"doc": doc, **scorer(doc, response)}
+        except KeyError as missing:
+            problem = f"a doc without the field {missing} its score reads"
+    raise PathEvalError(f"per-sample log {file}: sample {row.get('doc_id', '?')} has {problem}: give the samples/ "
+                        "folder the run wrote, or run it again")
+
+
+def shown_value(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, scorer,
                     old: list[ResultRecord]) -> TaskResult:
     spec = suite.task(item.task)
@@ -57,7 +80,7 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
     samples = []
     for name in log_names(item):
         rows = read_sample_log(run, model, name)
-        scored = [{"doc": row["doc"], **scorer(row["doc"], row["response"])} for row in rows]
+        scored = [scored_sample(row, scorer, sample_log_file(run, model, name)) for row in rows]
         for name in metrics:
             metrics[name].append(lm_eval_mean([s[name] for s in scored], kept_stderr))
         samples += scored

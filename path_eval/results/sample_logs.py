@@ -21,12 +21,23 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
     """The rows of log `name` of `model` in run folder `run`, or one error line. Lines end at "\\n" only:
     a sample's text may hold the characters `str.splitlines` also breaks at (U+2028, U+0085, ...), which
     JSON writes as they are."""
-    file = Path(run) / "samples" / slug(model) / f"{name}.jsonl"
+    file = sample_log_file(run, model, name)
     if not file.is_file():
         raise PathEvalError(f"no per-sample log {file}: give the run folder with the samples/ folder the run wrote "
                             "beside its results.json")
     try:
-        return [json.loads(line) for line in file.read_text(encoding="utf-8").split("\n") if line.strip()]
+        rows = [json.loads(line) for line in file.read_text(encoding="utf-8").split("\n") if line.strip()]
     except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, or nested past Python's limit
         raise PathEvalError(f"per-sample log {file} is not JSON lines ({str(err).split(':')[0]}): give the "
                             "samples/ folder the run wrote, or run it again") from None
+    not_sample = next((row for row in rows if not isinstance(row, dict)), None)
+    if not rows or not_sample is not None:
+        problem = "holds no samples" if not rows else \
+            f"holds a JSON {type(not_sample).__name__} where a sample (an object) belongs"
+        raise PathEvalError(f"per-sample log {file} {problem}: give the samples/ folder the run wrote, or run it "
+                            "again")
+    return rows
+
+
+def sample_log_file(run: Path, model: str, name: str) -> Path:
+    return Path(run) / "samples" / slug(model) / f"{name}.jsonl"

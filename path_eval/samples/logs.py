@@ -17,14 +17,28 @@ LM_EVAL_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_res
 # around them (TASK_LENGTH_sSEED.jsonl, lm-eval's samples_NAME_DATE.jsonl, a staging prefix).
 MAX_NAME_BYTES = 160
 
+# Names Windows keeps for devices, whatever follows their first dot (`nul.txt` is NUL): a run folder
+# copied there could not hold a file or folder of that name.
+WINDOWS_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
+                             *(f"{port}{n}" for port in ("COM", "LPT") for n in "0123456789\u00b9\u00b2\u00b3")})
+# Characters Windows refuses in a file name (`:` opens an alternate data stream there).
+WINDOWS_FORBIDDEN = '<>:"|?*'
+
+
+def windows_device(name: str) -> bool:
+    return name.split(".")[0].rstrip(" ").upper() in WINDOWS_DEVICES
+
 
 def slug(text: str) -> str:
     """The file or folder name of a name that may hold anything (a model's display name is a hub id
     `org/name`, or a whole path when two folders share a name): letters, digits, `_`, `.` and `-`,
-    never empty, holding `..` or starting with a dot (hidden), a long name cut and given a hash
-    of the whole. Two names can share a slug: the plan refuses a run where they would
-    (`path_eval.plan.names`)."""
-    name = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "_", text)).strip("_").lstrip("._") or "model"
+    never empty, holding `..`, starting with a dot (hidden) or a dash, nor a Windows device name
+    (`nul` becomes `nul_`), a long name cut and given a hash of the whole. Two names can share a
+    slug: the plan refuses a run where they would (`path_eval.plan.names`)."""
+    name = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "_", text)).strip("_").lstrip("._-") or "model"
+    if windows_device(name):
+        stem, dot, rest = name.partition(".")
+        name = f"{stem}_{dot}{rest}"
     if len(name) > MAX_NAME_BYTES:
         name = f"{name[:MAX_NAME_BYTES - 17]}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     return name
@@ -33,8 +47,9 @@ def slug(text: str) -> str:
 def name_problem(name: str) -> str | None:
     """Why `name` cannot be a file name as it is, or None. Names the user chooses that become file
     names whole (a suite's, a task's, a display name's) must not hold a path separator, `..`, a NUL,
-    a control or line-break character, start with a dot (hidden, or `.`/`..` themselves) or be
-    empty, nor run past what a file name can hold."""
+    a control or line-break character, start with a dot (hidden, or `.`/`..` themselves) or a dash
+    (read as an option by the commands a user runs on the file), be empty, nor run past what a
+    file name can hold; nor be what Windows refuses, since run folders are copied between systems."""
     if not name:
         return "is empty"
     if "/" in name or "\\" in name:
@@ -43,6 +58,13 @@ def name_problem(name: str) -> str | None:
         return "holds '..'"
     if name.startswith("."):
         return "starts with '.'"
+    if name.startswith("-"):
+        return "starts with '-'"
+    forbidden = next((c for c in name if c in WINDOWS_FORBIDDEN), None)
+    if forbidden is not None:
+        return f"holds {forbidden!r}, which Windows refuses in a file name"
+    if windows_device(name):
+        return "is a name Windows keeps for a device"
     bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")), None)
     if bad is not None:
         return f"holds the control character U+{ord(bad):04X}"

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
+from path_eval.metrics.registry import REGISTRY
 from path_eval.package_data import builtin_suites
 from path_eval.suites.schema import SuiteSpec
 
@@ -18,12 +19,22 @@ def available_suites() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in builtin_suites().iterdir() if p.name.endswith(".yaml"))
 
 
+# What a suite file may be called: YAML, or JSON (which is YAML), as a run folder's suite.json.
+SUITE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def suite_yaml(path: Path):
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
                             "are examples)") from None
+    except UnicodeDecodeError as err:
+        raise PathEvalError(f"{path} is not a text file ({err.reason} at byte {err.start}): give a suite YAML file "
+                            "(suites/*.yaml are examples)") from None
+    except RecursionError:
+        raise PathEvalError(f"{path} nests deeper than Python reads: fix the file (suites/*.yaml are "
+                            "examples)") from None
 
 
 def extended(raw: dict, path: Path) -> dict:
@@ -45,7 +56,10 @@ def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteS
     """A suite by name (suites/NAME.yaml) or by path to a YAML file; one-line errors. `seen`: the
     suites including this one (an include cycle is an error)."""
     path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
+    if path.suffix not in SUITE_SUFFIXES and len(path.parts) > 1:
+        raise PathEvalError(f"suite file {path} is not named .yaml, .yml or .json: give a suite name "
+                            f"({', '.join(available_suites())}) or rename the file")
+    if path.suffix not in SUITE_SUFFIXES:
         path = builtin_suites() / f"{name_or_path}.yaml"
         if not path.is_file():
             raise PathEvalError(f"unknown suite {name_or_path!r}: choose one of {', '.join(available_suites())} "
@@ -74,10 +88,25 @@ def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteS
         raise PathEvalError(f"malformed suite {path}: aggregate names repeat: give each aggregate its own name")
     known = {(t.name, m.name) for t in suite.tasks for m in t.metrics}
     for aggregate in suite.aggregates:
-        for ref in aggregate.mean_of:
+        if aggregate.name in names:  # its records would be a second set of that task's
+            raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} is named like a task: give it a "
+                                "name of its own")
+        for index, ref in enumerate(aggregate.mean_of):
             if tuple(ref.split("/", 1)) not in known:
                 raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} refers to {ref!r}, "
                                     "which no task of the suite reports (use task/metric)")
+            averaged = REGISTRY[ref.split("/", 1)[1]]
+            if averaged.higher_is_better != REGISTRY[aggregate.metric].higher_is_better:
+                raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} averages {ref!r} (where "
+                                    f"{'higher' if averaged.higher_is_better else 'lower'} is better) as "
+                                    f"{aggregate.metric} (where it is not): give it a metric of the same direction")
+            if ref in aggregate.mean_of[:index]:  # it would weigh twice in the mean
+                raise PathEvalError(f"malformed suite {path}: aggregate {aggregate.name} names {ref!r} twice: give "
+                                    "each result once")
+    for task in suite.length_buckets.tasks if suite.length_buckets else []:
+        if task not in names:
+            raise PathEvalError(f"malformed suite {path}: length_buckets.tasks names {task!r}, which is no task of "
+                                f"the suite: choose from {', '.join(names)}")
     return suite
 
 

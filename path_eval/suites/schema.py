@@ -6,8 +6,8 @@ from __future__ import annotations
 import bisect
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError,
-                      field_validator, model_serializer, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, TypeAdapter,
+                      ValidationError, field_validator, model_serializer, model_validator)
 
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
@@ -48,6 +48,10 @@ def suite_lengths(value) -> list[int]:
     except PathEvalError as err:
         raise ValueError(str(err)) from None
 
+
+# A count or size in a suite: a whole number as YAML writes one, never `true` (which lax validation
+# would read as 1) nor `2.0`.
+Whole = Annotated[int, Strict()]
 
 # Context lengths as a suite writes them (4096, "4k"), as numbers of tokens.
 Lengths = Annotated[list[int], BeforeValidator(suite_lengths)]
@@ -146,7 +150,7 @@ class LengthBuckets(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     field: str
-    edges: list[int] = Field(min_length=1)
+    edges: list[Whole] = Field(min_length=1)
     labels: list[str]
     tasks: list[str] = []
 
@@ -172,7 +176,7 @@ class LongBenchRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     first_line: list[str] | Literal["all"] = []
-    cell_decimals: int | None = Field(default=None, ge=0)
+    cell_decimals: Whole | None = Field(default=None, ge=0)
 
     def cuts_first_line(self, task: str) -> bool:
         return self.first_line == "all" or task in self.first_line
@@ -199,10 +203,10 @@ class TaskSpec(BaseModel):
     generator: str | None = None
     flipflop: FlipFlopSpec | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
-    num_fewshot: int = Field(default=0, ge=0)
+    num_fewshot: Whole = Field(default=0, ge=0)
     label: str | None = None
-    samples: int | None = Field(default=None, gt=0)
-    seeds: int = Field(default=1, gt=0)
+    samples: Whole | None = Field(default=None, gt=0)
+    seeds: Whole = Field(default=1, gt=0, le=2**32)  # numpy has 2**32 seeds
     stop: list[Annotated[str, Field(min_length=1)]] = []  # an empty stop sequence would end every generation at once
     data: DataSpec | None = None
     optional: bool = False
@@ -321,13 +325,13 @@ class SuiteSpec(BaseModel):
     tasks: list[TaskSpec] = Field(min_length=1)
     aggregates: list[AggregateSpec] = []
     lengths: Lengths = []
-    samples: int = Field(default=500, gt=0)  # per generated task, length and seed, unless the task says
-    max_length: int | None = Field(default=None, gt=0)
-    bucket_size: int = Field(default=2048, gt=0)
-    max_blocks: int | None = Field(default=None, gt=0)
-    training_length: int | None = Field(default=None, gt=0)
+    samples: Whole = Field(default=500, gt=0)  # per generated task, length and seed, unless the task says
+    max_length: Whole | None = Field(default=None, gt=0)
+    bucket_size: Whole = Field(default=2048, gt=0)
+    max_blocks: Whole | None = Field(default=None, gt=0)
+    training_length: Whole | None = Field(default=None, gt=0)
     caption: str | None = None
-    truncate_middle: int | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
+    truncate_middle: Whole | None = Field(default=None, gt=1)  # prompt tokens kept (first and last half)
     length_buckets: LengthBuckets | None = None
     babilong: BabilongOptions = Field(default_factory=BabilongOptions)
     # LongBench scoring rules by name, and the one this suite scores with (`--longbench-rule` picks another)
