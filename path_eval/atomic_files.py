@@ -118,6 +118,9 @@ def check_out_folder(out: Path) -> None:
     link points. The staging files of a killed run in it are removed."""
     if out.exists() and not out.is_dir():
         raise PathEvalError(f"--out {out} is a file: give a folder for the run (made if missing)")
+    if out.is_symlink() and not out.exists():
+        raise PathEvalError(f"--out {out} is a link to {os.readlink(out)}, which is not there: make that folder, "
+                            "or give another --out")
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):

@@ -44,6 +44,8 @@ def place(tmp_path_factory) -> dict[str, Path]:
         paths[name].write_text(text)
     paths["A_FILE"] = root / "a-file"
     paths["A_FILE"].write_text("not a folder\n")
+    paths["DANGLING"] = root / "dangling"
+    paths["DANGLING"].symlink_to(root / "never-made")
     paths["NO_MODEL"] = root / "no-model"
     paths["NO_DATA"] = root / "no-data"
     return paths
@@ -121,14 +123,16 @@ def test_a_mistyped_command_is_refused_before_the_model_stack_imports(place, tmp
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("out, expected", [("{A_FILE}", "is a file"), ("{A_FILE}/run", "not a folder the run can write in")])
+@pytest.mark.parametrize("out, expected", [("{A_FILE}", "is a file"), ("{A_FILE}/run", "not a folder the run can write in"),
+                                           ("{DANGLING}", "which is not there: make that folder")])
 def test_an_out_folder_the_run_cannot_write_in_is_refused_before_the_model_stack_imports(place, out, expected):
     code, lines, imported = run_main([*RUN, "--suite", "ruler", "--tasks", "niah_single_1", "--lengths", "1k",
-                                      "--out", out.format(A_FILE=place["A_FILE"])])
+                                      "--out", out.format(A_FILE=place["A_FILE"], DANGLING=place["DANGLING"])])
     assert code == 2
     [line] = lines
     assert line.startswith("error: --out ") and expected in line
     assert imported == [], f"{', '.join(imported)} imported before the error line: {line}"
+    assert not (place["DANGLING"].parent / "never-made").exists()
 
 
 def test_the_runner_sees_the_model_stack_when_it_is_imported():
