@@ -31,7 +31,7 @@ def _inspect(args) -> None:
 
 
 def _generate(args) -> None:
-    model, tokenizer = _load_one_model(args)
+    model, tokenizer = _load_one_model(args, new_tokens=args.max_new_tokens)
     import torch
 
     prompt = tokenizer(args.prompt)["input_ids"]
@@ -43,18 +43,24 @@ def _generate(args) -> None:
     print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
 
 
-def _load_one_model(args):
+def _load_one_model(args, new_tokens: int | None = None):
     """The model and tokenizer of inspect's and generate's --model; the reference, the device, the
-    backend and the dtype checked before torch imports."""
+    backend, the dtype and the memory `new_tokens` generated tokens need checked before the model
+    loads (on the CPU before torch imports)."""
     from path_eval.models.devices import check_device_and_backend_names
     from path_eval.models.precisions import check_dtype_name
+    from path_eval.plan.reach import check_generation_reach
 
     folder = _one_model(args.model)
     check_device_and_backend_names(args.device, args.attention)
     check_dtype_name(args.dtype)
+    if new_tokens and args.device == "cpu":
+        check_generation_reach(args.model, folder, new_tokens, args.device, args.dtype)
     from path_eval.models.loading import check_device_and_backend, load_model
 
     check_device_and_backend(args.device, args.attention)
+    if new_tokens and args.device != "cpu":
+        check_generation_reach(args.model, folder, new_tokens, args.device, args.dtype)
     return load_model(folder, device=args.device, dtype=args.dtype, attention=args.attention)
 
 

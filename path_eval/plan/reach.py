@@ -22,7 +22,7 @@ from path_eval.models.context import PREFILL_CHUNK
 from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES
 
 if TYPE_CHECKING:
-    from path_eval.plan import PlannedModel, ResolvedPlan
+    from path_eval.plan import ResolvedPlan
 
 GIB = 2**30
 
@@ -202,13 +202,14 @@ def check_index_width(plan: ResolvedPlan, device: str, attention: str | None) ->
     longest = longest_samples(plan)
     for model in plan.models:
         tokens, length = longest.get(model.name, (0, 0))
-        if tokens >= TRITON_TOKEN_LIMIT and ModelShape.of(_config(model)).own_family:
+        if tokens >= TRITON_TOKEN_LIMIT and ModelShape.of(folder_config(model.path)).own_family:
             raise PathEvalError(f"length {length} gives samples of {tokens} tokens, and the triton attention "
                                 f"kernels count tokens in int32 (below {TRITON_TOKEN_LIMIT}): give shorter --lengths")
 
 
-def _config(model: PlannedModel) -> dict:
-    file = Path(model.path) / "config.json"
+def folder_config(folder: Path) -> dict:
+    """The config.json of a checkpoint folder as read; {} where there is none (a hub model's cache)."""
+    file = Path(folder) / "config.json"
     return read_config(file) if file.is_file() else {}
 
 
@@ -216,31 +217,78 @@ def check_memory(plan: ResolvedPlan, device: str, dtype: str | None, attention: 
                  what: str) -> None:
     """Each model's longest sample within `available` bytes by `memory_bound`, or one error line
     with both figures and the largest length that fits."""
-    sizes = element_bytes(dtype, "cpu" if device == "cpu" else "cuda")
-    if sizes is None:
-        return  # an unknown --dtype: the loader names the choices
     one_pass = device.startswith("cuda") and attention in (None, "triton")
     longest = longest_samples(plan)
     for model in plan.models:
         tokens, length = longest.get(model.name, (0, 0))
-        shape = ModelShape.of(_config(model))
-        need = memory_bound(shape, tokens, *sizes, one_pass)
-        if need <= available:
-            continue
-        where = f"{device} has {available / GIB:.2f} GiB {what}"
-        precision = dtype or f"{'float32' if device == 'cpu' else 'bfloat16'}, the {device} default"
-        most = largest_reachable(shape, available, *sizes, one_pass)
-        if most is None or most - (tokens - length) < 1:
-            raise PathEvalError(f"model {model.name}'s weights alone need at least {need / GIB:.2f} GiB in "
-                                f"{precision}, and {where}: run it on a device with more memory")
-        raise PathEvalError(f"model {model.name} needs at least {need / GIB:.2f} GiB to score a sample of length "
-                            f"{length} in {precision} (the rule: docs/models.md#memory), and {where}: give "
-                            f"--lengths (or --max-length) of at most {most - (tokens - length)}, or a device with "
-                            "more memory")
+        check_model_memory(model.name, ModelShape.of(folder_config(model.path)), tokens, tokens - length, device,
+                           dtype, (available, what), one_pass=one_pass, doing=f"score a sample of length {length}",
+                           option="--lengths (or --max-length)")
+
+
+def check_model_memory(name: str, shape: ModelShape, tokens: int, extra: int, device: str, dtype: str | None,
+                       memory: tuple[int, str], *, one_pass: bool, doing: str, option: str) -> None:
+    """One model's `tokens`-long sequence within the available `memory` (bytes, what that figure is),
+    or one error line with both figures and the largest `option` that fits (`extra`: the tokens the
+    sequence holds beyond that option's value, a BOS say)."""
+    sizes = element_bytes(dtype, "cpu" if device == "cpu" else "cuda")
+    if sizes is None:
+        return  # an unknown --dtype: the loader names the choices
+    available, what = memory
+    need = memory_bound(shape, tokens, *sizes, one_pass)
+    if need <= available:
+        return
+    where = f"{device} has {available / GIB:.2f} GiB {what}"
+    precision = dtype or f"{'float32' if device == 'cpu' else 'bfloat16'}, the {device} default"
+    most = largest_reachable(shape, available, *sizes, one_pass)
+    if most is None or most - extra < 1:
+        raise PathEvalError(f"model {name}'s weights alone need at least {need / GIB:.2f} GiB in {precision}, and "
+                            f"{where}: run it on a device with more memory")
+    raise PathEvalError(f"model {name} needs at least {need / GIB:.2f} GiB to {doing} in {precision} (the rule: "
+                        f"docs/models.md#memory), and {where}: give {option} of at most {most - extra}, or a "
+                        "device with more memory")
+
+
+def available_memory(device: str) -> tuple[int, str]:
+    """Bytes `device` has for a run and what that figure is; for a GPU this imports torch."""
+    if device == "cpu":
+        return cpu_available_memory()
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    return free, "free"
+
+
+def check_generation_reach(name: str, folder: Path, new_tokens: int, device: str, dtype: str | None) -> None:
+    """A generation of `new_tokens` tokens (after at least one prompt token) within `device`'s memory:
+    decoding keeps every token in the cache, so the bound is a sample of that many tokens."""
+    check_model_memory(name, ModelShape.of(folder_config(folder)), new_tokens + 1, 1, device, dtype,
+                       available_memory(device), one_pass=False, doing=f"generate {new_tokens} tokens",
+                       option="--max-new-tokens")
+
+
+# What each sample of a sampled task certainly costs in the host's memory, which holds a (task, length,
+# seed)'s samples at once (lm-eval builds a task's documents together): its document, a Python dict
+# (sys.getsizeof({}) is 64 bytes), its text and tokens not counted.
+SAMPLE_BYTES = 64
+
+
+def check_sample_counts(plan: ResolvedPlan) -> None:
+    """Each sampled task's samples per seed within the host's memory, or one error line: a count
+    no machine holds would otherwise generate until killed."""
+    available, what = cpu_available_memory()
+    for item in plan.items:
+        if item.samples is not None and item.samples * SAMPLE_BYTES > available:
+            raise PathEvalError(f"task {item.task} makes {item.samples} samples per seed, which need at least "
+                                f"{item.samples * SAMPLE_BYTES / GIB:.2f} GiB of the host's memory (a document of "
+                                f"{SAMPLE_BYTES} bytes each at the least), and it has {available / GIB:.2f} GiB {what}: "
+                                f"give the suite's `samples:` (or --limit) of at most {available // SAMPLE_BYTES}")
 
 
 def check_reach(plan: ResolvedPlan, device: str, dtype: str | None = None, attention: str | None = None) -> None:
-    """Before torch imports: the kernels' index width, and on the CPU its memory."""
+    """Before torch imports: the samples the host holds, the kernels' index width, and on the CPU
+    its memory."""
+    check_sample_counts(plan)
     check_index_width(plan, device, attention)
     if device == "cpu":
         check_memory(plan, device, dtype, attention, *cpu_available_memory())
@@ -248,9 +296,5 @@ def check_reach(plan: ResolvedPlan, device: str, dtype: str | None = None, atten
 
 def check_gpu_reach(plan: ResolvedPlan, device: str, dtype: str | None = None, attention: str | None = None) -> None:
     """Once torch has imported and before the model loads: on a GPU, its free memory."""
-    if not device.startswith("cuda"):
-        return
-    import torch
-
-    free, _ = torch.cuda.mem_get_info(torch.device(device))
-    check_memory(plan, device, dtype, attention, free, "free")
+    if device.startswith("cuda"):
+        check_memory(plan, device, dtype, attention, *available_memory(device))

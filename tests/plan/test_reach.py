@@ -2,7 +2,6 @@
 against the tensor memory a real scoring allocates, and the refusals, before torch imports."""
 from __future__ import annotations
 
-import os
 import weakref
 
 import pytest
@@ -10,8 +9,8 @@ import pytest
 from path_eval.errors import PathEvalError
 from path_eval.models.zoo import zoo_models
 from path_eval.plan import resolve_plan
-from path_eval.plan.reach import (ModelShape, check_index_width, check_memory, check_reach,
-                                  largest_reachable, memory_bound)
+from path_eval.plan.reach import (SAMPLE_BYTES, ModelShape, check_index_width, check_memory, check_reach,
+                                  cpu_available_memory, largest_reachable, memory_bound)
 from path_eval.suites import load_suite
 from tests.cli.test_early_checks import run_main
 
@@ -148,8 +147,7 @@ def test_the_triton_kernels_refuse_samples_past_int32_token_counts(tmp_path):
 
 
 def test_an_absurd_length_is_refused_before_torch_imports(tmp_path):
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if memory_bound(shape_of("rope"), 100_000_000, 4, 4, False) <= total:
+    if memory_bound(shape_of("rope"), 100_000_000, 4, 4, False) <= cpu_available_memory()[0]:
         pytest.skip("this machine's memory could hold the bound")
     code, lines, imported = run_main(["run", "--suite", "ruler", "--model", "zoo:rope", "--tasks", "niah_single_1",
                                       "--lengths", "99999999", "--data-dir", str(tmp_path),
@@ -159,3 +157,33 @@ def test_an_absurd_length_is_refused_before_torch_imports(tmp_path):
     assert line.startswith("error: model rope needs at least") and "at most" in line
     assert imported == []
     assert not (tmp_path / "out").exists()
+
+
+def test_a_generation_past_the_memory_is_refused_before_torch_imports():
+    new_tokens = 10**12
+    assert memory_bound(shape_of("path"), new_tokens + 1, 4, 4, False) > cpu_available_memory()[0]
+    code, lines, imported = run_main(["generate", "--model", "zoo:path", "--prompt", "a", "--max-new-tokens",
+                                      str(new_tokens)])
+    assert code == 2
+    [line] = lines
+    assert line.startswith("error: model zoo:path needs at least") and f"generate {new_tokens} tokens" in line
+    assert "--max-new-tokens of at most" in line
+    assert imported == []
+
+
+def test_a_sample_count_no_host_holds_is_refused_before_torch_imports(tmp_path):
+    """A Python dict a sample at the least: a count past the host's memory would generate until killed."""
+    count = 10**30
+    assert count * SAMPLE_BYTES > cpu_available_memory()[0]
+    suite = tmp_path / "many.yaml"
+    suite.write_text("name: many\ndescription: a count no host holds\n"
+                     f"samples: {count}\ntasks:\n- name: niah\n  generator: ruler/niah_single_1\n"
+                     "  lengths: [1k]\n  metrics: [string_match_all]\n")
+    code, lines, imported = run_main(["run", "--suite", str(suite), "--model", "zoo:path", "--data-dir", str(tmp_path),
+                                      "--out", str(tmp_path / "out")])
+    assert code == 2
+    [line] = lines
+    assert line.startswith(f"error: task niah makes {count} samples per seed") and "at most" in line
+    assert imported == []
+    assert not (tmp_path / "out").exists()
+    check_reach(resolve_plan(load_suite(str(suite)), ["zoo:path"], limit=3, data_dir=tmp_path), "cpu")  # --limit 3
