@@ -241,6 +241,12 @@ class TaskSpec(BaseModel):
         keys = [kind.key for kind in KINDS.values()]
         if sum(task.kind_options(kind.key) is not None for kind in KINDS.values()) != 1:
             raise ValueError(f"a task needs exactly one of {', '.join(keys[:-1])} and {keys[-1]}")
+        options = {option for kind in KINDS.values() for option in kind.options_read()}
+        unread = sorted(option for option in options - KINDS[task.kind].options_read()
+                        if getattr(task, option) != cls.model_fields[option].get_default(call_default_factory=True))
+        if unread:
+            raise ValueError(f"a {task.kind} task does not read {', '.join(unread)}: remove "
+                             f"{'it' if len(unread) == 1 else 'them'}")
         allowed = KINDS[task.kind].metrics
         if allowed is not None and any(m.name not in allowed for m in task.metrics):
             raise ValueError(f"a {task.kind} task reports the {', '.join(sorted(allowed))} metric"
@@ -249,6 +255,9 @@ class TaskSpec(BaseModel):
 
     @model_validator(mode="after")
     def _adapted(self):
+        if self.stop and self.lm_eval_task and not self.adapter:
+            raise ValueError("an lm-eval task stops where its own config says; stop applies to adapted tasks "
+                             "(adapter: ...): remove it")
         if self.prompt_edits and not self.adapter:
             raise ValueError("prompt_edits need a task adapter (adapter: ...)")
         if self.adapter and not (self.lm_eval_task and self.data):

@@ -175,9 +175,10 @@ def test_the_same_files_and_values_without_the_fault_are_accepted(place, tmp_pat
 
     fine = place["ROOT"] / "fine.yaml"
     fine.write_text("name: fine\ndescription: x\nlengths: [1k, 2048]\nbucket_size: 1\ntasks:\n"
-                    "  - {name: piqa, lm_eval_task: piqa, num_fewshot: 0, stop: [\"\\n\"], metrics: [acc]}\n")
+                    "  - {name: piqa, lm_eval_task: piqa, num_fewshot: 0, metrics: [acc]}\n"
+                    "  - {name: niah, generator: ruler/niah_single_1, stop: [\"\\n\"], metrics: [string_match_all]}\n")
     suite = load_suite(str(fine))
-    assert suite.lengths == [1024, 2048] and suite.bucket_size == 1 and suite.tasks[0].stop == ["\n"]
+    assert suite.lengths == [1024, 2048] and suite.bucket_size == 1 and suite.tasks[1].stop == ["\n"]
 
 
 def test_a_missing_optional_file_still_skips_its_task_with_a_warning(place, tmp_path, caplog):

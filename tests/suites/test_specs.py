@@ -84,3 +84,36 @@ def test_a_suite_extends_a_built_in_one_key_by_key(tmp_path):
     assert (variant.babilong.sample_set, variant.babilong.examples, variant.babilong.instruction) == ("100", False, True)
     assert variant.tasks == base.tasks and variant.aggregates == base.aggregates and variant.lengths == base.lengths
     assert load_suite("babilong_regenerated").babilong.source == "regenerated"
+
+
+# One task of each kind, and the options a suite may give it (what its evaluator and task module read).
+KIND_TASKS = {"lm_eval": {"lm_eval_task": "lambada_openai", "metrics": ["acc"]},
+              "generated": {"generator": "ruler/niah_single_1", "metrics": ["string_match_all"]},
+              "corpus": {"corpus": {"package_file": "zoo/heldout/jack_sheppard_tail.txt"}, "metrics": ["perplexity"]},
+              "flipflop": {"flipflop": {"p_ignore": 0.8}, "metrics": ["flipflop_error"]}}
+OPTIONS = {"num_fewshot": 3, "samples": 5, "seeds": 2, "stop": ["\n"], "data": {"hf_path": "org/rows"},
+           "adapter": "longbench", "prompt_edits": [{"old": "a", "new": "b"}]}
+READ = {"lm_eval": {"num_fewshot", "data"}, "generated": {"samples", "seeds", "stop", "data"}, "corpus": set(),
+        "flipflop": {"samples", "seeds"}}
+
+
+@pytest.mark.parametrize("kind, option", [(kind, option) for kind in KIND_TASKS for option in OPTIONS
+                                          # an adapted lm-eval task's own options: tests/suites/test_longbench_suite.py
+                                          if (kind, option) not in {("lm_eval", "adapter"), ("lm_eval", "prompt_edits"),
+                                                                    ("lm_eval", "stop")}])
+def test_an_option_the_kind_does_not_read_is_refused(kind, option):
+    from path_eval.suites import TaskSpec
+
+    task = {"name": "t", **KIND_TASKS[kind], option: OPTIONS[option]}
+    if option in READ[kind]:
+        assert TaskSpec.model_validate(task).kind == kind
+    else:
+        with pytest.raises(ValueError, match=f"a {kind} task does not read {option}: remove it"):
+            TaskSpec.model_validate(task)
+
+
+def test_stop_sequences_of_a_plain_lm_eval_task_are_refused():
+    from path_eval.suites import TaskSpec
+
+    with pytest.raises(ValueError, match="stops where its own config says"):
+        TaskSpec.model_validate({"name": "t", **KIND_TASKS["lm_eval"], "stop": ["\n"]})
