@@ -18,6 +18,7 @@ from path_eval.errors import PathEvalError
 
 if TYPE_CHECKING:
     from path_eval.plan import PlannedItem
+    from path_eval.plan.models import ModelReference
     from path_eval.suites import SuiteSpec, TaskSpec
 
 
@@ -63,9 +64,11 @@ class Kind:
     """One kind of task. `key`: the TaskSpec key a suite names it by; `options`: what that key holds
     (a pydantic model or str) for a kind TaskSpec declares no field for (None: the declared field's
     type). `plan(task, length, planning)`: the item's data files and lm-eval names, checking its
-    data (a missing file of an `optional` task skips the task). `log_names(item)`: the names of the
-    item's per-sample logs (OUT/samples/MODEL/NAME.jsonl) its evaluator writes. `pairing`: how the
-    paired tests read those logs; None: lm-eval's per-sample logs (doc, scores per metric)."""
+    data (a missing file of an `optional` task skips the task). `check_model(task, model)`: refuses
+    a model the task cannot run on, from the model's files, before any model loads. `log_names(item)`:
+    the names of the item's per-sample logs (OUT/samples/MODEL/NAME.jsonl) its evaluator writes.
+    `pairing`: how the paired tests read those logs; None: lm-eval's per-sample logs (doc, scores
+    per metric)."""
 
     key: str
     describe: Callable[[TaskSpec], str]  # what the task is, for `eval.py list`
@@ -83,6 +86,7 @@ class Kind:
     # silently ignored, so it is refused (`options_read`).
     reads: frozenset[str] = frozenset()
     check_length: Callable[[TaskSpec, int], None] | None = None
+    check_model: Callable[[TaskSpec, ModelReference], None] | None = None
     pairing: SamplePairs | None = None
 
     def options_read(self) -> frozenset[str]:
@@ -186,6 +190,18 @@ def _plan_flipflop(task: TaskSpec, length: int | None, planning: Planning) -> Pl
     return PlannedFields()  # the sequences are made from the seeds: nothing to read
 
 
+def _check_flipflop_model(task: TaskSpec, model: ModelReference) -> None:
+    """The sequences are ids of the flip-flop vocabulary: a model whose tokenizer files give the
+    symbols other ids is refused here. A tokenizer `token_id_lookup` cannot read without torch is
+    checked by the evaluator, once loaded."""
+    from path_eval.models.tokenizer import token_id_lookup
+    from path_eval.tasks.flipflop import check_vocabulary
+
+    token_id = token_id_lookup(model.path)
+    if token_id is not None:
+        check_vocabulary(token_id, model.name, task.name)
+
+
 # In this order the runner runs the kinds and records list their tasks.
 KINDS: dict[str, Kind] = {
     "lm_eval": Kind(key="lm_eval_task", describe=lambda task: f"lm-eval {task.lm_eval_task}", plan=_plan_lm_eval,
@@ -203,6 +219,7 @@ KINDS: dict[str, Kind] = {
     "flipflop": Kind(key="flipflop", describe=lambda task: f"flip-flop p_ignore {task.flipflop.p_ignore}",
                      plan=_plan_flipflop, log_names=one_log_per_length, sampled=True, context=lambda length: length,
                      metrics=frozenset({"flipflop_error"}), check_length=_check_flipflop_length,
+                     check_model=_check_flipflop_model,
                      pairing=SamplePairs(key=lambda row: (row["seed"], row["doc_id"]),
                                          numerator=lambda row: row["wrong"], denominator=lambda row: row["reads"],
                                          stratum=lambda row: row["seed"])),

@@ -48,7 +48,7 @@ class FlipFlopEvaluator:
         return flipflop.frozen_sequences(spec.name, spec.flipflop.p_ignore, item.length, seed, item.samples)
 
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
-        flipflop.check_vocabulary(lm.tokenizer, context.model.name)
+        flipflop.check_vocabulary(lm.tokenizer.convert_tokens_to_ids, context.model.name, items[0].task)
         error_of = metric_entry("flipflop_error").function
         results = []
         for item in items:

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
@@ -65,6 +66,28 @@ def load_tokenizer(checkpoint: Path):
     if rows is not None:
         check_fits_embedding(len(tokenizer), rows, checkpoint, own)
     return tokenizer
+
+
+def token_id_lookup(checkpoint: Path) -> Callable[[str], int | None] | None:
+    """token -> the id the tokenizer `load_tokenizer(checkpoint)` loads gives it, read without
+    transformers (whose import brings torch), so that the plan can check a vocabulary before any
+    model loads: the checkpoint's tokenizer.json through the `tokenizers` package, else a
+    SentencePiece model (the checkpoint's tokenizer.model, else Mistral v1's) through
+    `sentencepiece`. None where the tokenizer is of another form (vocab.json and merges) or its
+    files cannot be read: `load_tokenizer` reads those, and names what is wrong with them."""
+    from sentencepiece import SentencePieceProcessor
+    from tokenizers import Tokenizer
+
+    own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
+    model = checkpoint / "tokenizer.model" if own else mistral_v1_tokenizer() / "tokenizer.model"
+    try:
+        if (checkpoint / "tokenizer.json").is_file():
+            return Tokenizer.from_file(str(checkpoint / "tokenizer.json")).token_to_id
+        if model.is_file():
+            return SentencePieceProcessor(model_proto=model.read_bytes()).piece_to_id
+    except Exception:  # tokenizers and sentencepiece each raise their own on a corrupt file
+        return None
+    return None
 
 
 def unused_rows_allowed(rows: int) -> int:

@@ -1,7 +1,8 @@
 """The plan stage: everything a run can know before a model loads, resolved and checked here. Which
 models (and the context length each runs at), which items (task, kind, length, seeds, sample count,
 data files, lm-eval task names), which optional tasks are skipped and why. Missing data, a prompt that
-cannot fit the context and a checkpoint that states no context length all fail here, in one line.
+cannot fit the context, a checkpoint that states no context length and a model a task cannot run on
+(another vocabulary than a flip-flop task's) all fail here, in one line.
 What differs between kinds of task (their checks, lengths, data and names) is their row in
 path_eval/kinds.py.
 
@@ -128,6 +129,16 @@ def task_models(task: TaskSpec, names: list[str]) -> list[str]:
     return [name for name in names if name in task.models]
 
 
+def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: list[ModelReference]) -> None:
+    """Each task against each model it runs on, by its kind's `check_model` (path_eval/kinds.py): a
+    mismatch found only once the model had loaded would come after every model before it had run."""
+    by_name = {reference.name: reference for reference in references}
+    for item in {item.task: item for item in items}.values():  # a task's items differ only in length
+        check = KINDS[item.kind].check_model
+        for name in item.models if check else []:
+            check(suite.task(item.task), by_name[name])
+
+
 def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
                  lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
                  data_dir: Path | None = None, max_length: int | None = None) -> ResolvedPlan:
@@ -177,6 +188,7 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
             if planned.fits:
                 fits.append(planned.fits)
     check_log_names(suite, items, names)
+    check_task_models(suite, items, references)
     for name, reason in skipped.items():
         log.warning("%s skipped: %s", name, reason)
     run_length = max_length or suite.max_length or max(
