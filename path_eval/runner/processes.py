@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import time
 from collections import defaultdict
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,6 +56,21 @@ def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) 
     loading = pool.submit(load)
     pool.shutdown(wait=False)
     return loading
+
+
+@contextmanager
+def load_settled_on_error(loading: Future):
+    """An error while the model loads (a bad sample, Ctrl-C during the samples) propagates only once
+    the load has ended: transformers patches process-wide names for the duration of a load
+    (`PreTrainedModel.tie_weights`, torch's default dtype) and restores them at its end, so a load
+    left running beside the caller's next `evaluate` restores them crosswise and leaves them patched
+    (every later load in the process then lacks its tied `lm_head.weight`). The load's own result or
+    error is dropped: the first error is the one reported."""
+    try:
+        yield
+    except BaseException:
+        wait([loading])
+        raise
 
 
 def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:

@@ -87,11 +87,12 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         context = EvaluationContext(plan, model, options.out, tokenizer_hash, options.bootstrap_iters)
         loading = processes.load_in_background(model.path, times, device=device, dtype=options.dtype,
                                                attention=options.attention)
-        with times.phase("samples"):
-            processes.freeze_shares([s for evaluator, items in evaluators
-                                     for s in evaluator.frozen_sets(tokenizer, items, context)], parallel)
-        with times.phase("load_wait"):
-            weights = loading.result()
+        with processes.load_settled_on_error(loading):
+            with times.phase("samples"):
+                processes.freeze_shares([s for evaluator, items in evaluators
+                                         for s in evaluator.frozen_sets(tokenizer, items, context)], parallel)
+            with times.phase("load_wait"):
+                weights = loading.result()
         lm = PathEvalLM(str(model.path), model=weights, tokenizer=tokenizer, device=device, dtype=options.dtype,
                         attention=options.attention, batch_size=options.batch_size, max_length=model.max_length,
                         parallel=parallel)
