@@ -297,38 +297,26 @@ def _data_dir(value: str) -> Path:
     return path
 
 
-def _positive(text: str) -> int:
-    """argparse type of counts that must be at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give one of at least 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below 1: give a whole number of at least 1")
-    return value
+def _whole_number(low: int, high: int | None, outside: str, wanted: str):
+    """An argparse type: a whole number from `low` to `high` (None: no bound), else an error saying
+    it is `outside` and asking for `wanted`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give {wanted}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} {outside}: give {wanted}")
+        return value
+
+    return parse
 
 
-def _non_negative(text: str) -> int:
-    """argparse type of counts where 0 means none (--bootstrap-iters 0: no bootstrap, as in lm-eval)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give one of at least 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative: give a whole number of at least 0")
-    return value
-
-
-def _seed(text: str) -> int:
-    """argparse type of --seed: numpy seeds its generators with 0 to 2**32 - 1 only."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give a seed from 0 to {2**32 - 1}") \
-            from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"{value} is outside numpy's seed range: give a seed from 0 to {2**32 - 1}")
-    return value
+# Counts of at least 1; counts where 0 means none (--bootstrap-iters 0: no bootstrap, as in lm-eval);
+# --seed, as numpy seeds its generators with 0 to 2**32 - 1 only.
+_positive = _whole_number(1, None, "is below 1", "a whole number of at least 1")
+_non_negative = _whole_number(0, None, "is negative", "a whole number of at least 0")
+_seed = _whole_number(0, 2**32 - 1, "is outside numpy's seed range", f"a seed from 0 to {2**32 - 1}")
 
 
 class _Parser(argparse.ArgumentParser):

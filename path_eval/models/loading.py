@@ -18,7 +18,7 @@ from path_eval.models.config import PathEvalConfig
 from path_eval.models.config_file import FLA_MODEL_TYPES, read_config
 from path_eval.models.devices import check_device_and_backend_names
 from path_eval.models.modeling import PathEvalForCausalLM
-from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, check_dtype_name
+from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, check_dtype_name, default_dtype_name
 from path_eval.models.tokenizer import load_tokenizer
 
 DTYPES = {name: getattr(torch, attribute) for name, attribute in WEIGHT_DTYPE_NAMES.items()}
@@ -28,7 +28,7 @@ AUTOCAST = {name: getattr(torch, attribute) for name, attribute in AUTOCAST_NAME
 def resolve_dtype(dtype, device) -> torch.dtype:
     """The weights' dtype. None: float32 on the CPU, bfloat16 on a GPU; an autocast precision: float32."""
     if dtype is None:
-        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+        return DTYPES[default_dtype_name(torch.device(device).type)]
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype in AUTOCAST:
@@ -161,8 +161,13 @@ def config_errors(root: Path):
     except Exception as err:  # TypeError, ValueError, ZeroDivisionError, transformers' validators' own classes
         detail = f"unknown name {err}" if isinstance(err, KeyError) else " ".join(str(err).split())[:200] or \
             type(err).__name__
-        raise PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({detail}): fix that "
-                            "field, or copy the checkpoint's config.json again") from None
+        raise config_problem(root, detail) from None
+
+
+def config_problem(root: Path, detail: str) -> PathEvalError:
+    """The one line for a config.json that parses but describes no model: what is wrong, and the fix."""
+    return PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({detail}): fix that "
+                         "field, or copy the checkpoint's config.json again")
 
 
 # Sizes a config.json states under these names (transformers', fla's and our own families): each a
@@ -175,20 +180,17 @@ def check_sizes(root: Path, raw: dict) -> None:
     """config.json's sizes, before a model is built from them: a size that is no positive whole
     number (`"4"`, `-1`, `true`), or a hidden size that its heads do not divide, is one line naming
     the field (building would fail deep inside torch, or not at all)."""
-    def refuse(problem: str):
-        raise PathEvalError(f"{root / 'config.json'} does not describe a model it can build ({problem}): fix that "
-                            "field, or copy the checkpoint's config.json again")
-
     for field in SIZE_FIELDS:
         value = raw.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            refuse(f"{field} is {value!r}, not a whole number above 0")
+            raise config_problem(root, f"{field} is {value!r}, not a whole number above 0")
     heads = raw.get("num_attention_heads") or raw.get("num_heads")
     kv_heads = raw.get("num_key_value_heads") or raw.get("num_kv_heads")
     if heads and raw.get("head_dim") is None and raw.get("hidden_size") and raw["hidden_size"] % heads:
-        refuse(f"hidden_size {raw['hidden_size']} is not divisible by its {heads} attention heads")
+        raise config_problem(root, f"hidden_size {raw['hidden_size']} is not divisible by its {heads} attention heads")
     if heads and kv_heads and heads % kv_heads:
-        refuse(f"the {heads} attention heads do not divide into groups of the {kv_heads} key-value heads")
+        raise config_problem(root, f"the {heads} attention heads do not divide into groups of the {kv_heads} "
+                                   "key-value heads")
 
 
 def path_eval_config(root: Path, raw: dict) -> PathEvalConfig:
@@ -215,15 +217,12 @@ def embedding_rows(root: Path) -> int | None:
     if not (root / "config.json").is_file():
         return None
     raw = read_config(root / "config.json")
+    check_sizes(root, raw)
     model_type = raw.get("model_type")
     if model_type == PathEvalConfig.model_type:
         return path_eval_config(root, raw).vocab_size
     if model_type in FLA_MODEL_TYPES:  # a vocab_size the loader drops (null) is PathEvalConfig's default
-        with config_errors(root):
-            rows = PathEvalConfig().vocab_size if raw.get("vocab_size") is None else raw["vocab_size"]
-            if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
-                raise ValueError(f"vocab_size={rows!r} is not a positive whole number")
-        return rows
+        return raw.get("vocab_size") or PathEvalConfig().vocab_size
     if model_type not in CONFIG_MAPPING:
         return None
     rows = getattr(transformers_config(root).get_text_config(), "vocab_size", None)

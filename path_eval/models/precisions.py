@@ -14,6 +14,11 @@ WEIGHT_DTYPE_NAMES = {"float32": "float32", "fp32": "float32", "float64": "float
 AUTOCAST_NAMES = {"autocast-bf16": "bfloat16"}
 
 
+def default_dtype_name(device) -> str:
+    """The weights' dtype where --dtype is not given: bfloat16 on a GPU, float32 on the CPU."""
+    return "bfloat16" if str(device).startswith("cuda") else "float32"
+
+
 def check_dtype_name(dtype) -> None:
     """None (the device's default), a torch dtype (the Python API) or one of the names above, or one
     error line."""

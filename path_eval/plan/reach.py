@@ -19,7 +19,7 @@ from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
 from path_eval.models.config_file import FLA_MODEL_TYPES, PATH_EVAL_MODEL_TYPE, read_config
 from path_eval.models.context import PREFILL_CHUNK
-from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES
+from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, default_dtype_name
 
 if TYPE_CHECKING:
     from path_eval.plan import ResolvedPlan
@@ -36,11 +36,9 @@ TOKEN_ID_BYTES = 8  # int64
 
 
 def element_bytes(dtype: str | None, device: str) -> tuple[int, int] | None:
-    """(bytes per weight, bytes per activation) of a run's --dtype on `device`: the loader's default
-    is float32 on the CPU, bfloat16 on a GPU. None for a name the loader refuses itself."""
-    if dtype is None:
-        size = 4 if device == "cpu" else 2
-        return size, size
+    """(bytes per weight, bytes per activation) of a run's --dtype on `device` (None: the loader's
+    default there). None for a name the loader refuses itself."""
+    dtype = dtype or default_dtype_name(device)
     if dtype in AUTOCAST_NAMES:  # float32 weights, projections computed in the autocast dtype
         return 4, DTYPE_BYTES[AUTOCAST_NAMES[dtype]]
     if dtype in WEIGHT_DTYPE_NAMES:
@@ -217,7 +215,7 @@ def check_memory(plan: ResolvedPlan, device: str, dtype: str | None, attention: 
                  what: str) -> None:
     """Each model's longest sample within `available` bytes by `memory_bound`, or one error line
     with both figures and the largest length that fits."""
-    one_pass = device.startswith("cuda") and attention in (None, "triton")
+    one_pass = device.startswith("cuda") and triton_may_run(device, attention)
     longest = longest_samples(plan)
     for model in plan.models:
         tokens, length = longest.get(model.name, (0, 0))
@@ -231,7 +229,7 @@ def check_model_memory(name: str, shape: ModelShape, tokens: int, extra: int, de
     """One model's `tokens`-long sequence within the available `memory` (bytes, what that figure is),
     or one error line with both figures and the largest `option` that fits (`extra`: the tokens the
     sequence holds beyond that option's value, a BOS say)."""
-    sizes = element_bytes(dtype, "cpu" if device == "cpu" else "cuda")
+    sizes = element_bytes(dtype, device)
     if sizes is None:
         return  # an unknown --dtype: the loader names the choices
     available, what = memory
@@ -239,7 +237,7 @@ def check_model_memory(name: str, shape: ModelShape, tokens: int, extra: int, de
     if need <= available:
         return
     where = f"{device} has {available / GIB:.2f} GiB {what}"
-    precision = dtype or f"{'float32' if device == 'cpu' else 'bfloat16'}, the {device} default"
+    precision = dtype or f"{default_dtype_name(device)}, the {device} default"
     most = largest_reachable(shape, available, *sizes, one_pass)
     if most is None or most - extra < 1:
         raise PathEvalError(f"model {name}'s weights alone need at least {need / GIB:.2f} GiB in {precision}, and "
