@@ -4,8 +4,8 @@ so that `load_model` uses them.
 Language models: a 4096-piece byte-level BPE trained with Hugging Face `tokenizers` on the
 training mixture (`corpus.tokenizer_training_text`); training is deterministic for a fixed input
 order. A 32,000-piece embedding would dominate a hidden-128 model: at 4096 pieces the embedding
-is a quarter of the parameters. Flip-flop models: a word-level vocabulary of the eight flip-flop
-symbols (`flipflop.SYMBOLS`).
+is a quarter of the parameters. The synthetic tasks' models (flip-flop, A5, MQRAR-N): a word-level
+vocabulary of the task's own symbols (`SymbolVocabulary.symbols`), one id each.
 """
 from __future__ import annotations
 
@@ -36,12 +36,11 @@ def train_bpe(texts) -> "tokenizers.Tokenizer":
     return tokenizer
 
 
-def flipflop_tokenizer() -> "tokenizers.Tokenizer":
+def symbol_tokenizer(symbols: tuple[str, ...]) -> "tokenizers.Tokenizer":
+    """Symbol i is id i; the symbols include PAD, which stands for any unknown word."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from path_eval.tasks.flipflop import SYMBOLS
-
-    tokenizer = Tokenizer(models.WordLevel({symbol: i for i, symbol in enumerate(SYMBOLS)}, unk_token=PAD))
+    tokenizer = Tokenizer(models.WordLevel({symbol: i for i, symbol in enumerate(symbols)}, unk_token=PAD))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins the symbols with spaces
     return tokenizer

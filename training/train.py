@@ -11,6 +11,11 @@ seed, optimizer (AdamW) and schedule (linear warmup, cosine decay to a tenth), b
   flipflop  1 layer, 2 heads of 64 (hidden 128), the eight flip-flop symbols, on FFL(0.8) drawn
             afresh every step; the loss is taken at the read positions only (the bits a model can
             predict), and the error is measured on fixed in / sparse / dense sets every --eval-every steps
+  a5        the A5 word problem (path_eval/tasks/a5.py), --layers 1-4 at hidden 128, 2 heads of 64, its
+            65 symbols, words of --a5-length letters in --a5-form drawn afresh every step
+  mqrar     MQRAR-N (path_eval/tasks/mqrar.py): 2 layers, hidden 256, 2 heads of 128 (the PaTH paper's
+            shape), its 8194 symbols, --mqrar-n, --mqrar-pairs pairs, --mqrar-length tokens
+            (training/tagging.py: the loss over labelled positions, the held-out accuracies)
 
 Weights are saved in bf16 with tied input and output embeddings (the embedding dominates at this
 width), with a model card (model_card.json, README.md) beside them.
@@ -25,7 +30,6 @@ import argparse
 import json
 import math
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -35,7 +39,7 @@ import torch.nn.functional as F
 
 from path_eval.errors import PathEvalError
 from path_eval.tasks import flipflop
-from training import run_cli
+from training import run_cli, tagging
 from training.corpus import HELDOUT_FILE
 
 PROCESS_START = time.time()
@@ -43,7 +47,9 @@ PROCESS_START = time.time()
 FLA_TYPES = {"fox": ("forgetting_transformer", {}), "path": ("path_attn", {}),
              "path_fox": ("path_attn", {"use_forget_gate": True})}
 VARIANTS = ("rope", "fox", "path", "path_fox")
-SHAPES = {"lm": {"layers": 4, "hidden": 192, "heads": 3}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2}}
+SHAPES = {"lm": {"layers": 4, "hidden": 192, "heads": 3}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2},
+          "a5": {"layers": 2, "hidden": 128, "heads": 2}, "mqrar": {"layers": 2, "hidden": 256, "heads": 2}}
+TAGGING_EVAL = 512  # held-out sequences scored every --eval-every steps (--final-eval at the end)
 EVAL_SETS = {"in": 512, "sparse": 4096, "dense": 128}  # sequences per split (the sparse split has few reads)
 FINAL_EVAL_SETS = {"in": 4096, "sparse": 16384, "dense": 1024}
 EVAL_SEED, FINAL_EVAL_SEED = 10_001, 20_001
@@ -81,7 +87,8 @@ def lr_at(step: int, steps: int, peak: float, warmup: int) -> float:
 
 
 def logits_of(model, ids: torch.Tensor) -> torch.Tensor:
-    with torch.autocast("cuda", dtype=torch.bfloat16):
+    """bf16 autocast on a GPU; float32 on the CPU (smoke tests of the recipe)."""
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=ids.device.type == "cuda"):
         return model(input_ids=ids, use_cache=False).logits.float()
 
 
@@ -163,8 +170,12 @@ def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int) -> dict
 def train(args) -> None:
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
-    shape = SHAPES[args.task]
-    if args.task == "lm":
+    shape = SHAPES[args.task] | ({"layers": args.layers} if args.layers else {})
+    task = tagging_task(args)
+    if task is not None:
+        vocab, length = len(task.vocabulary.symbols), task.tokens
+        bos, eos, pad = task.special_ids()
+    elif args.task == "lm":
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(Path(args.tokenizer) / "tokenizer.json"))
@@ -174,13 +185,15 @@ def train(args) -> None:
     else:
         vocab, bos, eos, pad = flipflop.VOCAB_SIZE, flipflop.BOS, flipflop.EOS, flipflop.PAD
         length = flipflop.LENGTH
-    model = build_model(args.variant, vocab, bos=bos, eos=eos, pad=pad, **shape).cuda().train()
+    model = build_model(args.variant, vocab, bos=bos, eos=eos, pad=pad, **shape).to(args.device).train()
     if args.wait_for_stream:
         compile_kernels(model, vocab, args.batch, length)
         print(json.dumps({"compiled_s": round(time.time() - PROCESS_START, 1)}), flush=True)
         wait_for(Path(args.stream), args.deadline_s)
         wait_for(Path(args.stream_info), args.deadline_s)
-    if args.task == "lm":
+    if task is not None:
+        batches = tagging.batches(task, args.batch, args.steps, args.seed, args.device)
+    elif args.task == "lm":
         batches = lm_batches(args.stream, args.batch, args.steps, pad, length)
     else:
         batches = flipflop_batches(args.batch, args.steps, args.seed)
@@ -188,7 +201,7 @@ def train(args) -> None:
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
+                                  lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=args.device == "cuda")
     warmup = max(1, int(args.warmup * args.steps))
     curve, recent, start, timed_start = [], [], time.time(), None
     print(f"{args.variant}/{args.task}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
@@ -210,7 +223,7 @@ def train(args) -> None:
         if steps_done in (1, 10):  # the first steps include compiling fla's kernels
             print(json.dumps({"step": steps_done, "loss": loss.item(), "elapsed_s": round(time.time() - start, 1)}), flush=True)
         if step == 20:
-            torch.cuda.synchronize()
+            synchronize(args.device)
             timed_start = time.time()
         if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
             point = {"step": step + 1, "loss": torch.stack(recent).mean().item(), "lr": lr_at(step, args.steps, args.lr, warmup),
@@ -218,11 +231,14 @@ def train(args) -> None:
             recent = []
             if args.task == "flipflop" and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps):
                 point["error"] = flipflop_errors(model, EVAL_SETS, EVAL_SEED)
+            if task is not None and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps):
+                point["accuracy"] = tagging.accuracies(model, task, min(TAGGING_EVAL, args.final_eval),
+                                                       tagging.EVAL_SEED, logits_of)
             curve.append(point)
             print(json.dumps(point), flush=True)
     if recent:
         curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
-    torch.cuda.synchronize()
+    synchronize(args.device)
     wall = time.time() - start
     tokens_per_step = args.batch * length
     timed_steps = steps_done - 21
@@ -239,23 +255,46 @@ def train(args) -> None:
             "precision": "bf16 autocast, fp32 master weights",
             "final_training_loss": curve[-1]["loss"], "curve": curve,
             "wall_time_s": round(wall, 1), "tokens_per_s": round(throughput) if throughput else None,
-            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "command": "python -m training.train " + " ".join(sys.argv[1:]), "git_revision": args.revision}
+            "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
+            "command": command_of(args), "git_revision": args.revision}
     if args.task == "lm":
         card["heldout"] = {"text": f"path_eval/zoo/heldout/{Path(args.heldout).name}", "length": length,
                            **heldout_loss(model, Path(args.tokenizer), Path(args.heldout), length)}
         card["data"] = json.loads(Path(args.stream_info).read_text()) if args.stream_info else None
+    elif task is not None:
+        card["loss_on"] = "labelled positions only (" + ("every letter" if task.name == "a5" else "the keys") + ")"
+        card["data"] = {"generator": f"path_eval.tasks.{task.name}.generate", **task.options,
+                        "seed_per_step": "1_000_000 * (seed + 1) + step"}
+        card["accuracy"] = {"seed": tagging.FINAL_EVAL_SEED,
+                            **tagging.accuracies(model, task, args.final_eval, tagging.FINAL_EVAL_SEED, logits_of)}
     else:
         card["loss_on"] = "read positions only (the bits that follow a read instruction)"
         card["data"] = {"generator": "path_eval.tasks.flipflop.generate", "p_ignore": flipflop.SPLITS["in"],
                         "seed_per_step": "1_000_000 * (seed + 1) + step"}
         card["flipflop_error"] = {"sets": FINAL_EVAL_SETS, "seed": FINAL_EVAL_SEED,
                                   **flipflop_errors(model, FINAL_EVAL_SETS, FINAL_EVAL_SEED)}
-    save(model, card, Path(args.out), Path(args.tokenizer) if args.task == "lm" else None)
+    symbols = flipflop.SYMBOLS if args.task == "flipflop" else task.vocabulary.symbols if task else None
+    save(model, card, Path(args.out), Path(args.tokenizer) if args.task == "lm" else None, symbols)
     print(json.dumps({k: v for k, v in card.items() if k != "curve"}), flush=True)
 
 
-def save(model, card: dict, out: Path, tokenizer_dir: Path | None) -> None:
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def tagging_task(args) -> tagging.TaggingTask | None:
+    """The diagnostic a5 / mqrar trains on at its options; None for lm and flipflop."""
+    if args.task == "a5":
+        return tagging.a5_task(args.a5_length, args.a5_form)
+    if args.task == "mqrar":
+        return tagging.mqrar_task(args.mqrar_n, args.mqrar_length, args.mqrar_pairs)
+    return None
+
+
+def save(model, card: dict, out: Path, tokenizer_dir: Path | None, symbols: tuple[str, ...] | None) -> None:
+    """The weights, the tokenizer (the language models' BPE from `tokenizer_dir`, else the task's
+    `symbols`) and the card."""
     from training import tokenizer as zoo_tokenizer
 
     out.mkdir(parents=True, exist_ok=True)
@@ -264,7 +303,7 @@ def save(model, card: dict, out: Path, tokenizer_dir: Path | None) -> None:
         for name in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copyfile(tokenizer_dir / name, out / name)
     else:
-        zoo_tokenizer.save(zoo_tokenizer.flipflop_tokenizer(), out)
+        zoo_tokenizer.save(zoo_tokenizer.symbol_tokenizer(symbols), out)
     (out / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
     (out / "README.md").write_text(readme(card))
 
@@ -286,6 +325,13 @@ def readme(card: dict) -> str:
                      f"({card['heldout']['text']}).")
         if card["data"]:
             lines.append(f"Data: the zoo mixture (training/corpus.py), windows sha256 {card['data']['sha256']}.")
+    elif "accuracy" in card:
+        a = card["accuracy"]
+        options = ", ".join(f"{key} {value}" for key, value in card["data"].items() if key not in ("generator",
+                                                                                                "seed_per_step"))
+        lines.append(f"Task: {card['task']} ({options}). Held-out accuracy on {a['sequences']:,} sequences: token "
+                     f"{a['token_accuracy']:.2%}, sequence {a['sequence_accuracy']:.2%}, final "
+                     f"{a['final_accuracy']:.2%}; loss on {card['loss_on']}.")
     else:
         e = card["flipflop_error"]
         lines.append(f"Flip-flop error (share of reads wrong): in {e['in']:.4%}, sparse {e['sparse']:.4%}, "
@@ -295,7 +341,20 @@ def readme(card: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def command_of(args) -> str:
+    """The command line that trains this model again: every option whose value is not its default."""
+    words = ["python -m training.train"]
+    for action in parser()._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        value = getattr(args, action.dest)
+        if value == action.default:
+            continue
+        words.append(action.option_strings[0] if value is True else f"{action.option_strings[0]} {value}")
+    return " ".join(words)
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=VARIANTS, required=True)
     parser.add_argument("--task", choices=tuple(SHAPES), default="lm")
@@ -317,10 +376,23 @@ def main() -> None:
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="stop (and save) once this many seconds have passed since the process started")
     parser.add_argument("--revision", default="unknown", help="git revision of the code (the GPU copy has no .git)")
+    parser.add_argument("--layers", type=int, help="the model's depth in place of its task's (a5: 1-4)")
+    parser.add_argument("--a5-form", choices=("product", "identity"), default="product")
+    parser.add_argument("--a5-length", type=int, default=20, help="a5: letters per word (k)")
+    parser.add_argument("--mqrar-n", type=int, default=1, help="mqrar: the label is the value N assignments back")
+    parser.add_argument("--mqrar-pairs", type=int, default=32)
+    parser.add_argument("--mqrar-length", type=int, default=768)
+    parser.add_argument("--final-eval", type=int, default=4096, help="a5, mqrar: held-out sequences scored at the end")
+    parser.add_argument("--device", default="cuda", help="cuda; cpu only for smoke tests of the recipe")
     parser.add_argument("--out", required=True)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    arguments = parser()
+    args = arguments.parse_args()
     if args.task == "lm" and not (args.stream and args.tokenizer):
-        parser.error("--task lm needs --stream and --tokenizer")
+        arguments.error("--task lm needs --stream and --tokenizer")
     train(args)
 
 

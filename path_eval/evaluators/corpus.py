@@ -103,7 +103,7 @@ class CorpusEvaluator:
                 metrics={"perplexity": [(value, stderr)]},
                 n=scored["blocks"], data_files=scored["files"][:50], data_fingerprint=scored["fingerprint"],
                 position_buckets=buckets,
-                lm_eval=native_output(f"{item.task}_{item.length}", "perplexity", value, stderr, scored["rows"],
-                                      [[-sum(row["nll_sum"]), sum(row["count"])] for row in scored["rows"]],
-                                      "next_token_nll")))
+                lm_eval=native_output(f"{item.task}_{item.length}", {"perplexity": (value, stderr)}, scored["rows"],
+                                      [{"perplexity": [-sum(row["nll_sum"]), sum(row["count"])]}
+                                       for row in scored["rows"]], "next_token_nll")))
         return results

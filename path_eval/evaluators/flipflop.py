@@ -6,36 +6,15 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-import torch
-
 from path_eval.atomic_files import write_jsonl_atomic
 from path_eval.data import fingerprint
+from path_eval.evaluators.argmax import argmax_predictions
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, LmEvalOutput, TaskResult, native_output
 from path_eval.kinds import length_log_name
 from path_eval.metrics.flipflop import binomial_stderr, read_errors
 from path_eval.metrics.registry import metric_entry
 from path_eval.plan import PlannedItem
 from path_eval.tasks import flipflop
-
-BATCH = 32  # sequences per forward
-
-
-@torch.inference_mode()
-def argmax_predictions(lm, tokens: np.ndarray) -> np.ndarray:
-    """predictions[n, t]: the model's most likely token after tokens[n, :t + 1]. Under data
-    parallelism the batches are shared between the processes (the same batches as one process)."""
-    starts = range(0, len(tokens), BATCH)
-
-    def predict(indices: list[int]) -> list[np.ndarray]:
-        batches = [tokens[starts[i]:starts[i] + BATCH] for i in indices]
-        return [lm.timed(lambda b: lm.model(torch.as_tensor(b, device=lm.device)).logits.argmax(-1).cpu().numpy(),
-                         batch, tokens=batch.size) for batch in batches]
-
-    if lm.parallel is None:
-        return np.concatenate(predict(list(range(len(starts)))))
-    return np.concatenate(lm.parallel.shared_answers([tokens[s:s + BATCH].size for s in starts], predict))
-
 
 class FlipFlopEvaluator:
     def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
@@ -65,8 +44,9 @@ class FlipFlopEvaluator:
                     wrong, reads = read_errors(tokens[index:index + 1], predictions[index:index + 1], flipflop.READ)
                     seed_rows.append({"doc_id": index, "seed": seed, "reads": reads, "wrong": wrong})
                 rows += seed_rows
-                output.tasks |= native_output(f"{item.task}_{item.length}_s{seed}", "flipflop_error", *per_seed[-1],
-                                              seed_rows, [[row["wrong"], row["reads"]] for row in seed_rows],
+                output.tasks |= native_output(f"{item.task}_{item.length}_s{seed}", {"flipflop_error": per_seed[-1]},
+                                              seed_rows,
+                                              [{"flipflop_error": [row["wrong"], row["reads"]]} for row in seed_rows],
                                               "next_token_argmax").tasks
             if lm.process_index != 0:
                 continue  # every process holds every prediction: the first writes and reports

@@ -89,29 +89,33 @@ def lm_eval_output(output: dict, names: list[str]) -> LmEvalOutput:
                         run={key: value for key, value in output.items() if key not in TASK_SECTIONS + ("groups",)})
 
 
-def native_output(name: str, metric: str, value: float, stderr: float | None, docs: list[dict],
-                  scores: list, kind: str) -> LmEvalOutput:
-    """lm-eval's shape for a task lm-eval does not run (a corpus at one length, flip-flop at one seed):
-    the metric as lm-eval reports one ("METRIC,none" and its stderr), and a sample per logged row:
-    the row as `doc`, its score under the metric's name (a pair whose sums give the aggregate, as
-    lm-eval keeps word_perplexity's (log-likelihood, words)). Blocks and sequences are token ids, not
-    text, so requests, responses and target are empty (their hashes those of the empty string)."""
+def native_output(name: str, metrics: dict[str, tuple[float, float | None]], docs: list[dict],
+                  scores: list[dict[str, object]], kind: str) -> LmEvalOutput:
+    """lm-eval's shape for a task lm-eval does not run (a corpus at one length, flip-flop or token
+    tagging at one seed): each metric (value, stderr) as lm-eval reports one ("METRIC,none" and its
+    stderr), and a sample per logged row: the row as `doc`, its scores by metric name (a pair whose
+    sums give the aggregate, as lm-eval keeps word_perplexity's (log-likelihood, words)). Blocks and
+    sequences are token ids, not text, so requests, responses and target are empty (their hashes
+    those of the empty string)."""
     from lm_eval.utils import hash_string
 
     from path_eval.metrics.registry import metric_entry
 
-    higher = metric_entry(metric).higher_is_better
+    higher = {metric: metric_entry(metric).higher_is_better for metric in metrics}
     samples = [{"doc_id": index, "doc": doc, "target": "", "arguments": [], "resps": [], "filtered_resps": [],
-                "filter": "none", "metrics": [metric],
+                "filter": "none", "metrics": list(metrics),
                 "doc_hash": hash_string(json.dumps(doc, indent=2, ensure_ascii=False)),  # lm-eval's recipe
-                "prompt_hash": hash_string(""), "target_hash": hash_string(""), metric: score}
+                "prompt_hash": hash_string(""), "target_hash": hash_string(""), **score}
                for index, (doc, score) in enumerate(zip(docs, scores))]
+    results = {"name": name, "alias": name, "sample_len": len(samples)}
+    for metric, (value, stderr) in metrics.items():
+        results |= {f"{metric},none": value, f"{metric}_stderr,none": "N/A" if stderr is None else stderr}
     return LmEvalOutput(tasks={name: {
-        "results": {"name": name, "alias": name, "sample_len": len(samples), f"{metric},none": value,
-                    f"{metric}_stderr,none": "N/A" if stderr is None else stderr},
-        "configs": {"task": name, "output_type": kind, "metric_list": [{"metric": metric, "higher_is_better": higher}],
+        "results": results,
+        "configs": {"task": name, "output_type": kind,
+                    "metric_list": [{"metric": metric, "higher_is_better": higher[metric]} for metric in metrics],
                     "metadata": {"evaluator": "path-eval"}},
-        "versions": None, "n-shot": 0, "higher_is_better": {metric: higher},
+        "versions": None, "n-shot": 0, "higher_is_better": higher,
         "n-samples": {"original": len(samples), "effective": len(samples)}, "samples": samples}})
 
 

@@ -12,11 +12,12 @@ from typing import Callable, Literal
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.retrieval import phonebook_exact_match, string_match_all, string_match_part
-from path_eval.metrics import babilong, flipflop, longbench
+from path_eval.metrics import babilong, flipflop, longbench, tagging
 
 Display = Literal["percent", "value"]  # percent: a fraction shown x100; value: shown as stored
 Aggregation = Literal["mean", "perplexity", "pooled"]  # perplexity: exp of the mean negative log-likelihood;
-# pooled: the wrong items of all samples together over their count (flip-flop: read positions)
+# pooled: the wrong (or right) items of all samples together over their count (flip-flop: read positions;
+# token tagging: labelled positions)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ REGISTRY: dict[str, Metric] = {entry.name: entry for entry in (
     _scored(babilong.babilong_accuracy, "BABILong", "target"),
     _scored(babilong.target_substring, "BABILong", "target"),
     Metric("flipflop_error", flipflop.flipflop_error, False, "percent", "Flip-flop", aggregation="pooled"),
+    Metric("token_accuracy", tagging.token_accuracy, True, "percent", "State tracking", aggregation="pooled"),
+    Metric("sequence_accuracy", tagging.sequence_accuracy, True, "percent", "State tracking"),
+    Metric("final_accuracy", tagging.final_accuracy, True, "percent", "State tracking"),
     Metric("score", None, True, "percent"),
 )}
 

@@ -10,6 +10,7 @@ The ResolvedPlan is pydantic and round-trips through JSON: the run folder keeps 
 with the resolved suite as suite.json."""
 from __future__ import annotations
 
+import fnmatch
 import logging
 from pathlib import Path
 
@@ -116,17 +117,23 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
 
 
 def task_models(task: TaskSpec, names: list[str]) -> list[str]:
-    """The run's models the task runs on: those its `models:` names (every one without the list).
-    A name that is neither a model of the run nor of the zoo is a typo: one line."""
+    """The run's models the task runs on: those its `models:` names (every one without the list),
+    each entry a name or a shell-style pattern (`a5_*`: a study's trained models, named by the
+    workshop). A plain name that is neither a model of the run nor of the zoo is a typo: one line; a
+    pattern may match no model of a run."""
     from path_eval.models.zoo import zoo_names
 
     if not task.models:
         return list(names)
-    unknown = [m for m in task.models if m not in names and m not in zoo_names()]
+    unknown = [m for m in task.models if not is_pattern(m) and m not in names and m not in zoo_names()]
     if unknown:
         raise PathEvalError(f"task {task.name} runs on model {unknown[0]!r}, which is neither a model of this run "
                             f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the task's models: list")
-    return [name for name in names if name in task.models]
+    return [name for name in names if any(fnmatch.fnmatchcase(name, entry) for entry in task.models)]
+
+
+def is_pattern(entry: str) -> bool:
+    return any(c in entry for c in "*?[")
 
 
 def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: list[ModelReference]) -> None:

@@ -16,13 +16,11 @@ scored with one teacher-forced forward per sequence (`path_eval.evaluators.flipf
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
-
 import numpy as np
 
-from path_eval.errors import PathEvalError
 from path_eval.metrics import flipflop as flipflop_metric
 from path_eval.tasks.frozen import freeze, read_frozen
+from path_eval.tasks.symbols import SymbolVocabulary
 
 WRITE, READ, IGNORE, ZERO, ONE, BOS, EOS, PAD = range(8)
 SYMBOLS = ("w", "r", "i", "0", "1", "<s>", "</s>", "<pad>")
@@ -88,23 +86,8 @@ def frozen_sequences(task: str, p_ignore: float, length: int, seed: int, count: 
     return frozen, np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
 
 
-def uses_vocabulary(token_id: Callable[[str], int | None]) -> bool:
-    """Whether a tokenizer (`token_id`: token -> its id) gives each symbol the id the sequences use
-    for it: a model whose tokenizer maps the symbols elsewhere would be scored on nonsense."""
-    return [token_id(symbol) for symbol in SYMBOLS] == list(range(VOCAB_SIZE))
-
-
-def check_vocabulary(token_id: Callable[[str], int | None], model: str, task: str) -> None:
-    """One line naming the model, the task and the fix, where the model's tokenizer (`token_id`) does
-    not use the flip-flop vocabulary: the plan's check (the tokenizer's files, before any model
-    loads) and the evaluator's (the loaded tokenizer) alike."""
-    from path_eval.models.tokenizer import token_id_lookup
-    from path_eval.models.zoo import zoo_models
-
-    if uses_vocabulary(token_id):
-        return
-    flipflop_zoo = [f"zoo:{path.name}" for path in zoo_models()
-                    if (lookup := token_id_lookup(path)) and uses_vocabulary(lookup)]
-    raise PathEvalError(f"model {model} does not use the flip-flop vocabulary ({' '.join(SYMBOLS)} as ids 0-7), so it "
-                        f"cannot run flip-flop task {task}: list flip-flop models under the task's models: (in a copy "
-                        f"of the suite), or give --model only flip-flop models ({', '.join(flipflop_zoo)})")
+# A model for these sequences uses this vocabulary (the plan refuses any other, from its tokenizer's
+# files; the evaluator again once it is loaded).
+VOCABULARY = SymbolVocabulary("flip-flop", SYMBOLS)
+uses_vocabulary = VOCABULARY.used_by
+check_vocabulary = VOCABULARY.check

@@ -221,8 +221,8 @@ def native_results(value: float) -> list:
 
     rows = [{"block": 0, "nll_sum": [10.0], "count": [4]}]
     return [TaskResult(task="c", length=8, metrics={"perplexity": [(value, None)]}, n=1, data_files=[],
-                       data_fingerprint=None, lm_eval=native_output("c_8", "perplexity", value, None, rows,
-                                                                   [[-10.0, 4]], "next_token_nll"))]
+                       data_fingerprint=None, lm_eval=native_output("c_8", {"perplexity": (value, None)}, rows,
+                                                                   [{"perplexity": [-10.0, 4]}], "next_token_nll"))]
 
 
 INFO = dict(model_path="/m", dtype="float32", batch_size=1, device="cpu", limit=None, seed=1, lm_eval_version="0.4.13",

@@ -1,0 +1,286 @@
+"""`report --layout state_tracking`: the state-tracking diagnostics in the layout of the PaTH
+paper's Figure 2, and the paper's stated directions, each decided by the data with its test.
+
+The models are the training workshop's (training/diagnostics.py), one per variant, depth or N, and
+seed, named a5_VARIANT_LDEPTH_sSEED and mqrarN_VARIANT_sSEED; the variant is checked against the
+record's provenance (the checkpoint's own config), the depth and seed read from the name. The tasks
+are the suite's A5 and MQRAR-N tasks (their kinds, whatever their names), and flip-flop's.
+
+- MQRAR-N: token accuracy at the queries against N, per variant: the mean over seeds, and how many
+  seeds solve it (at least 90%).
+- A5: per variant, length and metric (token, sequence, final accuracy: neither paper says which one
+  its 90% applies to), the mean over seeds at each depth, and the fewest layers at which a majority
+  of seeds reach 90% ("solved"): one lucky seed decides nothing.
+- Directions: PaTH solves MQRAR-N for N < 4 (a majority of its seeds at 90% for each N = 1..3); FoX
+  struggles there beside PaTH (PaTH above FoX, paired by N and seed over N < 4, one-sided exact sign
+  test, p < 0.05); PaTH solves A5 with fewer layers than RoPE and FoX (its fewest layers below
+  theirs, at the trained length, per metric); flip-flop error PaTH below RoPE in distribution and
+  sparse (the paired test of `compare` on the same sequences, p < 0.05). Each is marked reproduced,
+  not reproduced, or untested (no records)."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from path_eval.reports.paired import DeltaTest, RunSamples, delta_test
+from path_eval.reports.stored import StoredRun
+from path_eval.reports.tables import display, logs_scores, render
+from path_eval.results import ResultRecord
+
+THRESHOLD = 0.9
+VARIANTS = ("rope", "fox", "path", "path_fox")
+BASELINES = ("rope", "fox")  # the paper's baselines for PaTH on A5
+A5_METRICS = ("token_accuracy", "sequence_accuracy", "final_accuracy")
+MQRAR_METRIC = "token_accuracy"
+NAME = re.compile(r"^(?:a5|mqrar\d+|flipflop)_(?P<variant>rope|fox|path_fox|path)(?:_L(?P<depth>\d+))?"
+                  r"(?:_s(?P<seed>\d+))?$")
+REPRODUCED, NOT_REPRODUCED, UNTESTED = "reproduced", "not reproduced", "untested"
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A record of a diagnostic model: its variant, depth (A5), seed, and the record."""
+
+    variant: str
+    depth: int | None
+    seed: int
+    record: ResultRecord
+
+
+def record_variant(record: ResultRecord) -> str:
+    """The variant the checkpoint's config says (fla's attention, or transformers' Llama: RoPE)."""
+    return record.provenance.variant or ("rope" if record.provenance.model_type == "llama" else "unknown")
+
+
+def trained(record: ResultRecord) -> Trained | None:
+    """The record's model as the workshop names it, or None (not a diagnostic model, or a name
+    whose variant the checkpoint contradicts)."""
+    match = NAME.match(record.model)
+    if match is None or match["variant"] != record_variant(record):
+        return None
+    return Trained(match["variant"], int(match["depth"]) if match["depth"] else None, int(match["seed"] or 0), record)
+
+
+@dataclass
+class Diagnostics:
+    """The records of one study by what they measure."""
+
+    a5: dict[tuple[str, int, str], dict[int, list[float]]]  # (variant, length, metric) -> depth -> per-seed values
+    a5_seeds: dict[tuple[str, int, str, int], dict[int, float]]  # (variant, length, metric, depth) -> seed -> value
+    mqrar: dict[tuple[str, int], dict[int, float]]  # (variant, N) -> seed -> token accuracy
+    flipflop: dict[tuple[str, str], tuple[ResultRecord, StoredRun]]  # (variant, task) -> record and its run
+    trained_length: int | None
+
+
+def collect(runs: list[StoredRun], suites: dict) -> Diagnostics:
+    a5: dict = {}
+    a5_seeds: dict = {}
+    mqrar: dict = {}
+    flipflop: dict = {}
+    lengths = set()
+    for run in runs:
+        for record in run.records:
+            suite = suites.get(record.suite)
+            model = trained(record)
+            if suite is None or model is None or record.task not in {t.name for t in suite.tasks}:
+                continue
+            task = suite.task(record.task)
+            if task.kind == "a5" and model.depth is not None and record.metric in A5_METRICS:
+                a5_seeds.setdefault((model.variant, record.length, record.metric, model.depth), {})[model.seed] = \
+                    record.value
+                lengths.add(record.length)
+            elif task.kind == "mqrar" and record.metric == MQRAR_METRIC:
+                mqrar.setdefault((model.variant, task.options.n), {})[model.seed] = record.value
+            elif task.kind == "flipflop":
+                flipflop.setdefault((model.variant, record.task), (record, run))
+    for (variant, length, metric, depth), seeds in a5_seeds.items():
+        a5.setdefault((variant, length, metric), {})[depth] = [seeds[s] for s in sorted(seeds)]
+    trained_length = 20 if 20 in lengths else (max(lengths) if lengths else None)
+    return Diagnostics(a5, a5_seeds, mqrar, flipflop, trained_length)
+
+
+def solved(values: list[float]) -> bool:
+    """A majority of the seeds at or above the threshold."""
+    return sum(v >= THRESHOLD for v in values) * 2 > len(values)
+
+
+def fewest_layers(by_depth: dict[int, list[float]]) -> int | None:
+    return next((depth for depth in sorted(by_depth) if solved(by_depth[depth])), None)
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def seeds_cell(values: list[float]) -> str:
+    """The mean over seeds, and how many seeds reach the threshold."""
+    if not values:
+        return "-"
+    return f"{percent(sum(values) / len(values))} ({sum(v >= THRESHOLD for v in values)}/{len(values)})"
+
+
+def layers_cell(depth: int | None, tried: list[int]) -> str:
+    return str(depth) if depth is not None else f">{max(tried)}" if tried else "-"
+
+
+def mqrar_table(d: Diagnostics) -> tuple[str, list[str], list[list[str]], str] | None:
+    ns = sorted({n for _, n in d.mqrar})
+    if not ns:
+        return None
+    rows = [[variant] + [seeds_cell([seeds[s] for s in sorted(seeds)]) if (seeds := d.mqrar.get((variant, n)))
+                         else "-" for n in ns] for variant in VARIANTS if any((variant, n) in d.mqrar for n in ns)]
+    return ("MQRAR-N: token accuracy at the queries", ["variant"] + [f"N={n}" for n in ns], rows,
+            f"mean over seeds, x100 (seeds at >= {percent(THRESHOLD)}% / seeds)")
+
+
+def a5_tables(d: Diagnostics) -> list[tuple[str, list[str], list[list[str]], str]]:
+    tables = []
+    for length in sorted({length for _, length, _ in d.a5}):
+        for metric in A5_METRICS:
+            cells = {variant: d.a5.get((variant, length, metric)) for variant in VARIANTS}
+            depths = sorted({depth for by_depth in cells.values() if by_depth for depth in by_depth})
+            if not depths:
+                continue
+            rows = [[variant] + [seeds_cell(by_depth.get(depth, [])) for depth in depths]
+                    + [layers_cell(fewest_layers(by_depth), sorted(by_depth))]
+                    for variant, by_depth in cells.items() if by_depth]
+            trained_note = " (the trained length)" if length == d.trained_length else ""
+            tables.append((f"A5 word problem, k = {length}{trained_note}: {metric.replace('_', ' ')}",
+                           ["variant"] + [f"{depth} layer{'s' if depth > 1 else ''}" for depth in depths]
+                           + ["fewest layers"], rows,
+                           f"mean over seeds, x100 (seeds at >= {percent(THRESHOLD)}% / seeds); fewest layers: the "
+                           "smallest depth where a majority of seeds reach it"))
+    return tables
+
+
+def sign_test(differences: list[float]) -> float:
+    """One-sided exact sign test that the differences are positive (ties dropped)."""
+    positive, nonzero = sum(x > 0 for x in differences), sum(x != 0 for x in differences)
+    if not nonzero:
+        return 1.0
+    return sum(math.comb(nonzero, k) for k in range(positive, nonzero + 1)) / 2 ** nonzero
+
+
+@dataclass
+class Direction:
+    claim: str
+    test: str
+    measured: str
+    verdict: str
+
+
+def mqrar_directions(d: Diagnostics) -> list[Direction]:
+    small = [n for n in (1, 2, 3)]
+    path = {n: d.mqrar.get(("path", n)) for n in small}
+    fox = {n: d.mqrar.get(("fox", n)) for n in small}
+    solves = Direction("PaTH solves MQRAR-N for N < 4", "a majority of PaTH's seeds at >= 90% for each N = 1, 2, 3",
+                       "", UNTESTED)
+    if all(path.values()):
+        solves.measured = "; ".join(f"N={n}: {seeds_cell(list(path[n].values()))}" for n in small)
+        solves.verdict = REPRODUCED if all(solved(list(path[n].values())) for n in small) else NOT_REPRODUCED
+    above = Direction("FoX struggles on MQRAR-N (N < 4) where PaTH succeeds",
+                      "PaTH minus FoX paired by N and seed over N = 1-3, one-sided exact sign test, p < 0.05", "",
+                      UNTESTED)
+    pairs = [path[n][s] - fox[n][s] for n in small if path[n] and fox[n] for s in path[n] if s in fox[n]]
+    if pairs:
+        p = sign_test(pairs)
+        above.measured = f"mean difference {100 * sum(pairs) / len(pairs):+.1f} points over {len(pairs)} pairs, p = {p:.3g}"
+        above.verdict = REPRODUCED if p < 0.05 else NOT_REPRODUCED
+    return [solves, above]
+
+
+def a5_directions(d: Diagnostics) -> list[Direction]:
+    directions = []
+    for metric in A5_METRICS:
+        direction = Direction(f"PaTH solves A5 with fewer layers than RoPE and FoX ({metric.replace('_', ' ')})",
+                              f"fewest layers (a majority of seeds at >= 90%) at k = {d.trained_length}: PaTH's "
+                              "below both baselines'", "", UNTESTED)
+        cells = {v: d.a5.get((v, d.trained_length, metric)) for v in ("path",) + BASELINES}
+        if all(cells.values()):
+            fewest = {v: fewest_layers(by_depth) for v, by_depth in cells.items()}
+            direction.measured = ", ".join(f"{v} {layers_cell(fewest[v], sorted(cells[v]))}" for v in fewest)
+            others = [fewest[v] if fewest[v] is not None else math.inf for v in BASELINES]
+            direction.verdict = REPRODUCED if fewest["path"] is not None and fewest["path"] < min(others) \
+                else NOT_REPRODUCED
+        directions.append(direction)
+    return directions
+
+
+def flipflop_directions(d: Diagnostics) -> list[Direction]:
+    directions = []
+    logs: dict[int, RunSamples | None] = {}
+    for task in sorted({task for _, task in d.flipflop}):
+        direction = Direction(f"Flip-flop error PaTH below RoPE ({task})",
+                              "compare's paired test on the same sequences, p < 0.05", "", UNTESTED)
+        rope, path = d.flipflop.get(("rope", task)), d.flipflop.get(("path", task))
+        if rope and path:
+            for _, run in (rope, path):
+                logs.setdefault(id(run), RunSamples(run.folder) if run.folder else None)
+            test: DeltaTest = delta_test(rope[0], logs_scores(logs[id(rope[1])], rope[0]), path[0],
+                                         logs_scores(logs[id(path[1])], path[0]))
+            direction.measured = (f"RoPE {display('flipflop_error', rope[0].value):.3f}%, PaTH "
+                                  f"{display('flipflop_error', path[0].value):.3f}%, {test.method} p = "
+                                  + (f"{test.p:.3g}" if test.p is not None else "none"))
+            direction.verdict = REPRODUCED if path[0].value < rope[0].value and test.p is not None and test.p < 0.05 \
+                else NOT_REPRODUCED
+        directions.append(direction)
+    return directions
+
+
+def directions(d: Diagnostics) -> list[Direction]:
+    return mqrar_directions(d) + a5_directions(d) + flipflop_directions(d)
+
+
+def state_tracking_tables(runs: list[StoredRun], suites: dict) -> list[tuple[str, list[str], list[list[str]], str]]:
+    """(title, header, rows, note) of every table: MQRAR-N, A5 per length and metric, the directions."""
+    d = collect(runs, suites)
+    tables = [t for t in [mqrar_table(d)] if t] + a5_tables(d)
+    rows = [[x.claim, x.test, x.measured or "-", x.verdict] for x in directions(d)]
+    tables.append(("The PaTH paper's directions (section 4.1, Figure 2)", ["claim", "test", "measured", "verdict"],
+                   rows, "untested: the runs hold no records of the models the test needs"))
+    return tables
+
+
+def state_tracking_report(runs: list[StoredRun], suites: dict, fmt: str):
+    from rich.console import Group
+
+    rendered = [render(header, rows, fmt, title, note) for title, header, rows, note in
+                state_tracking_tables(runs, suites)]
+    return Group(*rendered) if fmt == "terminal" else "\n".join(rendered)
+
+
+def state_tracking_figure(runs: list[StoredRun], suites: dict):
+    """Figure 2's panels: MQRAR-N accuracy against N, and A5 accuracy against depth at the trained
+    length (token and sequence), one line per variant, the mean over seeds with each seed's value
+    as a dot; None where the runs hold neither."""
+    import matplotlib.pyplot as plt
+
+    d = collect(runs, suites)
+    panels = [("mqrar", None)] * bool(d.mqrar) + [("a5", m) for m in ("token_accuracy", "sequence_accuracy")
+                                                  if any(k[1:] == (d.trained_length, m) for k in d.a5)]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), constrained_layout=True, squeeze=False)
+    for axis, (family, metric) in zip(axes[0], panels):
+        for index, variant in enumerate(VARIANTS):
+            if family == "mqrar":
+                points = {n: list(seeds.values()) for (v, n), seeds in d.mqrar.items() if v == variant}
+            else:
+                points = d.a5.get((variant, d.trained_length, metric), {})
+            if not points:
+                continue
+            xs = sorted(points)
+            color = f"C{index}"
+            axis.plot(xs, [100 * sum(points[x]) / len(points[x]) for x in xs], marker="o", color=color, label=variant)
+            for x in xs:
+                axis.scatter([x] * len(points[x]), [100 * v for v in points[x]], s=8, color=color, alpha=0.4)
+            axis.set_xticks(xs)
+        axis.axhline(100 * THRESHOLD, color="0.6", linestyle=":", linewidth=1)
+        axis.set_ylim(-3, 103)
+        axis.set_xlabel("N (values back)" if family == "mqrar" else "layers")
+        axis.set_ylabel("token accuracy at queries (%)" if family == "mqrar" else f"{metric.replace('_', ' ')} (%)")
+        axis.set_title("MQRAR-N" if family == "mqrar" else f"A5 word problem, k = {d.trained_length}", fontsize=10)
+    axes[0][0].legend(fontsize=8, loc="best")
+    fig.supxlabel("line: mean over seeds; dots: each seed; dotted: 90%", fontsize=8)
+    return fig

@@ -1,0 +1,69 @@
+"""The state-tracking diagnostics' training plan and recipe: every variant gets the same budget,
+data law and seeds; every planned command is one train.py accepts and gives back from its own
+arguments; and the recipe trains, saves and reloads a model on the CPU (RoPE, whose Llama runs
+there; fla's variants need a GPU) whose tokenizer is the task's vocabulary."""
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from path_eval.tasks import a5, mqrar
+from training import diagnostics
+from training.train import VARIANTS, command_of, parser, tagging_task
+
+
+def test_every_variant_has_the_same_models_budget_and_seeds():
+    models = diagnostics.plan()
+    assert len({m.name for m in models}) == len(models) == 4 * 3 * 4 * 2
+    by_setting = defaultdict(set)
+    for model in models:
+        words = model.arguments(Path("/out"), "rev")
+        args = parser().parse_args(words)
+        setting = (model.task, args.layers, args.mqrar_n, args.seed, args.steps, args.batch, args.lr, args.a5_length,
+                   args.mqrar_length, args.mqrar_pairs)
+        by_setting[setting].add(args.variant)
+    assert all(variants == set(VARIANTS) for variants in by_setting.values())
+    assert {m.options["layers"] for m in models if m.task == "a5"} == {1, 2, 3, 4}
+    assert {m.options["mqrar_n"] for m in models if m.task == "mqrar"} == {1, 2, 3, 4}
+
+
+def test_each_worker_gets_a_like_mix_and_every_model_once():
+    models = diagnostics.plan()
+    shares = diagnostics.deal(models, 12)
+    assert sorted(m.name for share in shares for m in share) == sorted(m.name for m in models)
+    assert {sum(m.task == "mqrar" for m in share) for share in shares} == {4}
+
+
+def test_a_card_command_trains_the_same_model_again():
+    model = diagnostics.plan("mqrar")[5]
+    args = parser().parse_args(model.arguments(Path("/out"), "rev"))
+    again = parser().parse_args(command_of(args).split()[3:])
+    assert vars(again) == vars(args)
+
+
+def test_the_tasks_draw_the_harness_generators_law():
+    args = parser().parse_args(diagnostics.plan("a5")[0].arguments(Path("/o"), "r"))
+    task = tagging_task(args)
+    inputs, targets = task.generate(8, seed=3)
+    expected = a5.generate(8, 20, "product", seed=3)
+    assert np.array_equal(inputs, expected[0]) and np.array_equal(targets, expected[1]) and task.tokens == 21
+    args = parser().parse_args(diagnostics.plan("mqrar")[-1].arguments(Path("/o"), "r"))
+    assert np.array_equal(tagging_task(args).generate(2, seed=1)[1], mqrar.generate(2, 768, 4, 32, seed=1)[1])
+
+
+@pytest.mark.slow
+def test_the_recipe_trains_saves_and_reloads_a_model_on_the_cpu(tmp_path):
+    from path_eval import load_model
+    from training.train import train
+
+    out = tmp_path / "a5_rope_L1_s0"
+    train(parser().parse_args(["--variant", "rope", "--task", "a5", "--layers", "1", "--steps", "25", "--batch", "32",
+                               "--eval-every", "25", "--final-eval", "64", "--device", "cpu", "--out", str(out)]))
+    card = json.loads((out / "model_card.json").read_text())
+    assert card["steps"] == 25 and card["layers"] == 1 and card["data"]["length"] == 20
+    assert card["accuracy"]["sequences"] == 64 and 0 <= card["accuracy"]["token_accuracy"] <= 1
+    model, tokenizer = load_model(out)
+    assert a5.VOCABULARY.used_by(tokenizer.convert_tokens_to_ids)
+    assert model.config.num_hidden_layers == 1 and model.config.vocab_size == a5.VOCAB_SIZE

@@ -1,0 +1,147 @@
+"""Every model of the state-tracking diagnostics (the `state_tracking` suite: A5 word problem,
+MQRAR-N), trained on one GPU host by a few worker processes, each training its share of the models
+one after another in-process (imports and compiled kernels reused; a small model leaves most of an
+H200 idle, so the workers run at once).
+
+The models, each variant (RoPE, FoX, PaTH, PaTH-FoX in fla's classes, `train.build_model`) with the
+same budget, data law and seeds:
+
+  a5_VARIANT_LDEPTH_sSEED   the A5 word problem, product form, k = 20; depths 1-4 at hidden 128
+                            (2 heads of 64); seeds 0-2 (the statistic is the fewest layers reaching
+                            90%: three seeds, so one lucky seed decides nothing)
+  mqrarN_VARIANT_sSEED      MQRAR-N, N = 1-4, 32 pairs, length 768; 2 layers, hidden 256, 2 heads
+                            (the PaTH paper's shape); seeds 0-2
+
+`plan` lists them with their commands; `trial` times a few steps of each task and variant and says
+what the whole plan would take with W workers (run it first on a fresh host: eight trainings at once
+once ran past their deadline); `train` trains the plan (or a part: --only), W workers, each model's
+folder under OUT with its card. A model that does not finish its steps before --deadline-s stops
+and says so in its card (`stopped_at_deadline`), never silently.
+
+    python -m training.diagnostics trial --workers 12
+    python -m training.diagnostics train --workers 12 --out /tmp/diag --revision "$(git rev-parse --short HEAD)"
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from training import run_cli
+from training.train import VARIANTS
+
+A5_DEPTHS = (1, 2, 3, 4)
+MQRAR_NS = (1, 2, 3, 4)
+SEEDS = (0, 1, 2)
+# The recipe (the same for every variant): steps, batch (sequences) and peak learning rate per task;
+# AdamW, warmup 3%, cosine to a tenth, weight decay 0.1, clip 1 (train.py).
+RECIPE = {"a5": {"steps": 4000, "batch": 256, "lr": 1e-3},
+          "mqrar": {"steps": 4000, "batch": 64, "lr": 1e-3}}
+
+
+@dataclass(frozen=True)
+class Planned:
+    name: str
+    task: str
+    variant: str
+    seed: int
+    options: dict  # train.py's task options (--layers, --mqrar-n)
+
+    def arguments(self, out: Path, revision: str, steps: int | None = None, deadline_s: float | None = None) -> list[str]:
+        recipe = RECIPE[self.task]
+        words = ["--variant", self.variant, "--task", self.task, "--seed", str(self.seed),
+                 "--steps", str(steps or recipe["steps"]), "--batch", str(recipe["batch"]), "--lr", str(recipe["lr"]),
+                 "--eval-every", "1000", "--log-every", "100", "--revision", revision, "--out", str(out / self.name)]
+        for key, value in self.options.items():
+            words += [f"--{key.replace('_', '-')}", str(value)]
+        return words + (["--deadline-s", str(deadline_s)] if deadline_s else [])
+
+
+def plan(only: str | None = None) -> list[Planned]:
+    models = [Planned(f"a5_{v}_L{depth}_s{seed}", "a5", v, seed, {"layers": depth})
+              for depth in A5_DEPTHS for seed in SEEDS for v in VARIANTS]
+    models += [Planned(f"mqrar{n}_{v}_s{seed}", "mqrar", v, seed, {"mqrar_n": n})
+               for n in MQRAR_NS for seed in SEEDS for v in VARIANTS]
+    return [m for m in models if only in (None, m.task)]
+
+
+def train_share(share: list[list[str]], log: Path) -> None:
+    """One worker: its models one after another, in this process."""
+    from training.train import parser, train
+
+    with open(log, "a") as stream:
+        import contextlib
+
+        with contextlib.redirect_stdout(stream):
+            for words in share:
+                started = time.time()
+                train(parser().parse_args(words))
+                print(json.dumps({"trained": words[words.index("--out") + 1], "wall_s": round(time.time() - started, 1)}),
+                      flush=True)
+
+
+def run_workers(shares: list[list[list[str]]], logs: Path) -> None:
+    """The shares in worker processes at once (spawned: each its own CUDA context)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=train_share, args=(share, logs / f"worker{i}.log"))
+               for i, share in enumerate(shares) if share]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    failed = [i for i, worker in enumerate(workers) if worker.exitcode != 0]
+    if failed:
+        raise SystemExit(f"workers {failed} failed: see {logs}/worker*.log")
+
+
+def deal(models: list[Planned], workers: int) -> list[list[Planned]]:
+    """Round-robin in plan order, the costly MQRAR models first, so every worker gets a like mix."""
+    ordered = sorted(models, key=lambda m: m.task != "mqrar")
+    return [ordered[i::workers] for i in range(workers)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("plan", "trial", "train"))
+    parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--only", choices=tuple(RECIPE), help="train one task's models alone")
+    parser.add_argument("--out", default="/tmp/diagnostics")
+    parser.add_argument("--revision", default="unknown")
+    parser.add_argument("--deadline-s", type=float, default=None,
+                        help="each model stops (and says so in its card) once its process has run this long")
+    parser.add_argument("--trial-steps", type=int, default=60)
+    args = parser.parse_args()
+    out = Path(args.out)
+    models = plan(args.only)
+    if args.command == "plan":
+        for model in models:
+            print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision)))
+        return
+    if args.command == "trial":
+        # One model of each task and variant (the deepest A5), trial steps each, all at once as a
+        # full run's workers would be; the projection scales each model's measured step time.
+        probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
+                                        and m.options["mqrar_n"] == 1) and m.seed == 0]
+        started = time.time()
+        run_workers([[p.arguments(out / "trial", args.revision, steps=args.trial_steps)] for p in probes],
+                    out / "trial" / "logs")
+        step_s = {}
+        for probe in probes:
+            card = json.loads((out / "trial" / probe.name / "model_card.json").read_text())
+            # from step 21 on (the card's throughput): the first steps compile the kernels
+            step_s[(probe.task, probe.variant)] = card["batch_windows"] * card["training_length"] / card["tokens_per_s"]
+        total = sum(step_s[(m.task, m.variant)] * RECIPE[m.task]["steps"] for m in models)
+        print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "concurrent": len(probes),
+                          "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
+                          "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
+        return
+    run_workers([[m.arguments(out, args.revision, deadline_s=args.deadline_s) for m in share]
+                 for share in deal(models, args.workers)], out / "logs")
+
+
+if __name__ == "__main__":
+    run_cli(main)
