@@ -245,14 +245,28 @@ def test_a_task_a_metric_and_a_kind_added_through_the_registries_run(extended, t
     assert row.startswith(f"copy,copy_consistency,{LENGTH},") and ",+0.00," in row
 
 
-def test_list_describes_a_task_of_the_new_kind_by_its_row(extended, tmp_path, monkeypatch, capsys):
+def test_list_and_download_read_the_new_kinds_row(extended, tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    import path_eval.data
     import path_eval.suites
+    from path_eval.data import DatasetSplit
 
     suite_file = tmp_path / "toy.yaml"
     suite_file.write_text(SUITE)
     monkeypatch.setattr(path_eval.suites, "available_suites", lambda: [str(suite_file)])
     assert main(["list"]) == 0
     assert "  task copy (copy of 50 tokens): copy_consistency" in capsys.readouterr().out.splitlines()
+
+    # download fetches the splits the kind's row names, at the task's lengths
+    wanted = lambda task, suite, lengths: [DatasetSplit("toy/copies", f"{task.options.tokens}_{n}", "test")
+                                           for n in lengths]  # noqa: E731
+    fetched = []
+    with pytest.MonkeyPatch.context() as patch:  # undone before the fixture unregisters the kind
+        patch.setitem(KINDS, "copy", dataclasses.replace(COPY_KIND, splits=wanted))
+        patch.setattr(path_eval.data, "download", lambda splits, data_dir: fetched.extend(splits) or [])
+        assert main(["download", "--suite", str(suite_file), "--tasks", "copy", "--data-dir", str(tmp_path)]) == 0
+    assert fetched == [DatasetSplit("toy/copies", f"50_{LENGTH}", "test")]
 
 
 def test_a_suite_of_a_new_kind_is_checked_by_its_row(extended, tmp_path):
