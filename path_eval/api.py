@@ -62,7 +62,7 @@ class Results:
         Markdown, CSV or LaTeX table; `format="terminal"` gives the rich tables to print."""
         from rich.console import Group
 
-        from path_eval.reports.tables import paper_layout, render, suite_table
+        from path_eval.reports.tables import paper_layout, render, suite_report
 
         if format not in REPORT_FORMATS:
             raise PathEvalError(f"unknown report format {format!r}: choose one of {', '.join(REPORT_FORMATS)}")
@@ -80,8 +80,7 @@ class Results:
             rendered = []
             for name, suite in self.suites.items():
                 plans = [run.plan for run in self.runs if run.plan and run.plan.suite.name == name]
-                header, rows, note = suite_table([r for r in self.records if r.suite == name], suite, plans)
-                rendered.append(render(header, rows, format, f"{suite.name}: {suite.description}", note))
+                rendered.append(suite_report([r for r in self.records if r.suite == name], suite, plans, format))
         return Group(*rendered) if format == "terminal" else "".join(rendered)
 
     def plot(self, folder) -> list[Path]:

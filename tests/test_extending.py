@@ -1,7 +1,9 @@
 """docs/extending.md, done: a generated task and a metric added by its steps, and a new kind of task
-(a task module, an evaluator, a row in KINDS and one in EVALUATORS), all through the registries
-the page names and nothing else, run by `path_eval.evaluate` on a tiny random model. Expected
-values are computed here from the definitions, on the model itself, not by the harness."""
+(its options, rules and evaluator, one `Kind` row passed to `register`), all from this file through
+the registries the page names and nothing else, run by `path_eval.evaluate` on a tiny random model,
+then read back by every stage that reads kinds: the plan, the runner, the records, rescore, compare's
+paired tests, report's protocol check and `eval.py list`. Expected values are computed here from the
+definitions, on the model itself, not by the harness."""
 import json
 import re
 from pathlib import Path
@@ -13,15 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from path_eval.api import evaluate
 from path_eval.models.random_checkpoint import random_model
+from path_eval.cli import main
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult
-from path_eval.evaluators.registry import EVALUATORS
-from path_eval.kinds import KINDS, Kind, PlannedFields, SamplePairs
+from path_eval.evaluators.registry import evaluator_of
+from path_eval.kinds import KINDS, Kind, PlannedFields, SamplePairs, register
 from path_eval.metrics.registry import Metric, metric_entry
 from path_eval.plan import PlannedItem
 from path_eval.reports.paired import RunSamples
+from path_eval.reports.protocol import departures
+from path_eval.results.rescore import rescore
 from path_eval.results.sample_logs import log_names
 from path_eval.samples.logs import slug
-from path_eval.suites import load_suite
+from path_eval.suites import TaskSpec, load_suite
 from path_eval.tasks import generated
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +62,7 @@ def copy_counts(tokens: np.ndarray, predictions: np.ndarray) -> tuple[int, int]:
     return int((predictions[..., half:] == predictions[..., :half]).sum()), int(predictions[..., half:].size)
 
 
-# ---------------------------------------------------------------- a new kind: its task module
+# ---------------------------------------------------------------- a new kind: one module (here, this file)
 
 class CopyOptions(BaseModel):
     """What a suite gives under `copy:`: the token ids the sequences draw from."""
@@ -86,14 +91,6 @@ def copy_log_names(item: PlannedItem) -> list[str]:
     return [f"{item.task}.copy@{item.length}"]
 
 
-COPY_KIND = Kind(key="copy", options=CopyOptions, describe=lambda task: f"copy of {task.kind_options('copy').tokens}",
-                 plan=lambda task, length, planning: PlannedFields(), log_names=copy_log_names, sampled=True,
-                 context=lambda length: length, metrics=frozenset({"copy_consistency"}), check_length=check_copy_length,
-                 pairing=SamplePairs(key=lambda row: (row["seed"], row["doc_id"]),
-                                     numerator=lambda row: row["agree"], denominator=lambda row: row["count"],
-                                     stratum=lambda row: row["seed"]))
-
-
 # ---------------------------------------------------------------- its evaluator
 
 class CopyEvaluator:
@@ -106,7 +103,7 @@ class CopyEvaluator:
         score = metric_entry("copy_consistency").function
         results = []
         for item in items:
-            options = context.plan.spec(item).kind_options("copy")
+            options = context.plan.spec(item).options
             per_seed, rows = [], []
             for seed in item.seeds:
                 tokens = copy_sequences(options, item.length, seed, item.samples)
@@ -120,6 +117,15 @@ class CopyEvaluator:
             results.append(TaskResult(task=item.task, length=item.length, metrics={"copy_consistency": per_seed},
                                       n=len(rows), data_files=[], data_fingerprint=None, seeds=item.seeds))
         return results
+
+
+COPY_KIND = Kind(name="copy", key="copy", options=CopyOptions, evaluator=f"{__name__}:CopyEvaluator",
+                 describe=lambda task: f"copy of {task.options.tokens} tokens",
+                 plan=lambda task, length, planning: PlannedFields(), log_names=copy_log_names, sampled=True,
+                 context=lambda length: length, metrics=frozenset({"copy_consistency"}), check_length=check_copy_length,
+                 pairing=SamplePairs(key=lambda row: (row["seed"], row["doc_id"]),
+                                     numerator=lambda row: row["agree"], denominator=lambda row: row["count"],
+                                     stratum=lambda row: row["seed"]))
 
 
 SUITE = f"""name: toy
@@ -144,26 +150,23 @@ def documented_registries() -> set[tuple[str, str]]:
 
 @pytest.fixture
 def extended(monkeypatch):
-    """The steps of docs/extending.md, each an entry in a registry the page names (undone after)."""
-    import path_eval.evaluators.registry
-    import path_eval.kinds
+    """The steps of docs/extending.md, each an entry in a registry the page names (undone after): the
+    new kind is its row, registered as the built-in kinds are, nothing else."""
     import path_eval.metrics.registry
 
     touched = set()
 
-    def register(module, registry: str, key, value):
+    def add(module, registry: str, key, value):
         monkeypatch.setitem(getattr(module, registry), key, value)
         touched.add((registry, module.__name__))
 
-    register(generated, "GENERATORS", "toy/echo", echo_generator)  # generated task, steps 2-4
-    register(generated, "NEW_TOKENS", "toy/echo", 4)
-    register(generated, "GENERATOR_VERSIONS", "toy", "1")
-    register(generated, "DATA_PACKAGES", "toy", ())
-    register(path_eval.metrics.registry, "REGISTRY", "copy_consistency",
-             Metric("copy_consistency", copy_consistency, True, "percent", "Toy", aggregation="pooled"))
-    register(path_eval.kinds, "KINDS", "copy", COPY_KIND)
-    register(path_eval.evaluators.registry, "EVALUATORS", "copy", CopyEvaluator())
-    return touched
+    add(generated, "GENERATORS", "toy/echo", generated.Generator(echo_generator, new_tokens=4, version="1"))
+    add(path_eval.metrics.registry, "REGISTRY", "copy_consistency",
+        Metric("copy_consistency", copy_consistency, True, "percent", "Toy", aggregation="pooled"))
+    register(COPY_KIND)
+    touched.add(("KINDS", "path_eval.kinds.registry"))
+    yield touched
+    del KINDS[COPY_KIND.name]
 
 
 def expected_copy_consistency(model, seeds: list[int]) -> float:
@@ -184,7 +187,7 @@ def expected_copy_consistency(model, seeds: list[int]) -> float:
     return float(np.mean(values))
 
 
-def test_a_task_a_metric_and_a_kind_added_through_the_registries_run(extended, tmp_path, monkeypatch):
+def test_a_task_a_metric_and_a_kind_added_through_the_registries_run(extended, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
     assert extended <= documented_registries(), "docs/extending.md names every registry a step touches"
     suite_file = tmp_path / "toy.yaml"
@@ -226,6 +229,45 @@ def test_a_task_a_metric_and_a_kind_added_through_the_registries_run(extended, t
     stored = json.loads((out / "suite.json").read_text())
     assert stored["tasks"][1]["copy"] == {"first_token": 100, "tokens": 50}
 
+    # rescore scores the generated task again and keeps the new kind's records, which it has no scorer for
+    rescored, _ = rescore(out)
+    assert [r for r in rescored if r.task == "copy"] == [r for r in results.records if r.task == "copy"]
+    # report's protocol check compares the kind's options with the protocol's
+    ran = results.runs[0].plan
+    fewer = [TaskSpec.model_validate(t.model_dump() | {"copy": {"first_token": 100, "tokens": 40}})
+             if t.kind == "copy" else t for t in ran.suite.tasks]
+    monkeypatch.setattr("path_eval.reports.protocol.protocol_suite", lambda plan: ran.suite)
+    assert departures(ran.model_copy(update={"suite": ran.suite.model_copy(update={"tasks": fewer})})) == [
+        "copy copy {'first_token': 100, 'tokens': 40} (the protocol: {'first_token': 100, 'tokens': 50})"]
+    # compare's table holds its row, paired on its logs (a run against itself: no difference)
+    assert main(["compare", str(out), str(out), "--format", "csv"]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("copy,")]
+    assert row.startswith(f"copy,copy_consistency,{LENGTH},") and ",+0.00," in row
+
+
+def test_list_and_download_read_the_new_kinds_row(extended, tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    import path_eval.data
+    import path_eval.suites
+    from path_eval.data import DatasetSplit
+
+    suite_file = tmp_path / "toy.yaml"
+    suite_file.write_text(SUITE)
+    monkeypatch.setattr(path_eval.suites, "available_suites", lambda: [str(suite_file)])
+    assert main(["list"]) == 0
+    assert "  task copy (copy of 50 tokens): copy_consistency" in capsys.readouterr().out.splitlines()
+
+    # download fetches the splits the kind's row names, at the task's lengths
+    wanted = lambda task, suite, lengths: [DatasetSplit("toy/copies", f"{task.options.tokens}_{n}", "test")
+                                           for n in lengths]  # noqa: E731
+    fetched = []
+    with pytest.MonkeyPatch.context() as patch:  # undone before the fixture unregisters the kind
+        patch.setitem(KINDS, "copy", dataclasses.replace(COPY_KIND, splits=wanted))
+        patch.setattr(path_eval.data, "download", lambda splits, data_dir: fetched.extend(splits) or [])
+        assert main(["download", "--suite", str(suite_file), "--tasks", "copy", "--data-dir", str(tmp_path)]) == 0
+    assert fetched == [DatasetSplit("toy/copies", f"50_{LENGTH}", "test")]
+
 
 def test_a_suite_of_a_new_kind_is_checked_by_its_row(extended, tmp_path):
     bad = tmp_path / "bad.yaml"
@@ -244,5 +286,14 @@ def test_without_its_rows_the_kind_is_unknown(tmp_path):
         load_suite(str(suite_file))
 
 
-def test_every_kind_has_an_evaluator():
-    assert list(EVALUATORS) == list(KINDS)
+def test_every_kind_names_its_evaluator():
+    for kind in KINDS.values():  # the interface's methods (path_eval/evaluators/interface.py)
+        evaluator = evaluator_of(kind)
+        assert callable(evaluator.frozen_sets) and callable(evaluator.run), kind.name
+
+
+def test_a_kind_whose_name_or_key_is_taken_is_refused():
+    with pytest.raises(ValueError, match="clashes with the registered kind 'corpus'"):
+        register(Kind(name="text", key="corpus", options=str, evaluator="x:Y", describe=str,
+                      plan=COPY_KIND.plan, log_names=copy_log_names))
+    assert "text" not in KINDS

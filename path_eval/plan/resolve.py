@@ -4,7 +4,7 @@ data files, lm-eval task names), which optional tasks are skipped and why. Missi
 cannot fit the context, a checkpoint that states no context length and a model a task cannot run on
 (another vocabulary than a flip-flop task's) all fail here, in one line.
 What differs between kinds of task (their checks, lengths, data and names) is their row in
-path_eval/kinds.py.
+path_eval/kinds/.
 
 The ResolvedPlan is pydantic and round-trips through JSON: the run folder keeps it as plan.json,
 with the resolved suite as suite.json."""
@@ -51,7 +51,7 @@ class PlannedItem(BaseModel):
     @classmethod
     def _known_kind(cls, value: str) -> str:
         if value not in KINDS:
-            raise ValueError(f"unknown kind of task {value!r}: one of {', '.join(KINDS)} (path_eval/kinds.py)")
+            raise ValueError(f"unknown kind of task {value!r}: one of {', '.join(KINDS)} (path_eval/kinds/)")
         return value
 
 
@@ -137,7 +137,7 @@ def is_pattern(entry: str) -> bool:
 
 
 def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: list[ModelReference]) -> None:
-    """Each task against each model it runs on, by its kind's `check_model` (path_eval/kinds.py): a
+    """Each task against each model it runs on, by its kind's `check_model` (path_eval/kinds/): a
     mismatch found only once the model had loaded would come after every model before it had run."""
     by_name = {reference.name: reference for reference in references}
     for item in {item.task: item for item in items}.values():  # a task's items differ only in length
@@ -149,7 +149,7 @@ def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: li
 def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
                  lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
                  data_dir: Path | None = None, max_length: int | None = None) -> ResolvedPlan:
-    """Everything before a model loads, each kind's items by its rules (path_eval/kinds.py). The
+    """Everything before a model loads, each kind's items by its rules (path_eval/kinds/). The
     context length: --max-length, else the suite's, else the most any item needs (its kind's
     `context`: a corpus block, a flip-flop sequence, a generated sample and BOS), else each
     checkpoint's own."""

@@ -9,7 +9,7 @@ seeds or an aggregate's parts are strata averaged with equal weight. A record wh
 back its value is not paired.
 
 Samples are matched by identity: (doc_id, hash of the document) for lm-eval and generated tasks;
-for a kind with logs of its own, as its row in path_eval/kinds.py says ((seed, sequence) for
+for a kind with logs of its own, as its row in path_eval/kinds/ says ((seed, sequence) for
 flip-flop, the block's token hash for corpora). Where both runs hold the same
 samples the delta is tested paired: McNemar's exact test for a single set of 0/1 scores, else a
 paired bootstrap over the samples (10,000 resamples, the same indices for both runs, each stratum

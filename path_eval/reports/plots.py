@@ -20,7 +20,7 @@ from pathlib import Path
 from path_eval.atomic_files import write_atomic
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.reports.tables import display
-from path_eval.reports.terminal import column_of, suite_labels
+from path_eval.reports.layout import column_of, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.samples.logs import slug
 from path_eval.suites import SuiteSpec

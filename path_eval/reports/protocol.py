@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 # Suite settings that change the numbers; the others (labels, captions, descriptions) do not.
 SUITE_SETTINGS = ("max_length", "bucket_size", "max_blocks", "truncate_middle", "longbench_rule", "babilong",
                   "length_buckets", "training_length")
-TASK_SETTINGS = ("num_fewshot", "seeds", "stop", "prompt_edits", "data", "corpus", "generator", "flipflop",
-                 "lm_eval_task", "adapter", "metrics")
 
 
 def protocol_suite(plan: ResolvedPlan) -> SuiteSpec:
@@ -26,7 +24,7 @@ def protocol_suite(plan: ResolvedPlan) -> SuiteSpec:
 def departures(plan: ResolvedPlan) -> list[str]:
     """One phrase per setting of the run that differs from its suite's protocol, in the order: limit,
     seed, suite settings, tasks not run, then per task its settings, lengths and sample counts."""
-    from path_eval.kinds import sample_count
+    from path_eval.kinds import KINDS, sample_count
     from path_eval.plan import ResolvedPlan
 
     reference, run = protocol_suite(plan), plan.suite
@@ -51,8 +49,11 @@ def departures(plan: ResolvedPlan) -> list[str]:
         if protocol is None:
             found.append(f"{name}: not a task of the suite {reference.name}")
             continue
-        for field in TASK_SETTINGS:
-            mine, theirs = getattr(task, field), getattr(protocol, field)
+        # each kind's settings (its options, what its tasks read: path_eval/kinds/), the protocol's kind's too
+        settings = dict.fromkeys([*KINDS[task.kind].protocol_settings(), *KINDS[protocol.kind].protocol_settings(),
+                                  "metrics"])
+        for field in settings:
+            mine, theirs = task.setting(field), protocol.setting(field)
             if mine != theirs:
                 found.append(f"{name} {field} {_text(mine)} (the protocol: {_text(theirs)})")
         items = [item for item in plan.items if item.task == name]

@@ -15,7 +15,7 @@ from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
 from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test
 from path_eval.reports.protocol import departures_note
-from path_eval.reports.terminal import column_of, column_title, row_model, rows_by_length, suite_labels
+from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
@@ -48,6 +48,13 @@ def suite_table(records: list[ResultRecord], suite: SuiteSpec,
     departed = departures_note(list(plans)) if plans else None
     header, rows, note = _suite_rows(records, suite)
     return header, rows, "; ".join(filter(None, [note, departed])) or None
+
+
+def suite_report(records: list[ResultRecord], suite: SuiteSpec, plans: list[ResolvedPlan] = (), fmt: str = "terminal"):
+    """The suite's table rendered in `fmt` (`render`), titled by the suite: what `report` shows and
+    `run` and `rescore` print, cell for cell."""
+    header, rows, note = suite_table(records, suite, plans)
+    return render(header, rows, fmt, f"{suite.name}: {suite.description}", note)
 
 
 def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:

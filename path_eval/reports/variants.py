@@ -14,7 +14,7 @@ from path_eval.metrics.registry import shown_as_percent
 from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, FEW_SAMPLES, DeltaTest, RunSamples, delta_test
 from path_eval.reports.stored import StoredRun
 from path_eval.reports.tables import display, logs_scores, render
-from path_eval.reports.terminal import column_of, column_title, row_model, rows_by_length, suite_labels
+from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TaskResult
+from path_eval.kinds import KINDS
 from path_eval.plan import PlannedItem, ResolvedPlan
 from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
 from path_eval.results.sample_logs import log_names, read_sample_log, sample_log_file
@@ -31,15 +32,11 @@ def stored_plan(run: Path) -> ResolvedPlan:
 
 
 def sample_scorer(spec: TaskSpec, suite: SuiteSpec):
-    """doc, [generation] -> {metric: score} for a task we score per sample from its generation; None
-    for the others (lm-eval scores them, or they generate nothing)."""
-    from path_eval.tasks import generated, longbench
-
-    if spec.adapter == "longbench":
-        return longbench.sample_scorer(spec, suite)
-    if spec.generator:
-        return generated.process_results([m.name for m in spec.metrics])
-    return None
+    """doc, [generation] -> {metric: score} for a task we score per sample from its generation, as
+    its kind's row says (path_eval/kinds/); None for the others (lm-eval scores them, or they
+    generate nothing)."""
+    scorer = KINDS[spec.kind].sample_scorer
+    return scorer(spec, suite) if scorer else None
 
 
 def lm_eval_mean(values: list[float], with_stderr: bool) -> tuple[float, float | None]:
@@ -87,7 +84,7 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
     provenance = old[0].provenance
     return TaskResult(task=item.task, length=item.length, metrics=metrics, n=len(samples),
                       data_files=[Path(f) for f in provenance.data_files],
-                      data_fingerprint=provenance.data_fingerprint, seeds=list(item.seeds) if spec.generator else [],
+                      data_fingerprint=provenance.data_fingerprint, seeds=list(item.seeds),
                       num_fewshot=provenance.num_fewshot, truncate_middle=provenance.truncate_middle,
                       samples=samples, protocol=adapter_protocol(spec, suite, item.length) if spec.adapter else {})
 

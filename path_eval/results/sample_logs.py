@@ -12,7 +12,7 @@ from path_eval.samples.logs import slug
 
 
 def log_names(item: PlannedItem) -> list[str]:
-    """The names of an item's logs, as its kind's row in path_eval/kinds.py names them: TASK@LENGTH
+    """The names of an item's logs, as its kind's row in path_eval/kinds/ names them: TASK@LENGTH
     for a corpus or flip-flop task; else one per lm-eval task (seed)."""
     return KINDS[item.kind].log_names(item)
 

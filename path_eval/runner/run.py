@@ -13,7 +13,7 @@ from pathlib import Path
 
 from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import EvaluationContext
-from path_eval.evaluators.registry import EVALUATORS
+from path_eval.evaluators.registry import evaluator_of
 from path_eval.kinds import KINDS
 from path_eval.lm import request_cache
 from path_eval.models.identity import model_identity, tokenizer_sha256
@@ -79,7 +79,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     for model in plan.models:
         if not any(model.name in item.models for item in plan.items):
             continue  # every task of the run is for other models: never loaded
-        evaluators = [(EVALUATORS[kind], plan.of_kind(kind, model.name)) for kind in KINDS
+        evaluators = [(evaluator_of(KINDS[kind]), plan.of_kind(kind, model.name)) for kind in KINDS
                       if plan.of_kind(kind, model.name)]  # records list the kinds in KINDS' order
         began = time.perf_counter()
         tokenizer = load_tokenizer(model.path)

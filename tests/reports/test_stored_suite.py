@@ -12,6 +12,7 @@ from path_eval.plan import ResolvedPlan
 from path_eval.results import load_records
 from path_eval.package_data import builtin_suites
 from path_eval.suites import load_suite
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow  # one short RULER run on a tiny model
 
@@ -74,3 +75,24 @@ def test_old_runs_without_suite_json_use_the_built_in_suite(copied_run, tmp_path
     assert main(["report", str(tmp_path), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "ruler: RULER" in out and "niah_single_1 string_match_all" in out and "My single" not in out
+
+
+@pytest.mark.parametrize("run", sorted(p.name for p in (ROOT / "results" / "zoo" / "study").iterdir()
+                                       if (p / "suite.json").is_file()))
+def test_older_run_folders_suite_json_load_as_written(run):
+    """Committed run folders store every built-in kind's key, null but the task's own: each task reads
+    as the kind of its one non-null key, with those options, and writing it again loses nothing."""
+    from path_eval.kinds import KINDS
+    from path_eval.suites import SuiteSpec
+
+    folder = ROOT / "results" / "zoo" / "study" / run
+    stored = json.loads((folder / "suite.json").read_text())
+    suite = SuiteSpec.model_validate(stored)
+    for raw, task in zip(stored["tasks"], suite.tasks):
+        [key] = [kind.key for kind in KINDS.values() if raw.get(kind.key) is not None]
+        assert KINDS[task.kind].key == key
+        options = task.options if isinstance(task.options, str) else task.options.model_dump(mode="json")
+        assert options == raw[key]
+    assert SuiteSpec.model_validate(json.loads(suite.model_dump_json())) == suite
+    plan = ResolvedPlan.model_validate(json.loads((folder / "plan.json").read_text()))
+    assert plan.suite == suite

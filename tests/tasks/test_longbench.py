@@ -11,7 +11,7 @@ from lm_eval.api.model import LM
 
 from path_eval.errors import PathEvalError
 from path_eval.evaluators.lm_eval import results_from_output
-from path_eval.kinds import check_room_for_generation
+from path_eval.kinds.lm_eval import check_room_for_generation
 from path_eval.results.records import aggregate, task_records
 from path_eval.suites import PromptEdit, load_suite
 from path_eval.tasks import build_task

@@ -86,39 +86,6 @@ QA = TaskTemplate(
     tokens_to_generate=32,
 )
 
-# Family of each of the 13 tasks (NVIDIA/RULER scripts/synthetic.yaml, key `task`).
-FAMILY_TEMPLATES: dict[str, TaskTemplate] = {
-    "niah": NIAH,
-    "variable_tracking": VARIABLE_TRACKING,
-    "common_words_extraction": COMMON_WORDS_EXTRACTION,
-    "freq_words_extraction": FREQ_WORDS_EXTRACTION,
-    "qa": QA,
-}
-TASK_FAMILY: dict[str, str] = {
-    "niah_single_1": "niah",
-    "niah_single_2": "niah",
-    "niah_single_3": "niah",
-    "niah_multikey_1": "niah",
-    "niah_multikey_2": "niah",
-    "niah_multikey_3": "niah",
-    "niah_multivalue": "niah",
-    "niah_multiquery": "niah",
-    "vt": "variable_tracking",
-    "cwe": "common_words_extraction",
-    "fwe": "freq_words_extraction",
-    "qa_1": "qa",
-    "qa_2": "qa",
-}
-
-
-def task_template(task: str) -> TaskTemplate:
-    """The template of one of the 13 RULER tasks (e.g. "niah_multikey_2", "cwe", "qa_1")."""
-    try:
-        return FAMILY_TEMPLATES[TASK_FAMILY[task]]
-    except KeyError:
-        raise KeyError(f"unknown RULER task {task!r}; known: {', '.join(TASK_FAMILY)}") from None
-
-
 # NVIDIA/RULER scripts/data/synthetic/niah.py: the needle, and the noise haystack sentence
 # (also variable_tracking.py's noise haystack).
 NIAH_NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."

@@ -1,22 +1,10 @@
-"""The terminal table of a run: models as rows, the suite's columns (task metric [@ length]).
-Metrics the registry shows as percentages (accuracies, fractions) are shown x100 as in the paper;
-the others (perplexities) as they are."""
+"""The layout the report tables share (tables.py, variants.py, plots.py): a suite's display labels,
+a record's row (its model) and column (its length or length bucket), and the rows of a long-context
+suite by column."""
 from __future__ import annotations
 
-from rich.table import Table
-
-from path_eval.metrics.registry import shown_as_percent
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
-
-
-def format_value(record: ResultRecord) -> str:
-    if shown_as_percent(record.metric):
-        text = f"{100 * record.value:.1f}"
-        if record.seed_std is not None:  # several seeds: their spread, as the paper's PhoneBook
-            return text + f" (sd {100 * record.seed_std:.1f} over {record.seeds} seeds)"
-        return text + (f" ±{100 * record.stderr:.1f}" if record.stderr else "")
-    return f"{record.value:.2f}"
 
 
 def suite_labels(suite: SuiteSpec | None) -> dict[str, str]:
@@ -58,31 +46,3 @@ def rows_by_length(records: list[ResultRecord],
     models = list(dict.fromkeys(row_model(r) for r in records))  # a model's rows together, aggregates included
     ordered = sorted(rows.items(), key=lambda item: models.index(item[0][0]))
     return columns, [(model, task, metric, cells) for (model, task, metric), cells in ordered]
-
-
-def results_table(records: list[ResultRecord], suite: SuiteSpec | None = None) -> Table:
-    """Overall values only; per-position buckets go to the extrapolation reports. Results without
-    lengths: models as rows, task metrics as columns. Results at context lengths or in length
-    buckets: one row per (model, task metric), lengths (buckets) as columns."""
-    records = [r for r in records if r.bucket is None]
-    labels = suite_labels(suite)
-    table = Table(title=f"{suite.name}: {suite.description}" if suite else None)
-    table.add_column("model")
-    lengths, rows = rows_by_length(records, suite)
-    if lengths:
-        table.add_column("task")
-        for length in lengths:
-            table.add_column(column_title(length), justify="right")
-        for index, (model, task, metric, cells) in enumerate(rows):
-            if index and rows[index - 1][0] != model:
-                table.add_section()
-            table.add_row(model, f"{labels.get(task, task)} {metric}",
-                          *(format_value(cells[n]) if n in cells else "-" for n in lengths))
-        return table
-    columns = list(dict.fromkeys((r.task, r.metric) for r in records))
-    for task, metric in columns:
-        table.add_column(f"{labels.get(task, task)} {metric}", justify="right")
-    for model in dict.fromkeys(row_model(r) for r in records):
-        cells = {(r.task, r.metric): format_value(r) for r in records if row_model(r) == model}
-        table.add_row(model, *(cells.get(c, "-") for c in columns))
-    return table

@@ -1,0 +1,134 @@
+"""What a kind of task is (`Kind`) and what its rules are handed and give back: the shape every
+module of this package fills in once, for its own kind (path_eval/kinds/lm_eval.py, generated.py,
+corpus.py, flipflop.py), and a test's or a user's kind the same way (docs/extending.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Hashable
+
+from path_eval.data import DatasetSplit
+
+if TYPE_CHECKING:
+    from path_eval.plan import PlannedItem
+    from path_eval.plan.models import ModelReference
+    from path_eval.suites import SuiteSpec, TaskSpec
+
+
+@dataclass(frozen=True)
+class Planning:
+    """What a kind's planning rule reads besides the task and its length."""
+
+    suite: SuiteSpec
+    data_dir: Path
+    seed: int
+    limit: int | None
+
+
+@dataclass
+class PlannedFields:
+    """What the plan learns of one (task, length) before a model loads. `fits(max_length)` raises
+    when the item cannot run in a context of that many tokens (None: not known yet)."""
+
+    data_files: list[Path] = field(default_factory=list)
+    lm_eval_tasks: list[str] = field(default_factory=list)  # the names lm-eval keys results and its request cache by
+    fits: Callable[[int | None], None] | None = None
+
+
+@dataclass(frozen=True)
+class SamplePairs:
+    """How the paired tests (path_eval/reports/paired.py) read a kind's own per-sample log: each row
+    is one sample, `key` its identity (the same sample in two runs has the same key), and the
+    record's value is sum(numerator) / sum(denominator) over the rows (through exp for a
+    perplexity). Rows with different `stratum` values are strata of equal weight."""
+
+    key: Callable[[dict], Hashable]
+    numerator: Callable[[dict], float]
+    denominator: Callable[[dict], float]
+    stratum: Callable[[dict], Hashable] | None = None
+    exponential: bool = False
+
+
+SAMPLED_OPTIONS = frozenset({"samples", "seeds"})  # what every sampled kind's tasks read
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of task, everything that differs between kinds.
+
+    `name`: the kind's name (a plan item's `kind`); `key`: the task key a suite names it by, and
+    `options`: what that key holds, a pydantic model or `str`, validated as the suite loads and read
+    as `task.options` (or `task.<key>`). `evaluator`: where its evaluator is, "module:Class", imported
+    by the runner on first use (the evaluators import torch and sit above the suites that read this
+    row: path_eval/evaluators/registry.py). `describe(task)`: what `eval.py list` prints.
+
+    Its rules: `validate(task)` as the suite loads (a ValueError, shown with the task's place in the
+    file); `check(task)` before any data is read; `check_length(task, length)`; `plan(task, length,
+    planning)`: the item's data files and lm-eval names, checking its data (a missing file of an
+    `optional` task skips the task); `check_model(task, model)`: refuses a model the task cannot run
+    on, from the model's files, before any model loads. `log_names(item)`: the names of the item's
+    per-sample logs (OUT/samples/MODEL/NAME.jsonl) its evaluator writes. `pairing`: how the paired
+    tests read those logs; None: lm-eval's per-sample logs (doc, scores per metric). `splits(task,
+    suite, lengths)`: the Hugging Face splits `download` fetches for the task (default none).
+    `sample_scorer(task, suite)`: doc, [generation] -> {metric: score}, for a task `rescore` scores
+    again from its logged generations (None: its records are kept as they are). What `report`
+    compares with the suite's protocol follows from `key` and `reads` (`protocol_settings`)."""
+
+    name: str
+    key: str
+    options: type
+    evaluator: str
+    describe: Callable[[TaskSpec], str]
+    plan: Callable[[TaskSpec, int | None, Planning], PlannedFields]
+    log_names: Callable[[PlannedItem], list[str]]
+    needs_lengths: bool = True  # False: without lengths (its own or the suite's) the task runs once
+    sampled: bool = False  # makes its samples per seed: item seeds, and the suite's `samples` count per seed
+    # Context tokens a model needs for an item at length L; None: the kind's items do not set the run's context.
+    context: Callable[[int], int] | None = None
+    metrics: frozenset[str] | None = None  # the only metrics its tasks may report (None: any the registry has)
+    validate: Callable[[TaskSpec], None] | None = None
+    check: Callable[[TaskSpec], None] | None = None  # before any data is read
+    # The task options besides every kind's (name, label, metrics, lengths, models, optional) its
+    # tasks read, a sampled kind's samples and seeds aside: a suite that sets another one would be
+    # silently ignored, so it is refused (`options_read`).
+    reads: frozenset[str] = frozenset()
+    check_length: Callable[[TaskSpec, int], None] | None = None
+    check_model: Callable[[TaskSpec, ModelReference], None] | None = None
+    pairing: SamplePairs | None = None
+    splits: Callable[[TaskSpec, SuiteSpec, list[int] | None], list[DatasetSplit]] = lambda task, suite, lengths: []
+    sample_scorer: Callable[[TaskSpec, SuiteSpec], Callable | None] | None = None
+
+    def options_read(self) -> frozenset[str]:
+        return self.reads | (SAMPLED_OPTIONS if self.sampled else frozenset())
+
+    def protocol_settings(self) -> tuple[str, ...]:
+        """The task settings `report` compares with the suite's protocol: the kind's options and every
+        option its tasks read (a task's sample count is compared per item, after --limit)."""
+        return (self.key, *sorted(self.options_read() - {"samples"}))
+
+
+def sample_count(task: TaskSpec, suite: SuiteSpec, limit: int | None) -> int:
+    """Samples per length and seed of a task of a sampled kind: the task's, else the suite's,
+    capped by --limit."""
+    count = task.samples or suite.samples
+    return min(limit, count) if limit else count
+
+
+def length_log_name(task: str, length: int | None) -> str:
+    """TASK@LENGTH: the one per-sample log of a task at a length (corpus blocks, flip-flop sequences)."""
+    return f"{task}@{length}"
+
+
+def one_log_per_length(item: PlannedItem) -> list[str]:
+    return [length_log_name(item.task, item.length)]
+
+
+def lm_eval_log_names(item: PlannedItem) -> list[str]:
+    """One log per lm-eval task (a generated task: one per seed), named as lm-eval names the task;
+    a task without a length keeps the suite task's name."""
+    return list(item.lm_eval_tasks) if item.length is not None else [item.task]
+
+
+def data_split(task: TaskSpec) -> list[DatasetSplit]:
+    """The split a task's `data:` names (a generator's input), as `download` fetches it."""
+    return [DatasetSplit(task.data.hf_path, task.data.hf_config, task.data.split)] if task.data else []
