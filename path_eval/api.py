@@ -58,7 +58,8 @@ class Results:
 
     def report(self, layout: str | None = None, format: str = "markdown", baseline: str | None = None):
         """Each suite's table in its layout (or the paper table `layout`: table3, table7; or `variants`:
-        each model against the model `baseline` at each length, paired tests marked) as the text of a
+        each model against the model `baseline` at each length, paired tests marked; or
+        `state_tracking`: the diagnostics in Figure 2's layout, the paper's directions tested) as the text of a
         Markdown, CSV or LaTeX table; `format="terminal"` gives the rich tables to print."""
         from rich.console import Group
 
@@ -73,6 +74,10 @@ class Results:
             from path_eval.reports.variants import variants_report
 
             return variants_report(self.runs, self.suites, baseline, format)
+        if layout == "state_tracking":
+            from path_eval.reports.state_tracking import state_tracking_report
+
+            return state_tracking_report(self.runs, self.suites, format)
         if layout:
             header, rows, note = paper_layout(layout, self.records)
             rendered = [render(header, rows, format, f"PaTH paper {layout} layout", note)]

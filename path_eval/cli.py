@@ -362,10 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a suite on one or more checkpoints")
     p.add_argument("--suite", required=True, help="suite name (suites/NAME.yaml) or a suite YAML file")
-    p.add_argument("--model", action="append", required=True,
+    p.add_argument("--model", action="extend", nargs="+", required=True,
                    help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them), zoo (all of "
                         "them) or a cached hub id org/name[@revision]; NAME=MODEL names it in tables and check; "
-                        "repeat for several")
+                        "several after one --model (a shell glob: --model MODELS/a5_*) or --model repeated")
     p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
     p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
@@ -427,8 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
-                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket), or "
-                                    "variants: per task metric, the models against --baseline at each length")
+                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket), "
+                                    "variants: per task metric, the models against --baseline at each length, or "
+                                    "state_tracking: the diagnostics in Figure 2's layout, the paper's directions "
+                                    "tested")
     p.add_argument("--baseline", metavar="NAME", help="with --layout variants: the model the others are tested "
                                                       "against (paired, * at p < 0.05)")
     p.add_argument("--plot", metavar="DIR", help="also draw each long-context suite's metrics against length "

@@ -15,8 +15,10 @@ same budget, data law and seeds:
 `plan` lists them with their commands; `trial` times a few steps of each task and variant and says
 what the whole plan would take with W workers (run it first on a fresh host: eight trainings at once
 once ran past their deadline); `train` trains the plan (or a part: --only), W workers, each model's
-folder under OUT with its card. A model that does not finish its steps before --deadline-s stops
-and says so in its card (`stopped_at_deadline`), never silently.
+folder under OUT with its card, with the recipe's steps or (--fit TRIAL) the recipe's scaled down by
+one factor to fit a time budget, so every variant keeps the same budget. A model that does not
+finish its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
+silently.
 
     python -m training.diagnostics trial --workers 12
     python -m training.diagnostics train --workers 12 --out /tmp/diag --revision "$(git rev-parse --short HEAD)"
@@ -104,6 +106,14 @@ def deal(models: list[Planned], workers: int) -> list[list[Planned]]:
     return [ordered[i::workers] for i in range(workers)]
 
 
+def fitted_steps(trial: dict, models: list[Planned], workers: int, seconds: float) -> dict[str, int]:
+    """Each task's steps, the recipe's scaled by one factor for every task (never up) so that the
+    plan's projected wall time with `workers` fits `seconds`: every variant keeps one budget."""
+    serial = sum(trial["step_s"][f"{m.task}/{m.variant}"] * RECIPE[m.task]["steps"] for m in models)
+    factor = min(1.0, seconds * workers / serial) if serial else 1.0
+    return {task: max(100, int(recipe["steps"] * factor) // 100 * 100) for task, recipe in RECIPE.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("plan", "trial", "train"))
@@ -114,6 +124,10 @@ def main() -> None:
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="each model stops (and says so in its card) once its process has run this long")
     parser.add_argument("--trial-steps", type=int, default=60)
+    parser.add_argument("--fit", metavar="TRIAL_JSON",
+                        help="train: scale every task's steps by one factor so that the plan fits --fit-s by the "
+                             "trial's step times (the JSON line `trial` printed)")
+    parser.add_argument("--fit-s", type=float, default=420.0)
     args = parser.parse_args()
     out = Path(args.out)
     models = plan(args.only)
@@ -139,7 +153,11 @@ def main() -> None:
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
                           "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
         return
-    run_workers([[m.arguments(out, args.revision, deadline_s=args.deadline_s) for m in share]
+    steps = {task: recipe["steps"] for task, recipe in RECIPE.items()}
+    if args.fit:
+        steps = fitted_steps(json.loads(Path(args.fit).read_text()), models, args.workers, args.fit_s)
+    print(json.dumps({"steps": steps, "models": len(models), "workers": args.workers}), flush=True)
+    run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s) for m in share]
                  for share in deal(models, args.workers)], out / "logs")
 
 

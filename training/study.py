@@ -3,7 +3,8 @@ prompt (up to 16K tokens each, hundreds of MB in all), which the reports never r
 
 The copy keeps results.json, plan.json, suite.json, timings.json and the per-position curves; in
 each per-sample log it replaces the prompt (`request`) and every long text of the sample (`doc`:
-the input, the haystack) by its sha256 and length. The short fields stay (references, queries,
+the input, the haystack), and a token-tagging sequence longer than 256 ids (`input`: MQRAR-N's), by
+its sha256 and length. The short fields stay (references, queries,
 sample length, the response and its scores), so `report`, `compare`, the paired tests and `rescore`
 read the copy as they read the run; a prompt is regenerated from its frozen key in suite.json and
 plan.json when wanted. Corpus blocks keep their rows (sums per bucket); their per-position .npy
@@ -42,6 +43,8 @@ def digest(text: str) -> dict:
 def compact_value(value):
     if isinstance(value, str) and len(value) > LONG_TEXT:
         return digest(value)
+    if isinstance(value, list) and len(value) > LONG_TEXT:  # a long sequence of ids (MQRAR-N's input)
+        return digest(json.dumps(value))
     if isinstance(value, dict):
         return {key: compact_value(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -54,8 +57,9 @@ def compact_row(row: dict) -> dict:
     compact = {key: value for key, value in row.items() if key != "request"}
     if "request" in row:
         compact["request"] = digest(json.dumps(row["request"], ensure_ascii=False))
-    if "doc" in row:
-        compact["doc"] = compact_value(row["doc"])
+    for key in ("doc", "input"):
+        if key in row:
+            compact[key] = compact_value(row[key])
     return compact
 
 

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks import flipflop
+from path_eval.tasks import a5, flipflop, mqrar
 from training import run_cli, tagging
 from training.corpus import HELDOUT_FILE
 
@@ -378,9 +378,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--revision", default="unknown", help="git revision of the code (the GPU copy has no .git)")
     parser.add_argument("--layers", type=int, help="the model's depth in place of its task's (a5: 1-4)")
     parser.add_argument("--a5-form", choices=("product", "identity"), default="product")
-    parser.add_argument("--a5-length", type=int, default=20, help="a5: letters per word (k)")
+    parser.add_argument("--a5-length", type=int, default=a5.TRAINED_LENGTH, help="a5: letters per word (k)")
     parser.add_argument("--mqrar-n", type=int, default=1, help="mqrar: the label is the value N assignments back")
-    parser.add_argument("--mqrar-pairs", type=int, default=32)
+    parser.add_argument("--mqrar-pairs", type=int, default=mqrar.PAIRS)
     parser.add_argument("--mqrar-length", type=int, default=768)
     parser.add_argument("--final-eval", type=int, default=4096, help="a5, mqrar: held-out sequences scored at the end")
     parser.add_argument("--device", default="cuda", help="cuda; cpu only for smoke tests of the recipe")

@@ -16,12 +16,9 @@ from path_eval.data import fingerprint
 from path_eval.evaluators.argmax import argmax_predictions
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, LmEvalOutput, TaskResult, native_output
 from path_eval.kinds import length_log_name
-from path_eval.metrics.tagging import UNLABELLED, accuracy_and_stderr, sequence_counts
+from path_eval.metrics.tagging import COUNTS, UNLABELLED, accuracy_and_stderr, sequence_counts
 from path_eval.plan import PlannedItem
 from path_eval.tasks import a5, mqrar
-
-COUNT_FIELDS = ("right", "labelled", "all_right", "final_right", "has_label")
-
 
 def sample_rows(inputs: np.ndarray, targets: np.ndarray, predictions: np.ndarray, seed: int) -> list[dict]:
     """One log row per sequence (above)."""
@@ -31,13 +28,13 @@ def sample_rows(inputs: np.ndarray, targets: np.ndarray, predictions: np.ndarray
         positions = np.nonzero(labels != UNLABELLED)[0]
         rows.append({"doc_id": index, "seed": seed, "input": tokens.tolist(), "positions": positions.tolist(),
                      "target": labels[positions].tolist(), "prediction": predicted[positions].tolist(),
-                     **dict(zip(COUNT_FIELDS, counts.tolist()))})
+                     **dict(zip(COUNTS, counts.tolist()))})
     return rows
 
 
 def row_counts(rows: list[dict]) -> np.ndarray:
     """The rows' counts as `sequence_counts` gives them ([N, 5])."""
-    return np.array([[row[field] for field in COUNT_FIELDS] for row in rows], dtype=np.int64)
+    return np.array([[row[field] for field in COUNTS] for row in rows], dtype=np.int64)
 
 
 class TaggingEvaluator:
@@ -74,7 +71,7 @@ class TaggingEvaluator:
                 files.append(frozen)
                 rows += seed_rows
                 output.tasks |= native_output(f"{item.task}_{item.length}_s{seed}", values, seed_rows,
-                                              [{field: row[field] for field in COUNT_FIELDS} for row in seed_rows],
+                                              [{field: row[field] for field in COUNTS} for row in seed_rows],
                                               "token_tagging_argmax").tasks
             if lm.process_index != 0:
                 continue  # every process holds every prediction: the first writes and reports

@@ -71,7 +71,8 @@ class Kind:
     tests read those logs; None: lm-eval's per-sample logs (doc, scores per metric). `splits(task,
     suite, lengths)`: the Hugging Face splits `download` fetches for the task (default none).
     `sample_scorer(task, suite)`: doc, [generation] -> {metric: score}, for a task `rescore` scores
-    again from its logged generations (None: its records are kept as they are). What `report`
+    again from its logged generations (None: its records are kept as they are); `log_scorer`, for a
+kind `rescore` scores from its own logs' rows. What `report`
     compares with the suite's protocol follows from `key` and `reads` (`protocol_settings`)."""
 
     name: str
@@ -94,9 +95,12 @@ class Kind:
     reads: frozenset[str] = frozenset()
     check_length: Callable[[TaskSpec, int], None] | None = None
     check_model: Callable[[TaskSpec, ModelReference], None] | None = None
-    pairing: SamplePairs | None = None
+    pairing: SamplePairs | dict[str, SamplePairs] | None = None  # a dict: per metric (several in one log)
     splits: Callable[[TaskSpec, SuiteSpec, list[int] | None], list[DatasetSplit]] = lambda task, suite, lengths: []
     sample_scorer: Callable[[TaskSpec, SuiteSpec], Callable | None] | None = None
+    # `log_scorer(task, rows, seeds)`: per metric, (value, stderr) per seed, from the rows of an item's
+    # logs alone, for a kind whose metrics are not means of per-sample scores (token tagging's ratios).
+    log_scorer: Callable[[TaskSpec, list[dict], list[int]], dict[str, list[tuple[float, float | None]]]] | None = None
 
     def options_read(self) -> frozenset[str]:
         return self.reads | (SAMPLED_OPTIONS if self.sampled else frozenset())

@@ -34,10 +34,14 @@ def _checked(targets, predictions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return targets, predictions, labelled
 
 
+# What each sequence counts, in the order of `sequence_counts`' columns: labelled positions right,
+# labelled positions, every labelled position right (0/1), the last one right (0/1), any label (0/1).
+COUNTS = ("right", "labelled", "all_right", "final_right", "has_label")
+
+
 def sequence_counts(targets, predictions) -> np.ndarray:
-    """Per sequence [right, labelled, every labelled right (0/1), last labelled right (0/1), has a
-    label (0/1)], int64 [N, 5]: what the per-sample logs keep and the three accuracies are sums of
-    (a sequence without labels: zeros)."""
+    """Per sequence its COUNTS, int64 [N, 5]: what the per-sample logs keep and the three accuracies
+    are sums of (a sequence without labels: zeros)."""
     targets, predictions, labelled = _checked(targets, predictions)
     right = (predictions == targets) & labelled
     has_label = labelled.any(axis=1)
@@ -62,19 +66,35 @@ def final_accuracy(targets, predictions) -> float:
     return float(counts[:, 3].sum() / counts[:, 4].sum())
 
 
-# The columns of `sequence_counts` each metric is the sum of over the sum of.
-COLUMNS = {"token_accuracy": (0, 1), "sequence_accuracy": (2, 4), "final_accuracy": (3, 4)}
+# The counts each metric is the sum of, over the sum of.
+RATIOS = {"token_accuracy": ("right", "labelled"), "sequence_accuracy": ("all_right", "has_label"),
+          "final_accuracy": ("final_right", "has_label")}
 
 
 def accuracy_and_stderr(counts: np.ndarray, metric: str) -> tuple[float, float | None]:
     """A metric from per-sequence counts (`sequence_counts`) and its standard error over sequences:
     a mean's for a share of sequences, the ratio estimator's for token accuracy (the positions of one
     sequence are not independent samples: its labels are chained through one state)."""
-    numerator, denominator = COLUMNS[metric]
-    counts = counts[counts[:, 4] > 0]  # sequences without labels weigh nothing
+    numerator, denominator = (COUNTS.index(name) for name in RATIOS[metric])
+    counts = counts[counts[:, COUNTS.index("has_label")] > 0]  # sequences without labels weigh nothing
     right, total = counts[:, numerator].astype(float), counts[:, denominator].astype(float)
     value = float(right.sum() / total.sum())
     if len(counts) < 2:
         return value, None
     residual = (right - value * total) / total.mean()
     return value, float(np.sqrt(residual.var(ddof=1) / len(counts)))
+
+
+def logged_counts(rows: list[dict]) -> np.ndarray:
+    """`sequence_counts` recomputed from per-sample log rows, each holding the labels (`target`) and
+    the predictions there (`prediction`) of one sequence's labelled positions, in order."""
+    counts = []
+    for row in rows:
+        target, prediction = row["target"], row["prediction"]
+        if not (isinstance(target, list) and isinstance(prediction, list) and len(target) == len(prediction)):
+            raise ValueError(f"sample {row.get('doc_id', '?')} holds no target and prediction lists of one length")
+        right = sum(t == p for t, p in zip(target, prediction))
+        has_label = bool(target)
+        counts.append([right, len(target), has_label and right == len(target),
+                       has_label and target[-1] == prediction[-1], has_label])
+    return np.array(counts, dtype=np.int64).reshape(-1, len(COUNTS))

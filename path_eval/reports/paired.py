@@ -242,6 +242,8 @@ class RunSamples:
         [item] = [i for i in self.items if i.task == task and i.length == length and model in i.models]
         names = log_names(item)
         pairing = KINDS[item.kind].pairing
+        if isinstance(pairing, dict):  # a log of several metrics: the record's
+            pairing = pairing[metric]
         if pairing is not None:  # the kind's own logs, read as its row says
             return own_log_strata(pairing, [row for name in names for row in self.rows(model, name)])
         strata = []

@@ -128,15 +128,21 @@ def by_length_figure(records: list[ResultRecord], suite: SuiteSpec, colors: dict
 
 
 def suite_figures(records: list[ResultRecord], suites: dict[str, SuiteSpec]) -> list[tuple[str, object]]:
-    """(name, figure) of every figure of the study: per suite, metrics by length (`SUITE`) and
-    per-position perplexity (`SUITE_by_position`), where it has such records; a model has one colour
-    in all of them."""
+    """(name, figure) of every figure of the study: per suite, metrics by length (`SUITE`),
+    per-position perplexity (`SUITE_by_position`) and the state-tracking diagnostics in Figure 2's
+    layout (`SUITE_figure2`), where it has such records; a model has one colour in all of them."""
     from path_eval.reports.extrapolation import by_position_figure
+
+    from path_eval.reports.state_tracking import state_tracking_figure
 
     figures = []
     colors = model_colors(records)
     for name, suite in suites.items():
         mine = [r for r in records if r.suite == name]
+        diagnostics = state_tracking_figure(mine, {name: suite})
+        if diagnostics is not None:  # models trained per task, depth and seed: their own figure, not by length
+            figures.append((f"{name}_figure2", diagnostics))
+            continue
         for stem, figure in ((name, by_length_figure(mine, suite, colors)),
                              (f"{name}_by_position", by_position_figure(mine, suite, colors))):
             if figure is not None:

@@ -23,10 +23,11 @@ import math
 import re
 from dataclasses import dataclass
 
-from path_eval.reports.paired import DeltaTest, RunSamples, delta_test
+from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, DeltaTest, RunSamples, delta_test
 from path_eval.reports.stored import StoredRun
 from path_eval.reports.tables import display, logs_scores, render
 from path_eval.results import ResultRecord
+from path_eval.tasks.a5 import TRAINED_LENGTH
 
 THRESHOLD = 0.9
 VARIANTS = ("rope", "fox", "path", "path_fox")
@@ -67,37 +68,42 @@ class Diagnostics:
     """The records of one study by what they measure."""
 
     a5: dict[tuple[str, int, str], dict[int, list[float]]]  # (variant, length, metric) -> depth -> per-seed values
-    a5_seeds: dict[tuple[str, int, str, int], dict[int, float]]  # (variant, length, metric, depth) -> seed -> value
     mqrar: dict[tuple[str, int], dict[int, float]]  # (variant, N) -> seed -> token accuracy
     flipflop: dict[tuple[str, str], tuple[ResultRecord, StoredRun]]  # (variant, task) -> record and its run
     trained_length: int | None
 
 
-def collect(runs: list[StoredRun], suites: dict) -> Diagnostics:
+def located(runs: list[StoredRun]) -> list[tuple[ResultRecord, StoredRun | None]]:
+    return [(record, run) for run in runs for record in run.records]
+
+
+def collect(records: list[tuple[ResultRecord, StoredRun | None]], suites: dict) -> Diagnostics:
+    """The diagnostics' records by what they measure, each with the run holding its logs (None: no
+    paired test of flip-flop)."""
     a5: dict = {}
     a5_seeds: dict = {}
     mqrar: dict = {}
     flipflop: dict = {}
     lengths = set()
-    for run in runs:
-        for record in run.records:
-            suite = suites.get(record.suite)
-            model = trained(record)
-            if suite is None or model is None or record.task not in {t.name for t in suite.tasks}:
-                continue
-            task = suite.task(record.task)
-            if task.kind == "a5" and model.depth is not None and record.metric in A5_METRICS:
-                a5_seeds.setdefault((model.variant, record.length, record.metric, model.depth), {})[model.seed] = \
-                    record.value
-                lengths.add(record.length)
-            elif task.kind == "mqrar" and record.metric == MQRAR_METRIC:
-                mqrar.setdefault((model.variant, task.options.n), {})[model.seed] = record.value
-            elif task.kind == "flipflop":
-                flipflop.setdefault((model.variant, record.task), (record, run))
+    for record, run in records:
+        suite = suites.get(record.suite)
+        model = trained(record)
+        if suite is None or model is None or record.bucket is not None or \
+                record.task not in {t.name for t in suite.tasks}:
+            continue
+        task = suite.task(record.task)
+        if task.kind == "a5" and model.depth is not None and record.metric in A5_METRICS:
+            a5_seeds.setdefault((model.variant, record.length, record.metric, model.depth), {})[model.seed] = \
+                record.value
+            lengths.add(record.length)
+        elif task.kind == "mqrar" and record.metric == MQRAR_METRIC:
+            mqrar.setdefault((model.variant, task.options.n), {})[model.seed] = record.value
+        elif task.kind == "flipflop":
+            flipflop.setdefault((model.variant, record.task), (record, run))
     for (variant, length, metric, depth), seeds in a5_seeds.items():
         a5.setdefault((variant, length, metric), {})[depth] = [seeds[s] for s in sorted(seeds)]
-    trained_length = 20 if 20 in lengths else (max(lengths) if lengths else None)
-    return Diagnostics(a5, a5_seeds, mqrar, flipflop, trained_length)
+    trained_length = TRAINED_LENGTH if TRAINED_LENGTH in lengths else max(lengths, default=None)
+    return Diagnostics(a5, mqrar, flipflop, trained_length)
 
 
 def solved(values: list[float]) -> bool:
@@ -135,22 +141,36 @@ def mqrar_table(d: Diagnostics) -> tuple[str, list[str], list[list[str]], str] |
 
 
 def a5_tables(d: Diagnostics) -> list[tuple[str, list[str], list[list[str]], str]]:
+    """Per metric, the mean over seeds at each depth at the trained length, and the fewest layers;
+    then, where lengths were swept, the fewest layers at each length (token / sequence / final)."""
     tables = []
-    for length in sorted({length for _, length, _ in d.a5}):
-        for metric in A5_METRICS:
-            cells = {variant: d.a5.get((variant, length, metric)) for variant in VARIANTS}
-            depths = sorted({depth for by_depth in cells.values() if by_depth for depth in by_depth})
-            if not depths:
-                continue
-            rows = [[variant] + [seeds_cell(by_depth.get(depth, [])) for depth in depths]
-                    + [layers_cell(fewest_layers(by_depth), sorted(by_depth))]
-                    for variant, by_depth in cells.items() if by_depth]
-            trained_note = " (the trained length)" if length == d.trained_length else ""
-            tables.append((f"A5 word problem, k = {length}{trained_note}: {metric.replace('_', ' ')}",
-                           ["variant"] + [f"{depth} layer{'s' if depth > 1 else ''}" for depth in depths]
-                           + ["fewest layers"], rows,
-                           f"mean over seeds, x100 (seeds at >= {percent(THRESHOLD)}% / seeds); fewest layers: the "
-                           "smallest depth where a majority of seeds reach it"))
+    note = (f"mean over seeds, x100 (seeds at >= {percent(THRESHOLD)}% / seeds); fewest layers: the smallest depth "
+            "where a majority of seeds reach it")
+    for metric in A5_METRICS:
+        cells = {variant: by_depth for variant in VARIANTS if (by_depth := d.a5.get((variant, d.trained_length, metric)))}
+        depths = sorted({depth for by_depth in cells.values() for depth in by_depth})
+        if not depths:
+            continue
+        rows = [[variant] + [seeds_cell(by_depth.get(depth, [])) for depth in depths]
+                + [layers_cell(fewest_layers(by_depth), sorted(by_depth))] for variant, by_depth in cells.items()]
+        tables.append((f"A5 word problem, k = {d.trained_length}: {metric.replace('_', ' ')}",
+                       ["variant"] + [f"{depth} layer{'s' if depth > 1 else ''}" for depth in depths]
+                       + ["fewest layers"], rows, note))
+    lengths = sorted({length for _, length, _ in d.a5})
+    if len(lengths) > 1:
+        rows = []
+        for variant in VARIANTS:
+            row = [variant]
+            for length in lengths:
+                fewest = [layers_cell(fewest_layers(by_depth), sorted(by_depth)) if (by_depth := d.a5.get(
+                    (variant, length, metric))) else "-" for metric in A5_METRICS]
+                row.append(" / ".join(fewest))
+            if any(cell != " / ".join(["-"] * len(A5_METRICS)) for cell in row[1:]):
+                rows.append(row)
+        tables.append(("A5 word problem: fewest layers by length (token / sequence / final accuracy)",
+                       ["variant"] + [f"k = {length}" + (" (trained)" if length == d.trained_length else "")
+                                      for length in lengths], rows,
+                       "the smallest depth where a majority of seeds reach 90%; >D: none up to the deepest tried"))
     return tables
 
 
@@ -162,6 +182,13 @@ def sign_test(differences: list[float]) -> float:
     return sum(math.comb(nonzero, k) for k in range(positive, nonzero + 1)) / 2 ** nonzero
 
 
+def p_text(p: float | None) -> str:
+    """A bootstrap's p of 0 is below its resolution, not zero."""
+    if p is None:
+        return "no test"
+    return f"p < {1 / BOOTSTRAP_RESAMPLES:g}" if p == 0 else f"p = {p:.3g}"
+
+
 @dataclass
 class Direction:
     claim: str
@@ -171,7 +198,7 @@ class Direction:
 
 
 def mqrar_directions(d: Diagnostics) -> list[Direction]:
-    small = [n for n in (1, 2, 3)]
+    small = (1, 2, 3)
     path = {n: d.mqrar.get(("path", n)) for n in small}
     fox = {n: d.mqrar.get(("fox", n)) for n in small}
     solves = Direction("PaTH solves MQRAR-N for N < 4", "a majority of PaTH's seeds at >= 90% for each N = 1, 2, 3",
@@ -185,7 +212,7 @@ def mqrar_directions(d: Diagnostics) -> list[Direction]:
     pairs = [path[n][s] - fox[n][s] for n in small if path[n] and fox[n] for s in path[n] if s in fox[n]]
     if pairs:
         p = sign_test(pairs)
-        above.measured = f"mean difference {100 * sum(pairs) / len(pairs):+.1f} points over {len(pairs)} pairs, p = {p:.3g}"
+        above.measured = f"mean difference {100 * sum(pairs) / len(pairs):+.1f} points over {len(pairs)} pairs, {p_text(p)}"
         above.verdict = REPRODUCED if p < 0.05 else NOT_REPRODUCED
     return [solves, above]
 
@@ -220,8 +247,8 @@ def flipflop_directions(d: Diagnostics) -> list[Direction]:
             test: DeltaTest = delta_test(rope[0], logs_scores(logs[id(rope[1])], rope[0]), path[0],
                                          logs_scores(logs[id(path[1])], path[0]))
             direction.measured = (f"RoPE {display('flipflop_error', rope[0].value):.3f}%, PaTH "
-                                  f"{display('flipflop_error', path[0].value):.3f}%, {test.method} p = "
-                                  + (f"{test.p:.3g}" if test.p is not None else "none"))
+                                  f"{display('flipflop_error', path[0].value):.3f}%, {test.method} "
+                                  + p_text(test.p))
             direction.verdict = REPRODUCED if path[0].value < rope[0].value and test.p is not None and test.p < 0.05 \
                 else NOT_REPRODUCED
         directions.append(direction)
@@ -234,7 +261,7 @@ def directions(d: Diagnostics) -> list[Direction]:
 
 def state_tracking_tables(runs: list[StoredRun], suites: dict) -> list[tuple[str, list[str], list[list[str]], str]]:
     """(title, header, rows, note) of every table: MQRAR-N, A5 per length and metric, the directions."""
-    d = collect(runs, suites)
+    d = collect(located(runs), suites)
     tables = [t for t in [mqrar_table(d)] if t] + a5_tables(d)
     rows = [[x.claim, x.test, x.measured or "-", x.verdict] for x in directions(d)]
     tables.append(("The PaTH paper's directions (section 4.1, Figure 2)", ["claim", "test", "measured", "verdict"],
@@ -250,37 +277,51 @@ def state_tracking_report(runs: list[StoredRun], suites: dict, fmt: str):
     return Group(*rendered) if fmt == "terminal" else "\n".join(rendered)
 
 
-def state_tracking_figure(runs: list[StoredRun], suites: dict):
-    """Figure 2's panels: MQRAR-N accuracy against N, and A5 accuracy against depth at the trained
-    length (token and sequence), one line per variant, the mean over seeds with each seed's value
-    as a dot; None where the runs hold neither."""
+def state_tracking_figure(records: list[ResultRecord], suites: dict):
+    """Figure 2's panels: MQRAR-N accuracy against N; A5 token and sequence accuracy against depth at
+    the trained length; where lengths were swept, A5 token accuracy against k at the deepest depth.
+    One line per variant (the mean over seeds) with each seed's value as a dot; None where the
+    records hold neither task."""
     import matplotlib.pyplot as plt
 
-    d = collect(runs, suites)
+    d = collect([(record, None) for record in records], suites)
+    lengths = sorted({length for _, length, _ in d.a5})
+    deepest = max((depth for by_depth in d.a5.values() for depth in by_depth), default=None)
     panels = [("mqrar", None)] * bool(d.mqrar) + [("a5", m) for m in ("token_accuracy", "sequence_accuracy")
                                                   if any(k[1:] == (d.trained_length, m) for k in d.a5)]
+    panels += [("a5_lengths", "token_accuracy")] * (len(lengths) > 1)
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.2, 3.4), constrained_layout=True,
+                             squeeze=False)
     for axis, (family, metric) in zip(axes[0], panels):
         for index, variant in enumerate(VARIANTS):
             if family == "mqrar":
-                points = {n: list(seeds.values()) for (v, n), seeds in d.mqrar.items() if v == variant}
-            else:
+                points = {n: [seeds[s] for s in sorted(seeds)] for (v, n), seeds in d.mqrar.items() if v == variant}
+            elif family == "a5":
                 points = d.a5.get((variant, d.trained_length, metric), {})
+            else:
+                points = {length: d.a5[(variant, length, metric)][deepest] for length in lengths
+                          if deepest in d.a5.get((variant, length, metric), {})}
             if not points:
                 continue
             xs = sorted(points)
             color = f"C{index}"
-            axis.plot(xs, [100 * sum(points[x]) / len(points[x]) for x in xs], marker="o", color=color, label=variant)
+            axis.plot(xs, [100 * sum(points[x]) / len(points[x]) for x in xs], marker="o", color=color,
+                      label=variant if axis is axes[0][0] else None)
             for x in xs:
                 axis.scatter([x] * len(points[x]), [100 * v for v in points[x]], s=8, color=color, alpha=0.4)
             axis.set_xticks(xs)
         axis.axhline(100 * THRESHOLD, color="0.6", linestyle=":", linewidth=1)
         axis.set_ylim(-3, 103)
-        axis.set_xlabel("N (values back)" if family == "mqrar" else "layers")
-        axis.set_ylabel("token accuracy at queries (%)" if family == "mqrar" else f"{metric.replace('_', ' ')} (%)")
-        axis.set_title("MQRAR-N" if family == "mqrar" else f"A5 word problem, k = {d.trained_length}", fontsize=10)
-    axes[0][0].legend(fontsize=8, loc="best")
+        axis.grid(alpha=0.3)
+        title, xlabel, ylabel = {
+            "mqrar": ("MQRAR-N", "N (values back)", "token accuracy at queries (%)"),
+            "a5": (f"A5, k = {d.trained_length}", "layers", f"{(metric or '').replace('_', ' ')} (%)"),
+            "a5_lengths": (f"A5, {deepest} layers", "k (letters)", "token accuracy (%)")}[family]
+        axis.set_title(title, fontsize=10)
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel(ylabel)
+    fig.legend(loc="outside right upper", fontsize=8)
     fig.supxlabel("line: mean over seeds; dots: each seed; dotted: 90%", fontsize=8)
     return fig

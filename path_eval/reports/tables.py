@@ -78,6 +78,9 @@ def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     return header, rows, note
 
 
+STUDY_LAYOUTS = ("variants", "state_tracking")  # layouts of a study's runs, not of a paper table
+
+
 def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
     """A table of the paper rebuilt from results, measured beside published: `results/paper/<name>.json`
     with a `columns` map (Table 3: columns from several suites) or `layout: datasets_by_bucket`
@@ -90,7 +93,7 @@ def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], lis
     if "columns" not in paper:
         layouts = sorted(p.name.removesuffix(".json") for p in paper_tables().iterdir() if p.name.endswith(".json")
                          and {"columns", "layout"} & set(json.loads(p.read_text())))
-        raise PathEvalError(f"no paper layout {name!r}: choose one of {', '.join(layouts)}")
+        raise PathEvalError(f"no layout {name!r}: choose one of {', '.join(layouts + list(STUDY_LAYOUTS))}")
     return suite_columns(paper, records)
 
 

@@ -1,7 +1,7 @@
 """Rescoring a finished run from its per-sample logs, without loading a model: each task whose
 per-sample scores we compute from a generation (LongBench-E through its adapter, RULER and PhoneBook)
 is scored again from the logged generations under the run's stored suite, optionally with another
-LongBench rule; the other records (lm-eval's own metrics, perplexities) are kept as they are; the
+LongBench rule; a kind that scores its own logs (token tagging: A5, MQRAR-N) from their rows; the other records (lm-eval's own metrics, perplexities) are kept as they are; the
 suite's aggregates are recomputed. Values and standard errors are computed as lm-eval computes them
 for a mean, so the run's own rule reproduces its records exactly (in a one-process run; lm-eval sums
 the scores of a data-parallel run in another order, which can move the last digit)."""
@@ -89,6 +89,21 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
                       samples=samples, protocol=adapter_protocol(spec, suite, item.length) if spec.adapter else {})
 
 
+def own_log_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, old: list[ResultRecord]) -> TaskResult:
+    """An item of a kind that scores its own logs (`Kind.log_scorer`: token tagging), scored again."""
+    spec = suite.task(item.task)
+    rows = [row for name in log_names(item) for row in read_sample_log(run, model, name)]
+    try:
+        metrics = KINDS[item.kind].log_scorer(spec, rows, list(item.seeds))
+    except (KeyError, ValueError, ZeroDivisionError) as err:
+        raise PathEvalError(f"the per-sample logs of {model}'s {item.task} at {item.length} cannot be scored again "
+                            f"({err}): give the samples/ folder the run wrote, or run it again") from None
+    provenance = old[0].provenance
+    return TaskResult(task=item.task, length=item.length, metrics=metrics, n=len(rows),
+                      data_files=[Path(f) for f in provenance.data_files],
+                      data_fingerprint=provenance.data_fingerprint, seeds=list(item.seeds))
+
+
 def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRecord], SuiteSpec]:
     """The run's records scored again from its logs (with `longbench_rule`, else the run's own), and
     the suite they were scored under."""
@@ -108,14 +123,17 @@ def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRe
     for (model, task, length), old in groups.items():
         item = items.get((model, task, length))
         scorer = sample_scorer(suite.task(task), suite) if item is not None else None
-        if scorer is None:
+        if item is not None and KINDS[item.kind].log_scorer is not None:
+            result = own_log_result(run, model, item, suite, old)
+        elif scorer is None:
             out += old
             continue
-        result = rescored_result(run, model, item, suite, scorer, old)
+        else:
+            result = rescored_result(run, model, item, suite, scorer, old)
         info = old[0].provenance.model_dump(exclude=TASK_RESULT_FIELDS | result.protocol.keys())
         out += task_records(suite, model, [result], info)
         rescored += 1
     if not rescored:
         raise PathEvalError(f"the run in {run} holds no task scored from its generations (LongBench-E, RULER, "
-                            "PhoneBook): there is nothing to rescore")
+                            "PhoneBook) or from its own logs (A5, MQRAR-N): there is nothing to rescore")
     return out + aggregate(suite, out), suite

@@ -71,6 +71,10 @@ MULTIPLY = np.array([[product_of(a, b) for b in range(len(ELEMENTS))] for a in r
 GENERATORS = tuple(_INDEX[_cycle(*cycle)] for cycle in ((0, 1, 2), (0, 1, 3), (0, 1, 4), (0, 2, 1), (0, 3, 1),
                                                          (0, 4, 1)))
 
+# The word length the workshop's models train at (Merrill et al.'s sweep; training/diagnostics.py), the
+# length at which the report reads the fewest layers.
+TRAINED_LENGTH = 20
+
 NO, YES, BOS = len(ELEMENTS), len(ELEMENTS) + 1, len(ELEMENTS) + 2
 # The labels of the identity form after the elements, then the special tokens a checkpoint's
 # tokenizer names (no sequence holds them).

@@ -67,3 +67,13 @@ def test_the_recipe_trains_saves_and_reloads_a_model_on_the_cpu(tmp_path):
     model, tokenizer = load_model(out)
     assert a5.VOCABULARY.used_by(tokenizer.convert_tokens_to_ids)
     assert model.config.num_hidden_layers == 1 and model.config.vocab_size == a5.VOCAB_SIZE
+
+
+def test_fitting_scales_every_task_by_one_factor_and_never_up():
+    models = diagnostics.plan()
+    trial = {"step_s": {f"{task}/{variant}": 0.01 for task in diagnostics.RECIPE for variant in VARIANTS}}
+    serial = sum(0.01 * diagnostics.RECIPE[m.task]["steps"] for m in models)  # 3840 s
+    steps = diagnostics.fitted_steps(trial, models, workers=12, seconds=serial / 12 / 2)
+    assert steps == {task: recipe["steps"] // 2 for task, recipe in diagnostics.RECIPE.items()}
+    assert diagnostics.fitted_steps(trial, models, workers=12, seconds=10 * serial) == \
+        {task: recipe["steps"] for task, recipe in diagnostics.RECIPE.items()}

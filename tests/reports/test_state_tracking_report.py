@@ -1,0 +1,116 @@
+"""`report --layout state_tracking` on records made here with known values: the fewest layers a
+majority of seeds solve, the MQRAR-N cells, the directions' verdicts and their sign test, worked out
+by hand; a model whose name contradicts its checkpoint's variant is left out."""
+import math
+
+import pytest
+
+from path_eval.reports.state_tracking import (NOT_REPRODUCED, REPRODUCED, UNTESTED, collect, directions,
+                                              fewest_layers, located, sign_test, state_tracking_figure,
+                                              state_tracking_tables, trained)
+from path_eval.reports.stored import StoredRun
+from path_eval.results import Provenance, ResultRecord
+from path_eval.suites import load_suite
+from tests.helpers import PROVENANCE
+
+SUITE = load_suite("state_tracking")
+CONFIG = {"rope": ("llama", None), "fox": ("forgetting_transformer", "fox"), "path": ("path_attn", "path"),
+          "path_fox": ("path_attn", "path_fox")}
+
+
+def record(model, variant, task, length, metric, value):
+    model_type, attention = CONFIG[variant]
+    return ResultRecord(suite="state_tracking", model=model, task=task, length=length, metric=metric, value=value,
+                        stderr=0.01, n=1024, higher_is_better=True,
+                        provenance=Provenance(**(PROVENANCE | {"model_type": model_type, "variant": attention})))
+
+
+# A5 at k = 20, per variant: depth -> the three seeds' token accuracy (sequence and final: value / 2).
+A5 = {"rope": {1: [0.2, 0.2, 0.3], 2: [0.5, 0.95, 0.4], 3: [0.92, 0.95, 0.5], 4: [0.99, 0.99, 0.99]},
+      "fox": {1: [0.2, 0.2, 0.2], 2: [0.3, 0.3, 0.3], 3: [0.5, 0.95, 0.6], 4: [0.95, 0.7, 0.96]},
+      "path": {1: [0.3, 0.3, 0.3], 2: [0.91, 0.97, 0.2], 3: [0.99, 0.99, 0.99], 4: [1.0, 1.0, 1.0]},
+      "path_fox": {1: [0.95, 0.95, 0.95], 2: [1.0, 1.0, 1.0], 3: [1.0, 1.0, 1.0], 4: [1.0, 1.0, 1.0]}}
+# MQRAR-N, per variant: N -> the three seeds' token accuracy.
+MQRAR = {"rope": {n: [0.5, 0.4, 0.45] for n in (1, 2, 3, 4)},
+         "fox": {1: [0.8, 0.85, 0.9], 2: [0.6, 0.7, 0.65], 3: [0.3, 0.35, 0.2], 4: [0.1, 0.1, 0.1]},
+         "path": {1: [0.99, 0.98, 0.99], 2: [0.97, 0.95, 0.96], 3: [0.93, 0.5, 0.94], 4: [0.4, 0.3, 0.5]},
+         "path_fox": {n: [0.99, 0.99, 0.99] for n in (1, 2, 3, 4)}}
+
+
+def study_records():
+    records = []
+    for variant, by_depth in A5.items():
+        for depth, seeds in by_depth.items():
+            for seed, value in enumerate(seeds):
+                name = f"a5_{variant}_L{depth}_s{seed}"
+                records += [record(name, variant, "a5", 20, "token_accuracy", value),
+                            record(name, variant, "a5", 20, "sequence_accuracy", value / 2),
+                            record(name, variant, "a5", 20, "final_accuracy", value / 2),
+                            record(name, variant, "a5", 40, "token_accuracy", value / 3)]
+    for variant, by_n in MQRAR.items():
+        for n, seeds in by_n.items():
+            records += [record(f"mqrar{n}_{variant}_s{seed}", variant, f"mqrar_{n}", 768, "token_accuracy", value)
+                        for seed, value in enumerate(seeds)]
+    return records
+
+
+def runs():
+    return [StoredRun(None, study_records(), {"state_tracking": SUITE})]
+
+
+def test_fewest_layers_needs_a_majority_of_seeds():
+    assert fewest_layers(A5["rope"]) == 3  # depth 2: one seed of three; depth 3: two of three
+    assert fewest_layers(A5["fox"]) == 4 and fewest_layers(A5["path"]) == 2 and fewest_layers(A5["path_fox"]) == 1
+    assert fewest_layers({1: [0.95, 0.5], 2: [0.95, 0.95]}) == 2  # a tie is no majority
+
+
+def test_sign_test_is_the_binomial_tail():
+    assert sign_test([1.0] * 9) == 1 / 512
+    assert sign_test([1, 1, -1, 0]) == pytest.approx((math.comb(3, 2) + 1) / 8)
+    assert sign_test([0, 0]) == 1.0
+
+
+def test_directions_follow_the_data():
+    verdicts = {d.claim: d for d in directions(collect(located(runs()), {"state_tracking": SUITE}))}
+    solves = verdicts["PaTH solves MQRAR-N for N < 4"]
+    assert solves.verdict == REPRODUCED and "N=3: 79.0 (2/3)" in solves.measured
+    struggles = verdicts["FoX struggles on MQRAR-N (N < 4) where PaTH succeeds"]
+    assert struggles.verdict == REPRODUCED and "p = 0.00195" in struggles.measured  # 9 of 9 pairs: 1/512
+    a5 = verdicts["PaTH solves A5 with fewer layers than RoPE and FoX (token accuracy)"]
+    assert a5.verdict == REPRODUCED and a5.measured == "path 2, rope 3, fox 4"
+    # sequence and final accuracy are half the token accuracy: no depth reaches 90%, nobody solves it
+    assert verdicts["PaTH solves A5 with fewer layers than RoPE and FoX (sequence accuracy)"].verdict == NOT_REPRODUCED
+    assert not any("Flip-flop" in claim and d.verdict != UNTESTED for claim, d in verdicts.items())
+
+
+def test_a_direction_fails_when_the_data_say_otherwise():
+    flipped = [r.model_copy(update={"value": 0.1}) if r.model.startswith("mqrar2_path_") else r
+               for r in study_records()]
+    verdicts = {d.claim: d.verdict for d in directions(collect(located(
+        [StoredRun(None, flipped, {"state_tracking": SUITE})]), {"state_tracking": SUITE}))}
+    assert verdicts["PaTH solves MQRAR-N for N < 4"] == NOT_REPRODUCED
+    assert verdicts["FoX struggles on MQRAR-N (N < 4) where PaTH succeeds"] == NOT_REPRODUCED  # 6 of 9: p 0.25
+
+
+def test_tables_hold_the_cells_worked_out_by_hand():
+    tables = {title: (header, rows) for title, header, rows, _ in state_tracking_tables(runs(), {"state_tracking": SUITE})}
+    header, rows = tables["MQRAR-N: token accuracy at the queries"]
+    assert header == ["variant", "N=1", "N=2", "N=3", "N=4"]
+    assert rows[2] == ["path", "98.7 (3/3)", "96.0 (3/3)", "79.0 (2/3)", "40.0 (0/3)"]
+    header, rows = tables["A5 word problem, k = 20: token accuracy"]
+    assert header[-1] == "fewest layers" and rows[0] == ["rope", "23.3 (0/3)", "61.7 (1/3)", "79.0 (2/3)",
+                                                         "99.0 (3/3)", "3"]
+    _, rows = tables["A5 word problem: fewest layers by length (token / sequence / final accuracy)"]
+    assert rows[2] == ["path", "2 / >4 / >4", ">4 / - / -"]
+
+
+def test_a_name_its_checkpoint_contradicts_is_left_out():
+    mislabelled = record("a5_path_L1_s0", "rope", "a5", 20, "token_accuracy", 0.9)
+    assert trained(mislabelled) is None and trained(record("a5_rope_L1_s0", "rope", "a5", 20, "token_accuracy",
+                                                           0.9)).depth == 1
+
+
+def test_figure_2_has_the_mqrar_a5_and_length_panels():
+    figure = state_tracking_figure(study_records(), {"state_tracking": SUITE})
+    assert [axis.get_title() for axis in figure.axes] == ["MQRAR-N", "A5, k = 20", "A5, k = 20", "A5, 4 layers"]
+    assert state_tracking_figure([r for r in study_records() if r.task == "nothing"], {"state_tracking": SUITE}) is None
