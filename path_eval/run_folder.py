@@ -27,8 +27,6 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from path_eval.atomic_files import STAGING_SUFFIX, refuse_link
 from path_eval.errors import PathEvalError
 from path_eval.samples.logs import slug
@@ -146,6 +144,8 @@ def rescored_folder(run: Path, rule: str | None) -> Path:
 def read_stored(model, file: Path, what: str, fix: str = ""):
     """The pydantic `model` stored as JSON in `file` (a run's plan.json or suite.json), or one line
     naming the first problem."""
+    from pydantic import ValidationError  # not at import: the command line's parser reads this module
+
     try:
         return model.model_validate_json(file.read_bytes())
     except ValidationError as err:
