@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from path_eval import run_folder
 from path_eval.atomic_files import write_jsonl_atomic
 from path_eval.data import fingerprint
 from path_eval.evaluators.argmax import argmax_predictions
@@ -51,7 +50,7 @@ class FlipFlopEvaluator:
                                               "next_token_argmax").tasks
             if lm.process_index != 0:
                 continue  # every process holds every prediction: the first writes and reports
-            write_jsonl_atomic(rows, run_folder.log_file(context.samples_dir, length_log_name(item.task, item.length)))
+            write_jsonl_atomic(rows, context.sample_log(length_log_name(item.task, item.length)))
             results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
                                       n=len(rows), data_files=files, data_fingerprint=fingerprint(files),
                                       seeds=item.seeds, lm_eval=output))

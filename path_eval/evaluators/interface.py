@@ -33,6 +33,10 @@ class EvaluationContext:
     def samples_dir(self) -> Path:
         return run_folder.samples_folder(self.out, self.model.name)
 
+    def sample_log(self, name: str) -> Path:
+        """The model's per-sample log `name` (one of its kind's `log_names`)."""
+        return run_folder.sample_log(self.out, self.model.name, name)
+
 
 @dataclass
 class PositionBucket:
