@@ -92,7 +92,8 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
     seeds make one result."""
     groups: dict[tuple[str, int | None], list[LmEvalTask]] = {}
     for task in tasks:
-        write_samples(output["samples"][task.name], run_folder.log_file(samples_dir, task.lm_eval_name or task.spec.name))
+        write_samples(output["samples"][task.name],
+                      run_folder.log_file(samples_dir, task.lm_eval_name or task.spec.name))
         groups.setdefault((task.spec.name, task.length), []).append(task)
     results = []
     for (name, length), group in groups.items():
