@@ -132,15 +132,15 @@ def default_out(suite: SuiteSpec, longbench_rule: str | None, models: list[str],
     definition among them: the same call (or command) finds its own folder again and resumes there,
     and two suite files that share a name (copies edited apart) never share a folder. The name is
     the suite's (and another LongBench rule's than its own) as its file name."""
+    from path_eval import run_folder
     from path_eval.plan.models import is_folder
-    from path_eval.samples.logs import slug
 
     # folders by absolute path; hub ids, zoo names and NAME= references as given
     key = [[str(Path(m).resolve()) if is_folder(m) else m for m in models], ",".join(tasks) if tasks else None,
            ",".join(lengths) if lengths else None, limit, seed, str(Path(data_dir).resolve()), device, dtype,
            attention, max_length, suite.model_dump(mode="json")]
-    name = slug("-".join(filter(None, [suite.name, longbench_rule])))
-    return Path("runs") / f"{name}-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10]}"
+    return run_folder.default_folder("-".join(filter(None, [suite.name, longbench_rule])),
+                                     hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10])
 
 
 def _names(value, what: str) -> list[str] | None:
@@ -198,17 +198,25 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
                           attention, max_length)
     out = Path(out)
+    from path_eval import run_folder
+    from path_eval.results.ownership import claim_for_run
+
     check_out_folder(out)
-    from path_eval.models.loading import check_device_and_backend
+    claim_for_run(out, plan)
+    # Held until the run ends (the kernel lets go of a killed one): a second run into `out` is refused,
+    # and none can have written its plan since the claim above: claimed again, holding the folder.
+    with run_folder.locked(out):
+        claim_for_run(out, plan)
+        from path_eval.models.loading import check_device_and_backend
 
-    check_device_and_backend(device, attention)
-    check_gpu_reach(plan, device, dtype, attention)  # and the GPU's, before the model loads
-    from path_eval.reports.extrapolation import write_reports
-    from path_eval.reports.stored import StoredRun
-    from path_eval.runner import RunOptions, run
+        check_device_and_backend(device, attention)
+        check_gpu_reach(plan, device, dtype, attention)  # and the GPU's, before the model loads
+        from path_eval.reports.extrapolation import write_reports
+        from path_eval.reports.stored import StoredRun
+        from path_eval.runner import RunOptions, run
 
-    records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention, batch_size=batch_size,
-                                   bootstrap_iters=bootstrap_iters, wandb_args=wandb_args,
-                                   hf_hub_log_args=hf_hub_log_args))
-    files = write_reports(records, spec, out) if records else []
+        records = run(plan, RunOptions(out=out, device=device, dtype=dtype, attention=attention,
+                                       batch_size=batch_size, bootstrap_iters=bootstrap_iters,
+                                       wandb_args=wandb_args, hf_hub_log_args=hf_hub_log_args))
+        files = write_reports(records, spec, out) if records else []
     return Results([StoredRun(out, records, {spec.name: spec}, plan)], files)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,18 +29,44 @@ def refuse_link(path: Path) -> None:
                             "through one: remove the link (or give another folder)")
 
 
+# What a path that is not a regular file is, in the refusal's words.
+SPECIAL_FILES = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                 (stat.S_ISSOCK, "a socket"))
+
+
+def refuse_special_file(path: Path) -> None:
+    """A write replaces only a regular file: renamed over a FIFO, a device node or a socket, the staging
+    file would take the place of something path-eval never wrote (as root, `/dev/null` itself)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    what = next((name for test, name in SPECIAL_FILES if test(mode)), None)
+    if what is not None:
+        raise PathEvalError(f"{path} is {what}, not a regular file, and path-eval replaces only regular files: "
+                            "give the path of a new or a regular file")
+
+
+def check_target(target: Path) -> None:
+    """One line unless `target` is a path a write may replace: absent, or a regular file (not through a
+    link). Commands that write a file the user names check it before their work, as `staged` does."""
+    refuse_link(target)
+    if Path(target).is_dir():  # else the rename fails naming the staging file, which the user never gave
+        raise PathEvalError(f"{target} is a folder, where path-eval writes a file: give the path of a file")
+    refuse_special_file(target)
+
+
 @contextmanager
 def staged(target: Path, binary: bool = False):
     """A handle on a staging file that replaces `target` when the block ends, and is removed when it
     raises (a full disk, an interrupt), so `target` is never half-written. The staging name is this
     process's own: processes that write one file at once (data-parallel processes filling a fresh
     cache) would otherwise share one, and the later rename would find it gone. A process killed
-    mid-write leaves its staging file: `remove_stale_staging` clears those."""
+    mid-write leaves its staging file: `remove_stale_staging` clears those. `target` is a new path or
+    a regular file: a link, a folder, a FIFO, a device or a socket there is refused, never replaced."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    refuse_link(target)
-    if target.is_dir():  # else the rename fails naming the staging file, which the user never gave
-        raise PathEvalError(f"{target} is a folder, where path-eval writes a file: give the path of a file")
+    check_target(target)
     staging = target.with_name(f"{staging_prefix()}{os.getpid()}.{target.name}{STAGING_SUFFIX}")
     try:
         with open(staging, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:

@@ -91,10 +91,12 @@ def _run(args) -> None:
                      wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args)
     if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
+    from path_eval import run_folder
+
     console = Console()
     console.print(study.report(format="terminal"))  # as `report` shows the run
-    console.print(f"results: {out / 'results.json'}  per-sample logs: {out / 'samples'}  lm-eval's layout: "
-                  f"{out / 'lm_eval'}")
+    console.print(f"results: {run_folder.results_file(out)}  per-sample logs: {run_folder.samples_root(out)}"
+                  f"  lm-eval's layout: {run_folder.lm_eval_folder(out)}")
     for report in study.files:
         console.print(f"report: {report}")
 
@@ -123,7 +125,9 @@ def _demo(args) -> None:
     run = demo.DemoRun(study.records, suite)
     files = demo.write_demo_reports(run, suite, Path(args.out))
     console.print(run.table())
-    console.print(f"results: {Path(args.out) / 'results.json'}")
+    from path_eval import run_folder
+
+    console.print(f"results: {run_folder.results_file(args.out)}")
     for report in files:
         console.print(f"report: {report}")
 
@@ -203,6 +207,10 @@ def _report(args) -> None:
         raise PathEvalError("--baseline NAME is only valid with --layout variants")
     if args.layout == "variants" and args.baseline is None:
         raise PathEvalError("--layout variants needs --baseline NAME: the model the others are tested against")
+    if args.html:  # before any work: the page replaces only a regular file
+        from path_eval.atomic_files import check_target
+
+        check_target(Path(args.html))
     study = load_results(*args.results)
     _emit(study.report(args.layout, args.format, baseline=args.baseline), args.format)
     if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
@@ -220,23 +228,26 @@ def _rescore(args) -> None:
 
     from rich.console import Console
 
-    from path_eval.atomic_files import write_json_atomic
+    from path_eval import run_folder
+    from path_eval.atomic_files import check_out_folder, write_json_atomic
     from path_eval.reports.tables import suite_report
     from path_eval.results import write_results
+    from path_eval.results.ownership import claim_for_rescore
     from path_eval.results.rescore import rescore
-    from path_eval.samples.logs import slug
 
     run = Path(args.run)
     records, suite = rescore(run, args.longbench_rule)
-    out = Path(args.out) if args.out else run / slug(f"rescored-{suite.longbench_rule or 'suite'}")
-    if (out / "plan.json").exists() and out.resolve() != run.resolve():  # its records would be another run's
-        raise PathEvalError(f"--out {out} is the folder of another run (it holds plan.json), whose results.json "
-                            f"rescore would replace with {run}'s: give a new folder, or {run} itself")
-    write_results(records, out / "results.json")
-    write_json_atomic(json.loads(suite.model_dump_json()), out / "suite.json")  # what reports read beside it
+    out = Path(args.out) if args.out else run_folder.rescored_folder(run, suite.longbench_rule)
+    check_out_folder(out)
+    claim_for_rescore(out, run)
+    with run_folder.locked(out):  # and again holding it: no other process writes there meanwhile
+        claim_for_rescore(out, run)
+        write_results(records, run_folder.results_file(out))
+        # the suite the records were scored under, which reports read beside them
+        write_json_atomic(json.loads(suite.model_dump_json()), run_folder.suite_file(out))
     console = Console()
     console.print(suite_report(records, suite))
-    console.print(f"rescored results: {out / 'results.json'}")
+    console.print(f"rescored results: {run_folder.results_file(out)}")
 
 
 def _compare(args) -> None:
@@ -343,6 +354,7 @@ class LmEvalDictAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from path_eval import run_folder
 
     parser = _Parser(prog="eval.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -356,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--attention", default=None, help="attention backend: torch | reference (| triton)")
 
     p = sub.add_parser("demo", help="(the default) a small offline evaluation of four variants on the CPU")
-    p.add_argument("--out", default="runs/demo")
+    p.add_argument("--out", default=str(run_folder.DEMO_FOLDER))
     p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
     p.set_defaults(func=_demo)
 
@@ -537,6 +549,9 @@ def os_error_line(err: OSError) -> str:
     place = f" {err.filename}" if err.filename else ""
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"no space left on the disk writing{place}: free space there, or give --out on another disk"
+    if err.errno == errno.EFBIG:
+        return (f"the file-size limit (ulimit -f) stopped the write of{place}: raise it, then run the same command "
+                "again (a run resumes from what it saved)")
     if err.errno in (errno.EEXIST, errno.ENOTDIR):
         return f"a file stands where a folder is needed:{place}: give another path, or move the file"
     return f"{err.strerror or err}:{place}: check the path and its permissions"

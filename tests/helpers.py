@@ -81,8 +81,9 @@ def counted(calls: dict[str, int], name: str, function):
 def finished_requests(out: Path) -> int:
     """Requests a (possibly running) run has committed to its resume cache."""
     from path_eval.lm.request_cache import saved_requests
+    from path_eval.run_folder import resume_folder
 
-    return saved_requests(out / "resume")
+    return saved_requests(resume_folder(out))
 
 
 # ---------------------------------------------------------------- tiny models

@@ -15,6 +15,9 @@ repository's `kernels/`); `path_eval` itself is the node of the package's own na
     the stage's index (suites < plan < evaluators < samples < metrics < results < reports; a call
     into any other package, such as models or lm, is no stage), and count the returns: the times
     the index goes down from the call before.
+(e) The run folder has one owner: no module but `path_eval/run_folder.py` spells a path in it (a
+    `/` with one of the names docs/architecture.md's run folder table gives, a per-sample log's or a
+    block's file name, or one of those names bound to a constant).
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ LAYERS = [
     {"data"},
     {"models"},
     {"metrics"},
-    {"samples"},
+    {"samples", "run_folder"},
     {"tasks"},
     {"kinds"},
     {"suites"},
@@ -285,3 +288,67 @@ def test_the_checks_find_what_they_look_for():
               "    results.store.c()\n")
     assert stage_calls(source) == [(6, "path_eval.results.b", "results"), (11, "path_eval.plan.Planner.a", "plan"),
                                    (12, "path_eval.results.store.c", "results")]
+
+
+# The run folder's entries (docs/architecture.md, "The run folder"), as its owner alone may spell them.
+RUN_FOLDER_OWNER = PACKAGE / "run_folder.py"
+RUN_FOLDER_NAMES = {"plan.json", "suite.json", "results.json", "timings.json", "run.lock", "samples", "curves",
+                    "resume", "lm_eval", "wandb", "runs"}
+RUN_FOLDER_PREFIXES = ("perplexity_by_position", "rescored-", "block-")
+# Stages that write or read a run folder: there, a `/` onto a .jsonl, .npy or .db name is a log, a
+# curve or a resume cache (elsewhere, as in `data` and `tasks`, it names data files and caches).
+RUN_FOLDER_STAGES = {"evaluators", "results", "reports", "runner", "samples", "lm", "api", "cli", "path_eval"}
+RUN_FOLDER_SUFFIXES = (".jsonl", ".npy", ".db")
+
+
+def _literal_text(node) -> str | None:
+    """A string constant's text, an f-string's literal parts joined around `{}`; None for the rest."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
+    return None
+
+
+def _names_the_run_folder(text: str) -> bool:
+    return text in RUN_FOLDER_NAMES or text.startswith(RUN_FOLDER_PREFIXES)
+
+
+def run_folder_expressions(source: str, in_run_stage: bool) -> list[int]:
+    """The lines of `source` that spell a run-folder path: a `/` onto one of its names (or a log's,
+    a curve's, a resume cache's file name in a stage that reads or writes a run folder), or one of
+    its file names bound to a name (`LAYOUT = "results.json"`)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            text = _literal_text(node.right)
+            if text is not None and (_names_the_run_folder(text)
+                                     or (in_run_stage and text.endswith(RUN_FOLDER_SUFFIXES))):
+                lines.append(node.lineno)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            text = _literal_text(node.value)
+            if text is not None and _names_the_run_folder(text):
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_only_the_run_folder_module_spells_run_folder_paths():
+    modules = package_files()
+    found = [f"{file.relative_to(ROOT)}:{line}" for module, file in modules.items() if file != RUN_FOLDER_OWNER
+             for line in run_folder_expressions(file.read_text(), node_of(module, modules) in RUN_FOLDER_STAGES)]
+    assert found == [], f"run-folder paths spelled outside path_eval/run_folder.py (ask it instead): {found}"
+
+
+def test_the_run_folder_count_finds_what_it_looks_for():
+    """Each form of a run-folder path is counted, and paths of no run folder are not."""
+    source = ('a = out / "plan.json"\n'
+              'b = Path(run) / "samples" / slug(model) / f"{name}.jsonl"\n'
+              'print(f"results: {out / \'results.json\'}")\n'
+              'LAYOUT = "lm_eval"\n'
+              'c = folder / f"block-{i:05d}.npy"\n'
+              'd = out / "perplexity_by_position.csv"\n'
+              'e = {"samples": 1}["samples"]\n'
+              'f = cache / "tokenizers" / "x"\n')
+    assert run_folder_expressions(source, in_run_stage=True) == [1, 2, 3, 4, 5, 6]
+    assert run_folder_expressions('g = data_dir / f"{split}.jsonl"\n', in_run_stage=False) == []
+    assert run_folder_expressions('g = data_dir / f"{split}.jsonl"\n', in_run_stage=True) == [1]

@@ -113,7 +113,7 @@ class CopyEvaluator:
                 rows += [{"doc_id": i, "seed": seed, **dict(zip(("agree", "count"), copy_counts(t, p)))}
                          for i, (t, p) in enumerate(zip(tokens, predictions))]
             [name] = KINDS[item.kind].log_names(item)
-            write_jsonl_atomic(rows, context.samples_dir / f"{name}.jsonl")
+            write_jsonl_atomic(rows, context.sample_log(name))
             results.append(TaskResult(task=item.task, length=item.length, metrics={"copy_consistency": per_seed},
                                       n=len(rows), data_files=[], data_fingerprint=None, seeds=item.seeds))
         return results

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from path_eval import run_folder
 from path_eval.atomic_files import write_jsonl_atomic, write_npy_atomic
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
@@ -20,7 +21,6 @@ from path_eval.kinds import length_log_name
 from path_eval.lm.progress import RequestProgress
 from path_eval.metrics.aggregation import perplexity_and_stderr
 from path_eval.plan import PlannedItem
-from path_eval.samples.logs import slug
 from path_eval.tasks.extrapolation import blocks, bucket_edges, documents, token_stream
 
 
@@ -33,8 +33,8 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     "blocks": n, "rows": the logged row of each block, "files": [...], "curve": mean NLL per position}."""
     texts, files = documents(task.corpus, data_dir, suite.name)
     edges = bucket_edges(length, suite.bucket_size)
-    log_file = samples_dir / f"{length_log_name(task.name, length)}.jsonl"
-    block_dir = samples_dir / length_log_name(task.name, length)
+    log_file = run_folder.log_file(samples_dir, length_log_name(task.name, length))
+    block_dir = run_folder.block_folder(samples_dir, length_log_name(task.name, length))
     block_dir.mkdir(parents=True, exist_ok=True)
     finished = {}
     if log_file.is_file():
@@ -45,7 +45,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
 
     def scored(index: int, block: list[int]) -> tuple[dict, np.ndarray]:
         digest = hashlib.sha256(np.asarray(block, dtype=np.int64).tobytes()).hexdigest()
-        nll_file = block_dir / f"block-{index:05d}.npy"
+        nll_file = run_folder.block_file(block_dir, index)
         row = finished.get(index)
         if row is not None and row["tokens_sha256"] == digest and nll_file.is_file():
             return row, np.load(nll_file)
@@ -91,8 +91,7 @@ class CorpusEvaluator:
                                   plan.limit)
             if lm.process_index != 0:
                 continue  # every process holds the same sums: the first writes the curve and reports
-            curve = context.out / "curves" / slug(context.model.name) / (
-                f"{length_log_name(item.task, item.length)}.npy")
+            curve = run_folder.curve_file(context.out, context.model.name, length_log_name(item.task, item.length))
             write_npy_atomic(scored["curve"].astype(np.float32), curve)
             _, _, nll_sum, count, means = scored["total"]
             value, stderr = perplexity_and_stderr(nll_sum, count, means)

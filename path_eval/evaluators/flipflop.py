@@ -50,7 +50,7 @@ class FlipFlopEvaluator:
                                               "next_token_argmax").tasks
             if lm.process_index != 0:
                 continue  # every process holds every prediction: the first writes and reports
-            write_jsonl_atomic(rows, context.samples_dir / f"{length_log_name(item.task, item.length)}.jsonl")
+            write_jsonl_atomic(rows, context.sample_log(length_log_name(item.task, item.length)))
             results.append(TaskResult(task=item.task, length=item.length, metrics={"flipflop_error": per_seed},
                                       n=len(rows), data_files=files, data_fingerprint=fingerprint(files),
                                       seeds=item.seeds, lm_eval=output))

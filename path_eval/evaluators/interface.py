@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
+from path_eval import run_folder
 from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
-from path_eval.samples.logs import slug
 
 
 @dataclass
@@ -31,7 +31,11 @@ class EvaluationContext:
 
     @property
     def samples_dir(self) -> Path:
-        return self.out / "samples" / slug(self.model.name)
+        return run_folder.samples_folder(self.out, self.model.name)
+
+    def sample_log(self, name: str) -> Path:
+        """The model's per-sample log `name` (one of its kind's `log_names`)."""
+        return run_folder.sample_log(self.out, self.model.name, name)
 
 
 @dataclass

@@ -6,6 +6,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache
 
+from path_eval import run_folder
 from path_eval.data import fingerprint
 from path_eval.errors import PathEvalError
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult, lm_eval_output
@@ -91,7 +92,8 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
     seeds make one result."""
     groups: dict[tuple[str, int | None], list[LmEvalTask]] = {}
     for task in tasks:
-        write_samples(output["samples"][task.name], samples_dir / f"{task.lm_eval_name or task.spec.name}.jsonl")
+        write_samples(output["samples"][task.name],
+                      run_folder.log_file(samples_dir, task.lm_eval_name or task.spec.name))
         groups.setdefault((task.spec.name, task.length), []).append(task)
     results = []
     for (name, length), group in groups.items():

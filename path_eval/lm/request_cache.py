@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -51,9 +52,26 @@ class RequestCache:
             raise PathEvalError(f"resume cache {self.path} holds pickled rows (lm-eval's format, written by an "
                                 "older path-eval), which could run code when read: delete it to recompute its "
                                 "requests")
-        self.connection.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self.connection.execute(f"CREATE TABLE IF NOT EXISTS {SEGMENTS} (id INTEGER PRIMARY KEY, counters TEXT NOT NULL)")
-        self.connection.commit()
+        with self._writing():
+            self.connection.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self.connection.execute(f"CREATE TABLE IF NOT EXISTS {SEGMENTS} (id INTEGER PRIMARY KEY, "
+                                    "counters TEXT NOT NULL)")
+            self.connection.commit()
+
+    @contextmanager
+    def _writing(self):
+        """One line where sqlite cannot write the file: its folder removed during the run (sqlite says
+        "readonly database"), a full disk or the file-size limit (`ulimit -f`: "disk I/O error").
+        The rows committed before stay, for the same command to resume from."""
+        try:
+            yield
+        except sqlite3.OperationalError as err:
+            if not self.path.is_file():
+                raise PathEvalError(f"resume cache {self.path} was removed during the run (with its run folder?), "
+                                    "and the requests it had finished with it: start the run again") from None
+            raise PathEvalError(f"resume cache {self.path} cannot be written ({err}): free space on its disk or "
+                                "raise the file-size limit (ulimit -f), then run the same command again: it "
+                                "resumes from the requests saved so far") from None
 
     def get(self, kind: str, args) -> object | None:
         row = self.connection.execute(f"SELECT value FROM {TABLE} WHERE key = ?", (hash_args(kind, args),)).fetchone()
@@ -69,15 +87,17 @@ class RequestCache:
 
     def add_partial(self, kind: str, args, result) -> None:
         """Store one finished request (committed at once: a kill loses at most the request in hand)."""
-        self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
-                                (hash_args(kind, args), json.dumps(result)))
-        self._store_segment()
-        self.connection.commit()
+        with self._writing():
+            self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
+                                    (hash_args(kind, args), json.dumps(result)))
+            self._store_segment()
+            self.connection.commit()
 
     def save_progress(self) -> None:
         """Commit this segment's counters (work that is not a cached request: corpus blocks)."""
-        self._store_segment()
-        self.connection.commit()
+        with self._writing():
+            self._store_segment()
+            self.connection.commit()
 
     def _store_segment(self) -> None:
         if self.progress is None:
@@ -91,8 +111,9 @@ class RequestCache:
 
     def finish_run(self) -> None:
         """Forget the segments' counters once the run's results are written (its requests stay)."""
-        self.connection.execute(f"DELETE FROM {SEGMENTS}")
-        self.connection.commit()
+        with self._writing():
+            self.connection.execute(f"DELETE FROM {SEGMENTS}")
+            self.connection.commit()
         self.connection.close()
 
     def earlier_segments(self) -> list[dict]:

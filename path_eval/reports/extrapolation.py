@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+from path_eval import run_folder
 from path_eval.atomic_files import write_atomic
 from path_eval.reports.plots import model_colors, png_bytes
 from path_eval.results import ResultRecord
@@ -26,7 +27,7 @@ def write_csv(records: list[ResultRecord], target: Path) -> None:
     for r in _rows(records):
         writer.writerow([r.model, r.task, r.length, r.bucket[0], r.bucket[1], f"{r.value:.4f}",
                          "" if r.stderr is None else f"{r.stderr:.4f}", r.n])
-    target.write_text(buffer.getvalue())
+    write_atomic(buffer.getvalue(), target)
 
 
 def markdown(records: list[ResultRecord], suite: SuiteSpec) -> str:
@@ -125,10 +126,9 @@ def write_reports(records: list[ResultRecord], suite: SuiteSpec, out: Path) -> l
     if not any(r.bucket is not None for r in records):
         return []
     out.mkdir(parents=True, exist_ok=True)
-    csv_file, md_file, png_file = out / "perplexity_by_position.csv", out / "perplexity_by_position.md", \
-        out / "perplexity_by_position.png"
+    csv_file, md_file, png_file = (run_folder.by_position_file(out, fmt) for fmt in run_folder.BY_POSITION_FORMATS)
     write_csv(records, csv_file)
-    md_file.write_text(markdown(records, suite))
+    write_atomic(markdown(records, suite), md_file)
     figure = by_position_figure(records, suite)
     if figure is None:  # every panel would be a single position: the tables hold it all
         return [csv_file, md_file]

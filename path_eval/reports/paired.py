@@ -28,7 +28,7 @@ import numpy as np
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS, SamplePairs
 from path_eval.metrics.registry import REGISTRY
-from path_eval.plan import PlannedItem
+from path_eval.plan.stored import stored_plan
 from path_eval.results import ResultRecord
 from path_eval.results.sample_logs import log_names, read_sample_log
 
@@ -199,12 +199,8 @@ class RunSamples:
         self.folder = Path(folder)
         self._logs: dict[tuple[str, str], list[dict]] = {}
         self._suites: dict[str, object] = {}  # the stored suite per name, read once
-        try:
-            self.items = [PlannedItem.model_validate(item)
-                          for item in json.loads((self.folder / "plan.json").read_text())["items"]]
-        # no plan.json (a bare results.json), or a foreign one
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            self.items = None
+        plan = stored_plan(self.folder)  # None for a bare results.json
+        self.items = plan.items if plan is not None else None
 
     def scores(self, record: ResultRecord) -> SampleScores | str:
         """The record's value rebuilt from the logs, or a short reason why it cannot be."""

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.results import ResultRecord
-from path_eval.results.store import read_stored
 from path_eval.suites import SuiteSpec, available_suites, load_suite
 
 if TYPE_CHECKING:
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 def stored_suite(results: Path, name: str) -> SuiteSpec:
     """The suite `name` of the results at `results` (a run folder or its results.json)."""
     results = Path(results)
-    stored = (results if results.is_dir() else results.parent) / "suite.json"
+    stored = run_folder.suite_file(run_folder.folder_of(results))
     if stored.is_file():
-        suite = read_stored(SuiteSpec, stored, "suite")
+        suite = run_folder.read_stored(SuiteSpec, stored, "suite")
         if suite.name == name:
             return suite
     if name in available_suites():
@@ -44,14 +44,12 @@ class StoredRun:
 
 def read_run(path: Path) -> StoredRun:
     """The run at `path` (a run folder or its results.json), with its stored suites and plan."""
-    from path_eval.plan import ResolvedPlan
+    from path_eval.plan.stored import stored_plan
     from path_eval.results import load_records
 
     path = Path(path)
     records = load_records(path)
-    folder = path if path.is_dir() else path.parent
-    plan_file = folder / "plan.json"
-    plan = read_stored(ResolvedPlan, plan_file, "plan", ": remove it to report the run without its plan") \
-        if plan_file.is_file() else None
+    folder = run_folder.folder_of(path)
+    plan = stored_plan(folder)
     suites = {name: stored_suite(path, name) for name in dict.fromkeys(r.suite for r in records)}
     return StoredRun(folder, records, suites, plan)

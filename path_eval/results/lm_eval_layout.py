@@ -15,13 +15,13 @@ import shutil
 import time
 from pathlib import Path
 
+from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TASK_SECTIONS, TaskResult
 from path_eval.samples.logs import slug
 
 log = logging.getLogger("path_eval")
 
-LAYOUT_DIR = "lm_eval"  # OUT/lm_eval/<model>/
 PUSH_KEYS = ("push_results_to_hub", "push_samples_to_hub")
 
 
@@ -108,7 +108,7 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
     samples = output.pop("samples")
     if wandb_args is not None:
         log_to_wandb(output, samples, model_name, dict(wandb_args), out)
-    root = Path(out) / LAYOUT_DIR
+    root = run_folder.lm_eval_folder(out)
     staging, replaced = root / ".partial", root / ".replaced"
     for leftover in (staging, replaced):  # of a write that was interrupted
         shutil.rmtree(leftover, ignore_errors=True)

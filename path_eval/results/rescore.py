@@ -14,21 +14,22 @@ from path_eval.errors import PathEvalError
 from path_eval.evaluators import TaskResult
 from path_eval.kinds import KINDS
 from path_eval.plan import PlannedItem, ResolvedPlan
+from path_eval.plan.stored import stored_plan
 from path_eval.results.records import TASK_RESULT_FIELDS, aggregate, task_records
 from path_eval.results.sample_logs import log_names, read_sample_log, sample_log_file
 from path_eval.results.schema import ResultRecord
-from path_eval.results.store import load_records, read_stored
+from path_eval.results.store import load_records
 from path_eval.suites import SuiteSpec, TaskSpec
 from path_eval.tasks.lm_eval_tasks import adapter_protocol
 
 
-def stored_plan(run: Path) -> ResolvedPlan:
-    """The plan a run folder keeps (plan.json, with its resolved suite), or one error line."""
-    file = run / "plan.json"
-    if not file.is_file():
+def rescored_plan(run: Path) -> ResolvedPlan:
+    """The plan of the run to score again, or one error line."""
+    plan = stored_plan(run)
+    if plan is None:
         raise PathEvalError(f"{run} holds no plan.json: give the folder of a run `python eval.py run` wrote "
                             "(rescore reads its plan and its samples/ logs)")
-    return read_stored(ResolvedPlan, file, "plan")
+    return plan
 
 
 def sample_scorer(spec: TaskSpec, suite: SuiteSpec):
@@ -111,7 +112,7 @@ def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRe
     if not run.is_dir():
         raise PathEvalError(f"no run folder {run}: give the --out folder of a finished `python eval.py run`")
     records = load_records(run)
-    plan = stored_plan(run)
+    plan = rescored_plan(run)
     suite = plan.suite.with_longbench_rule(longbench_rule)
     aggregates = {a.name for a in suite.aggregates}
     groups: dict[tuple[str, str, int | None], list[ResultRecord]] = {}

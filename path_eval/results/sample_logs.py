@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS
 from path_eval.plan import PlannedItem
-from path_eval.samples.logs import slug
 
 
 def log_names(item: PlannedItem) -> list[str]:
@@ -40,4 +40,4 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
 
 
 def sample_log_file(run: Path, model: str, name: str) -> Path:
-    return Path(run) / "samples" / slug(model) / f"{name}.jsonl"
+    return run_folder.sample_log(run, model, name)

@@ -6,20 +6,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from path_eval import run_folder
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import SCHEMA_VERSION, ResultRecord, RunResults
-
-
-def read_stored(model, file: Path, what: str, fix: str = ""):
-    """The pydantic `model` stored as JSON in `file` (a run's plan.json or suite.json), or one line
-    naming the first problem."""
-    try:
-        return model.model_validate_json(file.read_bytes())
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise PathEvalError(f"{file} is not a path-eval {what}: {'.'.join(map(str, first['loc']))}: "
-                            f"{first['msg']}{fix}") from None
 
 
 def write_results(records: list[ResultRecord], target: Path) -> None:
@@ -30,9 +20,7 @@ def write_results(records: list[ResultRecord], target: Path) -> None:
 def load_records(path: Path) -> list[ResultRecord]:
     """The validated records of one run (its folder or its results.json). `path_eval.load_results`
     opens runs as a `Results` study instead, for reports and the Python API."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
+    path = run_folder.results_of(path)
     if not path.is_file():
         raise PathEvalError(f"no results file at {path}: give a results.json or the run folder holding it")
     give = "give a results.json that `python eval.py run` wrote"

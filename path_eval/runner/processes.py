@@ -14,18 +14,13 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, 
 from contextlib import contextmanager
 from pathlib import Path
 
+from path_eval import run_folder
 from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
 from path_eval.lm.distributed import finish_processes  # noqa: F401  (the run's last step)
 
 PHASES = ("load", "samples", "load_wait", "requests", "write")
-
-
-def first_before_loading() -> bool:
-    """Whether this is the first process, before any model (and process group) exists: the
-    launchers' RANK (absent when run plainly)."""
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 def start(device: str) -> DataParallel | None:
@@ -144,4 +139,4 @@ def write_timings(times: PhaseTimes, parallel: DataParallel | None, out: Path, w
     """OUT/timings.json: every process's phase times, in rank order (before the group goes down)."""
     gathered = parallel.gather_object(times.as_dict()) if parallel else [times.as_dict()]
     if writes:
-        write_json_atomic({"processes": gathered}, out / "timings.json")
+        write_json_atomic({"processes": gathered}, run_folder.timings_file(out))

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from path_eval import run_folder
 from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import EvaluationContext
 from path_eval.evaluators.registry import evaluator_of
@@ -23,7 +24,6 @@ from path_eval.results.lm_eval_layout import write_lm_eval_layout
 from path_eval.results.provenance import environment, run_provenance
 from path_eval.results.records import aggregate, task_records
 from path_eval.runner import processes
-from path_eval.samples.logs import slug
 
 log = logging.getLogger("path_eval")
 
@@ -46,18 +46,18 @@ def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
     with the same arguments reuses them. The name carries everything that changes the numbers, so a
     changed model, dtype, device, backend or length never reuses another's answers."""
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return out / "resume" / f"{slug(name)}-{key}_rank{rank}.db"
+    return run_folder.resume_cache_file(out, name, key, rank)
 
 
 def saved_requests(out: Path) -> int:
     """Work a killed run keeps for the same command: finished requests and corpus blocks."""
-    return request_cache.saved_requests(out / "resume") + len(list((out / "samples").glob("*/*@*/block-*.npy")))
+    return request_cache.saved_requests(run_folder.resume_folder(out)) + len(run_folder.saved_blocks(out))
 
 
 def write_plan(plan: ResolvedPlan, out: Path) -> None:
     """OUT/plan.json (the plan) and OUT/suite.json (the suite it resolved, which reports read)."""
-    write_json_atomic(json.loads(plan.model_dump_json()), out / "plan.json")
-    write_json_atomic(json.loads(plan.suite.model_dump_json()), out / "suite.json")
+    write_json_atomic(json.loads(plan.model_dump_json()), run_folder.plan_file(out))
+    write_json_atomic(json.loads(plan.suite.model_dump_json()), run_folder.suite_file(out))
 
 
 def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
@@ -65,7 +65,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     from path_eval.lm import PathEvalLM
     from path_eval.models.tokenizer import load_tokenizer
 
-    if processes.first_before_loading():
+    if run_folder.writing_process():
         write_plan(plan, options.out)
     parallel = processes.start(options.device)
     device = processes.model_device(parallel, options.device)
@@ -110,6 +110,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         for cache_reused, cache_answered in lm.gather_object((lm.request_cache.reused, lm.request_cache.answered)):
             reused, answered = reused + cache_reused, answered + cache_answered
         if writes:
+            run_folder.check_still_there(options.out)
             info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
                 "model_source": model.source, "model_revision": model.revision}
             records += task_records(plan.suite, model.name, results, info)
@@ -118,10 +119,12 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     with times.phase("write"):
         if writes:
             records += aggregate(plan.suite, records)
-            write_results(records, options.out / "results.json")
+            run_folder.check_still_there(options.out)
+            write_results(records, run_folder.results_file(options.out))
     processes.write_timings(times, parallel, options.out, writes)
     if writes and reused:  # also under --quiet: numbers that were not computed now are worth one line
-        print(f"resumed: {reused} of {answered} requests reused from {options.out / 'resume'}", file=sys.stderr)
+        print(f"resumed: {reused} of {answered} requests reused from {run_folder.resume_folder(options.out)}",
+              file=sys.stderr)
     processes.finish_processes()
     for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
         cache.finish_run()

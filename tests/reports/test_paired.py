@@ -10,12 +10,22 @@ import pytest
 from scipy import stats
 
 from path_eval.cli import main
+from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
 from path_eval.reports.paired import RunSamples, mcnemar_exact
 from path_eval.reports.tables import comparison, comparison_note
 from path_eval.results import ResultRecord, write_results
+from path_eval.suites import load_suite
 from tests.helpers import records
 
 PROVENANCE = records()[0].provenance
+
+
+def write_plan(folder: Path, suite: str, model: str, item: PlannedItem) -> None:
+    """plan.json of a run of `item` alone on `model`."""
+    plan = ResolvedPlan(suite=load_suite(suite), models=[PlannedModel(path=folder, name=model, source=str(folder),
+                                                                      max_length=4096)],
+                        items=[item], data_dir=folder)
+    (folder / "plan.json").write_text(plan.model_dump_json())
 
 
 def write_run(folder: Path, model: str, suite: str, task: str, metric: str, scores, kind="lm_eval", docs=None,
@@ -25,8 +35,8 @@ def write_run(folder: Path, model: str, suite: str, task: str, metric: str, scor
             for i, s in enumerate(scores)]
     (folder / "samples" / model).mkdir(parents=True)
     (folder / "samples" / model / f"{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "plan.json").write_text(json.dumps({"items": [
-        {"task": task, "kind": kind, "length": None, "models": [model], "lm_eval_tasks": [task]}]}))
+    write_plan(folder, suite, model, PlannedItem(task=task, kind=kind, length=None, models=[model],
+                                                 lm_eval_tasks=[task]))
     record = ResultRecord(suite=suite, model=model, task=task, length=None, metric=metric,
                           value=float(np.mean(scores)) if value is None else value, stderr=stderr, n=len(scores),
                           higher_is_better=True, provenance=PROVENANCE)
@@ -120,8 +130,7 @@ def write_rows_run(folder: Path, model: str, task: str, kind: str, metric: str, 
     """A flip-flop or corpus run folder: the task's log at 512 tokens is `<task>@512.jsonl`."""
     (folder / "samples" / model).mkdir(parents=True)
     (folder / "samples" / model / f"{task}@512.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "plan.json").write_text(json.dumps({"items": [
-        {"task": task, "kind": kind, "length": 512, "models": [model], "lm_eval_tasks": []}]}))
+    write_plan(folder, "ci", model, PlannedItem(task=task, kind=kind, length=512, models=[model]))
     write_results([ResultRecord(suite="ci", model=model, task=task, length=512, metric=metric, value=value,
                                 stderr=0.01, n=len(rows), higher_is_better=False, provenance=PROVENANCE)],
                   folder / "results.json")
