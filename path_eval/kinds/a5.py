@@ -10,10 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 from path_eval.errors import PathEvalError
 from path_eval.kinds import tagging
-from path_eval.kinds.base import Kind, one_log_per_length
+from path_eval.tasks.a5 import VOCABULARY
 
 if TYPE_CHECKING:
-    from path_eval.plan.models import ModelReference
     from path_eval.suites import TaskSpec
 
 
@@ -33,14 +32,6 @@ def check_length(task: TaskSpec, length: int) -> None:
                             f"{length}: give --lengths 20 (the word length k; Merrill et al.'s)")
 
 
-def check_model(task: TaskSpec, model: ModelReference) -> None:
-    from path_eval.tasks.a5 import VOCABULARY
-
-    tagging.check_model_files(VOCABULARY, task, model)
-
-
-KIND = Kind(name="a5", key="a5", options=A5Options, evaluator="path_eval.evaluators.tagging:A5Evaluator",
-            describe=lambda task: f"A5 word problem, {task.options.form} form", plan=tagging.plan,
-            log_names=one_log_per_length, sampled=True, context=lambda length: length + 1,  # BOS and k letters
-            metrics=tagging.METRICS, check_length=check_length, check_model=check_model, pairing=tagging.pairing(),
-            log_scorer=tagging.rescore_log)
+KIND = tagging.tagging_kind("a5", A5Options, "path_eval.evaluators.tagging:A5Evaluator", VOCABULARY,
+                           describe=lambda task: f"A5 word problem, {task.options.form} form",
+                           context=lambda length: length + 1, check_length=check_length)  # BOS and k letters

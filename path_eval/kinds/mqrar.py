@@ -10,11 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from path_eval.errors import PathEvalError
 from path_eval.kinds import tagging
-from path_eval.kinds.base import Kind, one_log_per_length
-from path_eval.tasks.mqrar import FIRST_VALUE, PAIRS
+from path_eval.tasks.mqrar import FIRST_VALUE, PAIRS, VOCABULARY
 
 if TYPE_CHECKING:
-    from path_eval.plan.models import ModelReference
     from path_eval.suites import TaskSpec
 
 class MqrarOptions(BaseModel):
@@ -33,14 +31,6 @@ def check_length(task: TaskSpec, length: int) -> None:
                             f"{4 * pairs} tokens, not {length}: give --lengths 768 (the PaTH paper's)")
 
 
-def check_model(task: TaskSpec, model: ModelReference) -> None:
-    from path_eval.tasks.mqrar import VOCABULARY
-
-    tagging.check_model_files(VOCABULARY, task, model)
-
-
-KIND = Kind(name="mqrar", key="mqrar", options=MqrarOptions, evaluator="path_eval.evaluators.tagging:MqrarEvaluator",
-            describe=lambda task: f"MQRAR-{task.options.n}, {task.options.pairs} pairs", plan=tagging.plan,
-            log_names=one_log_per_length, sampled=True, context=lambda length: length,
-            metrics=tagging.METRICS, check_length=check_length, check_model=check_model, pairing=tagging.pairing(),
-            log_scorer=tagging.rescore_log)
+KIND = tagging.tagging_kind("mqrar", MqrarOptions, "path_eval.evaluators.tagging:MqrarEvaluator", VOCABULARY,
+                           describe=lambda task: f"MQRAR-{task.options.n}, {task.options.pairs} pairs",
+                           context=lambda length: length, check_length=check_length)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from path_eval.kinds.base import Planning, PlannedFields, SamplePairs
+from path_eval.kinds.base import Kind, Planning, PlannedFields, SamplePairs, one_log_per_length
 from path_eval.metrics.tagging import RATIOS, accuracy_and_stderr, logged_counts
 
 if TYPE_CHECKING:
-    from path_eval.plan.models import ModelReference
+    from typing import Callable
+
     from path_eval.suites import TaskSpec
     from path_eval.tasks.symbols import SymbolVocabulary
 
@@ -20,10 +21,6 @@ METRICS = frozenset(RATIOS)
 
 def plan(task: TaskSpec, length: int | None, planning: Planning) -> PlannedFields:
     return PlannedFields()  # the sequences are made from the seeds: nothing to read
-
-
-def check_model_files(vocabulary: SymbolVocabulary, task: TaskSpec, model: ModelReference) -> None:
-    vocabulary.check_files(model.path, model.name, task.name)
 
 
 def rescore_log(task: TaskSpec, rows: list[dict], seeds: list[int]) -> dict[str, list[tuple[float, float | None]]]:
@@ -40,3 +37,14 @@ def pairing() -> dict[str, SamplePairs]:
                            denominator=lambda row: row[denominator], stratum=lambda row: row["seed"])
 
     return {metric: ratio(*counts) for metric, counts in RATIOS.items()}
+
+
+def tagging_kind(name: str, options: type, evaluator: str, vocabulary: SymbolVocabulary,
+                 describe: Callable[[TaskSpec], str], context: Callable[[int], int],
+                 check_length: Callable[[TaskSpec, int], None]) -> Kind:
+    """A token-tagging kind's row: what differs between them given, the rest shared. A model whose
+    tokenizer files give the vocabulary's symbols other ids is refused before any model loads."""
+    return Kind(name=name, key=name, options=options, evaluator=evaluator, describe=describe, plan=plan,
+                log_names=one_log_per_length, sampled=True, context=context, metrics=METRICS,
+                check_length=check_length, pairing=pairing(), log_scorer=rescore_log,
+                check_model=lambda task, model: vocabulary.check_files(model.path, model.name, task.name))
