@@ -71,15 +71,24 @@ class Diagnostics:
     mqrar: dict[tuple[str, int], dict[int, float]]  # (variant, N) -> seed -> token accuracy
     flipflop: dict[tuple[str, str], tuple[ResultRecord, StoredRun]]  # (variant, task) -> record and its run
     trained_length: int | None
+    form: str  # the A5 form of the `a5` records (product or identity: the task's option)
 
 
 def located(runs: list[StoredRun]) -> list[tuple[ResultRecord, StoredRun | None]]:
     return [(record, run) for run in runs for record in run.records]
 
 
-def collect(records: list[tuple[ResultRecord, StoredRun | None]], suites: dict) -> Diagnostics:
-    """The diagnostics' records by what they measure, each with the run holding its logs (None: no
-    paired test of flip-flop)."""
+def a5_forms(records: list[tuple[ResultRecord, StoredRun | None]], suites: dict) -> list[str]:
+    """The A5 forms the records' tasks use, the product form first."""
+    forms = {suites[r.suite].task(r.task).options.form for r, _ in records
+             if r.suite in suites and r.task in {t.name for t in suites[r.suite].tasks}
+             and suites[r.suite].task(r.task).kind == "a5"}
+    return sorted(forms, key=lambda form: form != "product")
+
+
+def collect(records: list[tuple[ResultRecord, StoredRun | None]], suites: dict, form: str = "product") -> Diagnostics:
+    """The diagnostics' records by what they measure (A5: the tasks of one form), each with the run
+    holding its logs (None: no paired test of flip-flop)."""
     a5: dict = {}
     a5_seeds: dict = {}
     mqrar: dict = {}
@@ -92,7 +101,7 @@ def collect(records: list[tuple[ResultRecord, StoredRun | None]], suites: dict) 
                 record.task not in {t.name for t in suite.tasks}:
             continue
         task = suite.task(record.task)
-        if task.kind == "a5" and model.depth is not None and record.metric in A5_METRICS:
+        if task.kind == "a5" and task.options.form == form and model.depth is not None and record.metric in A5_METRICS:
             a5_seeds.setdefault((model.variant, record.length, record.metric, model.depth), {})[model.seed] = \
                 record.value
             lengths.add(record.length)
@@ -103,7 +112,7 @@ def collect(records: list[tuple[ResultRecord, StoredRun | None]], suites: dict) 
     for (variant, length, metric, depth), seeds in a5_seeds.items():
         a5.setdefault((variant, length, metric), {})[depth] = [seeds[s] for s in sorted(seeds)]
     trained_length = TRAINED_LENGTH if TRAINED_LENGTH in lengths else max(lengths, default=None)
-    return Diagnostics(a5, mqrar, flipflop, trained_length)
+    return Diagnostics(a5, mqrar, flipflop, trained_length, form)
 
 
 def solved(values: list[float]) -> bool:
@@ -153,7 +162,7 @@ def a5_tables(d: Diagnostics) -> list[tuple[str, list[str], list[list[str]], str
             continue
         rows = [[variant] + [seeds_cell(by_depth.get(depth, [])) for depth in depths]
                 + [layers_cell(fewest_layers(by_depth), sorted(by_depth))] for variant, by_depth in cells.items()]
-        tables.append((f"A5 word problem, k = {d.trained_length}: {metric.replace('_', ' ')}",
+        tables.append((f"A5 word problem ({d.form} form), k = {d.trained_length}: {metric.replace('_', ' ')}",
                        ["variant"] + [f"{depth} layer{'s' if depth > 1 else ''}" for depth in depths]
                        + ["fewest layers"], rows, note))
     lengths = sorted({length for _, length, _ in d.a5})
@@ -167,7 +176,7 @@ def a5_tables(d: Diagnostics) -> list[tuple[str, list[str], list[list[str]], str
                 row.append(" / ".join(fewest))
             if any(cell != " / ".join(["-"] * len(A5_METRICS)) for cell in row[1:]):
                 rows.append(row)
-        tables.append(("A5 word problem: fewest layers by length (token / sequence / final accuracy)",
+        tables.append((f"A5 word problem ({d.form} form): fewest layers by length (token / sequence / final accuracy)",
                        ["variant"] + [f"k = {length}" + (" (trained)" if length == d.trained_length else "")
                                       for length in lengths], rows,
                        "the smallest depth where a majority of seeds reach 90%; >D: none up to the deepest tried"))
@@ -220,7 +229,8 @@ def mqrar_directions(d: Diagnostics) -> list[Direction]:
 def a5_directions(d: Diagnostics) -> list[Direction]:
     directions = []
     for metric in A5_METRICS:
-        direction = Direction(f"PaTH solves A5 with fewer layers than RoPE and FoX ({metric.replace('_', ' ')})",
+        direction = Direction(f"PaTH solves A5 with fewer layers than RoPE and FoX ({d.form} form, "
+                              f"{metric.replace('_', ' ')})",
                               f"fewest layers (a majority of seeds at >= 90%) at k = {d.trained_length}: PaTH's "
                               "below both baselines'", "", UNTESTED)
         cells = {v: d.a5.get((v, d.trained_length, metric)) for v in ("path",) + BASELINES}
@@ -255,17 +265,18 @@ def flipflop_directions(d: Diagnostics) -> list[Direction]:
     return directions
 
 
-def directions(d: Diagnostics) -> list[Direction]:
-    return mqrar_directions(d) + a5_directions(d) + flipflop_directions(d)
-
-
 def state_tracking_tables(runs: list[StoredRun], suites: dict) -> list[tuple[str, list[str], list[list[str]], str]]:
-    """(title, header, rows, note) of every table: MQRAR-N, A5 per length and metric, the directions."""
-    d = collect(located(runs), suites)
-    tables = [t for t in [mqrar_table(d)] if t] + a5_tables(d)
-    rows = [[x.claim, x.test, x.measured or "-", x.verdict] for x in directions(d)]
+    """(title, header, rows, note) of every table: MQRAR-N, A5 per form (its metrics at the trained
+    length, the fewest layers by length), the directions."""
+    records = located(runs)
+    forms = a5_forms(records, suites) or ["product"]
+    studies = [collect(records, suites, form) for form in forms]
+    tables = [t for t in [mqrar_table(studies[0])] if t] + [t for d in studies for t in a5_tables(d)]
+    found = mqrar_directions(studies[0]) + [x for d in studies for x in a5_directions(d)] + \
+        flipflop_directions(studies[0])
     tables.append(("The PaTH paper's directions (section 4.1, Figure 2)", ["claim", "test", "measured", "verdict"],
-                   rows, "untested: the runs hold no records of the models the test needs"))
+                   [[x.claim, x.test, x.measured or "-", x.verdict] for x in found],
+                   "untested: the runs hold no records of the models the test needs"))
     return tables
 
 
@@ -284,7 +295,8 @@ def state_tracking_figure(records: list[ResultRecord], suites: dict):
     records hold neither task."""
     import matplotlib.pyplot as plt
 
-    d = collect([(record, None) for record in records], suites)
+    located_records = [(record, None) for record in records]
+    d = collect(located_records, suites, (a5_forms(located_records, suites) or ["product"])[0])
     lengths = sorted({length for _, length, _ in d.a5})
     deepest = max((depth for by_depth in d.a5.values() for depth in by_depth), default=None)
     panels = [("mqrar", None)] * bool(d.mqrar) + [("a5", m) for m in ("token_accuracy", "sequence_accuracy")
@@ -317,8 +329,8 @@ def state_tracking_figure(records: list[ResultRecord], suites: dict):
         axis.grid(alpha=0.3)
         title, xlabel, ylabel = {
             "mqrar": ("MQRAR-N", "N (values back)", "token accuracy at queries (%)"),
-            "a5": (f"A5, k = {d.trained_length}", "layers", f"{(metric or '').replace('_', ' ')} (%)"),
-            "a5_lengths": (f"A5, {deepest} layers", "k (letters)", "token accuracy (%)")}[family]
+            "a5": (f"A5 ({d.form}), k = {d.trained_length}", "layers", f"{(metric or '').replace('_', ' ')} (%)"),
+            "a5_lengths": (f"A5 ({d.form}), {deepest} layers", "k (letters)", "token accuracy (%)")}[family]
         axis.set_title(title, fontsize=10)
         axis.set_xlabel(xlabel)
         axis.set_ylabel(ylabel)

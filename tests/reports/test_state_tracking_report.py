@@ -5,9 +5,8 @@ import math
 
 import pytest
 
-from path_eval.reports.state_tracking import (NOT_REPRODUCED, REPRODUCED, UNTESTED, collect, directions,
-                                              fewest_layers, located, sign_test, state_tracking_figure,
-                                              state_tracking_tables, trained)
+from path_eval.reports.state_tracking import (NOT_REPRODUCED, REPRODUCED, UNTESTED, fewest_layers, sign_test,
+                                              state_tracking_figure, state_tracking_tables, trained)
 from path_eval.reports.stored import StoredRun
 from path_eval.results import Provenance, ResultRecord
 from path_eval.suites import load_suite
@@ -54,8 +53,15 @@ def study_records():
     return records
 
 
-def runs():
-    return [StoredRun(None, study_records(), {"state_tracking": SUITE})]
+def runs(records=None):
+    return [StoredRun(None, study_records() if records is None else records, {"state_tracking": SUITE})]
+
+
+def directions(records=None) -> dict[str, tuple[str, str]]:
+    """The directions table: claim -> (measured, verdict)."""
+    title, _, rows, _ = state_tracking_tables(runs(records), {"state_tracking": SUITE})[-1]
+    assert title.startswith("The PaTH paper's directions")
+    return {claim: (measured, verdict) for claim, _, measured, verdict in rows}
 
 
 def test_fewest_layers_needs_a_majority_of_seeds():
@@ -71,25 +77,25 @@ def test_sign_test_is_the_binomial_tail():
 
 
 def test_directions_follow_the_data():
-    verdicts = {d.claim: d for d in directions(collect(located(runs()), {"state_tracking": SUITE}))}
-    solves = verdicts["PaTH solves MQRAR-N for N < 4"]
-    assert solves.verdict == REPRODUCED and "N=3: 79.0 (2/3)" in solves.measured
-    struggles = verdicts["FoX struggles on MQRAR-N (N < 4) where PaTH succeeds"]
-    assert struggles.verdict == REPRODUCED and "p = 0.00195" in struggles.measured  # 9 of 9 pairs: 1/512
-    a5 = verdicts["PaTH solves A5 with fewer layers than RoPE and FoX (token accuracy)"]
-    assert a5.verdict == REPRODUCED and a5.measured == "path 2, rope 3, fox 4"
+    verdicts = directions()
+    measured, verdict = verdicts["PaTH solves MQRAR-N for N < 4"]
+    assert verdict == REPRODUCED and "N=3: 79.0 (2/3)" in measured
+    measured, verdict = verdicts["FoX struggles on MQRAR-N (N < 4) where PaTH succeeds"]
+    assert verdict == REPRODUCED and "p = 0.00195" in measured  # 9 of 9 pairs: 1/512
+    measured, verdict = verdicts["PaTH solves A5 with fewer layers than RoPE and FoX (product form, token accuracy)"]
+    assert verdict == REPRODUCED and measured == "path 2, rope 3, fox 4"
     # sequence and final accuracy are half the token accuracy: no depth reaches 90%, nobody solves it
-    assert verdicts["PaTH solves A5 with fewer layers than RoPE and FoX (sequence accuracy)"].verdict == NOT_REPRODUCED
-    assert not any("Flip-flop" in claim and d.verdict != UNTESTED for claim, d in verdicts.items())
+    assert verdicts["PaTH solves A5 with fewer layers than RoPE and FoX (product form, sequence accuracy)"][1] == \
+        NOT_REPRODUCED
+    assert all(verdict == UNTESTED for claim, (_, verdict) in verdicts.items() if "Flip-flop" in claim)
 
 
 def test_a_direction_fails_when_the_data_say_otherwise():
     flipped = [r.model_copy(update={"value": 0.1}) if r.model.startswith("mqrar2_path_") else r
                for r in study_records()]
-    verdicts = {d.claim: d.verdict for d in directions(collect(located(
-        [StoredRun(None, flipped, {"state_tracking": SUITE})]), {"state_tracking": SUITE}))}
-    assert verdicts["PaTH solves MQRAR-N for N < 4"] == NOT_REPRODUCED
-    assert verdicts["FoX struggles on MQRAR-N (N < 4) where PaTH succeeds"] == NOT_REPRODUCED  # 6 of 9: p 0.25
+    verdicts = directions(flipped)
+    assert verdicts["PaTH solves MQRAR-N for N < 4"][1] == NOT_REPRODUCED
+    assert verdicts["FoX struggles on MQRAR-N (N < 4) where PaTH succeeds"][1] == NOT_REPRODUCED  # 6 of 9: p 0.25
 
 
 def test_tables_hold_the_cells_worked_out_by_hand():
@@ -97,10 +103,10 @@ def test_tables_hold_the_cells_worked_out_by_hand():
     header, rows = tables["MQRAR-N: token accuracy at the queries"]
     assert header == ["variant", "N=1", "N=2", "N=3", "N=4"]
     assert rows[2] == ["path", "98.7 (3/3)", "96.0 (3/3)", "79.0 (2/3)", "40.0 (0/3)"]
-    header, rows = tables["A5 word problem, k = 20: token accuracy"]
+    header, rows = tables["A5 word problem (product form), k = 20: token accuracy"]
     assert header[-1] == "fewest layers" and rows[0] == ["rope", "23.3 (0/3)", "61.7 (1/3)", "79.0 (2/3)",
                                                          "99.0 (3/3)", "3"]
-    _, rows = tables["A5 word problem: fewest layers by length (token / sequence / final accuracy)"]
+    _, rows = tables["A5 word problem (product form): fewest layers by length (token / sequence / final accuracy)"]
     assert rows[2] == ["path", "2 / >4 / >4", ">4 / - / -"]
 
 
@@ -112,5 +118,24 @@ def test_a_name_its_checkpoint_contradicts_is_left_out():
 
 def test_figure_2_has_the_mqrar_a5_and_length_panels():
     figure = state_tracking_figure(study_records(), {"state_tracking": SUITE})
-    assert [axis.get_title() for axis in figure.axes] == ["MQRAR-N", "A5, k = 20", "A5, k = 20", "A5, 4 layers"]
+    assert [axis.get_title() for axis in figure.axes] == ["MQRAR-N", "A5 (product), k = 20", "A5 (product), k = 20",
+                                                      "A5 (product), 4 layers"]
     assert state_tracking_figure([r for r in study_records() if r.task == "nothing"], {"state_tracking": SUITE}) is None
+
+
+def test_each_a5_form_gets_its_own_tables_and_directions(tmp_path):
+    suite_file = tmp_path / "state_tracking.yaml"
+    suite_file.write_text("name: state_tracking\ndescription: x\ntasks:\n"
+                          "  - {name: a5, a5: {form: product}, lengths: [20], metrics: [token_accuracy]}\n"
+                          "  - {name: a5_id, a5: {form: identity}, lengths: [20], metrics: [token_accuracy]}\n")
+    suite = load_suite(str(suite_file))
+    product = [r for r in study_records() if r.task == "a5" and r.metric == "token_accuracy" and r.length == 20]
+    identity = [r.model_copy(update={"task": "a5_id", "value": 0.5}) for r in product]
+    tables = {title: rows for title, _, rows, _ in
+              state_tracking_tables([StoredRun(None, product + identity, {"state_tracking": suite})],
+                                    {"state_tracking": suite})}
+    assert tables["A5 word problem (product form), k = 20: token accuracy"][2][-1] == "2"  # path, as above
+    assert tables["A5 word problem (identity form), k = 20: token accuracy"][2][1:] == ["50.0 (0/3)"] * 4 + [">4"]
+    claims = {row[0]: row[3] for row in tables["The PaTH paper's directions (section 4.1, Figure 2)"]}
+    assert claims["PaTH solves A5 with fewer layers than RoPE and FoX (product form, token accuracy)"] == REPRODUCED
+    assert claims["PaTH solves A5 with fewer layers than RoPE and FoX (identity form, token accuracy)"] == NOT_REPRODUCED
