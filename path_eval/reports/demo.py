@@ -42,12 +42,15 @@ def zoo_training_length() -> int:
 
 
 def demo_suite(training_length: int) -> SuiteSpec:
-    """The ci suite cut to the demo: its language-model tasks at 1x and 2x `training_length`, the
-    blocks of the held-out text split into two halves (before and after the training length) of at
-    most two blocks, and no caption of its own (the run's caption is made from the run)."""
+    """The ci suite cut to the demo: the tasks of the demo's models (the language models' at 1x and
+    2x `training_length`, flip-flop's as they are), the blocks of the held-out text split into two
+    halves (before and after the training length) of at most two blocks, and no caption of its own
+    (the run's caption is made from the run)."""
     ci = load_suite("ci")
     lengths = [training_length, 2 * training_length]
-    tasks = [t.model_copy(update={"lengths": lengths}) if t.flipflop is None else t for t in ci.tasks]
+    names = {model.removeprefix("zoo:") for model in demo_models()}
+    tasks = [t.model_copy(update={"lengths": lengths}) if t.flipflop is None else t for t in ci.tasks
+             if names & set(t.models)]
     return ci.model_copy(update={"max_blocks": 2, "bucket_size": training_length, "tasks": tasks,
                                  "training_length": training_length, "caption": None})
 

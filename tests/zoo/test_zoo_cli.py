@@ -33,8 +33,8 @@ def test_an_unknown_zoo_model_is_one_line(tmp_path):
     result = run_cli("run", "--suite", "ci", "--model", "zoo:patth", "--out", str(tmp_path / "run"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: no zoo model 'patth': choose one of flipflop_fox, flipflop_path, flipflop_path_fox, flipflop_rope, "
-        "fox, path, path_fox, rope (zoo:NAME), or zoo for all of them"]
+        "error: no zoo model 'patth': choose one of a5_rope, flipflop_fox, flipflop_path, flipflop_path_fox, "
+        "flipflop_rope, fox, path, path_fox, rope (zoo:NAME), or zoo for all of them"]
 
 
 def test_a_mistyped_model_fails_before_the_model_stack_imports():
