@@ -52,14 +52,15 @@ class Planned:
     seed: int
     options: dict  # train.py's task options (--layers, --mqrar-n)
 
-    def arguments(self, out: Path, revision: str, steps: int | None = None, deadline_s: float | None = None) -> list[str]:
+    def arguments(self, out: Path, revision: str, steps: int | None = None, deadline_s: float | None = None,
+                  heads: int | None = None) -> list[str]:
         recipe = RECIPE[self.task]
         words = ["--variant", self.variant, "--task", self.task, "--seed", str(self.seed),
                  "--steps", str(steps or recipe["steps"]), "--batch", str(recipe["batch"]), "--lr", str(recipe["lr"]),
                  "--eval-every", "1000", "--log-every", "100", "--revision", revision, "--out", str(out / self.name)]
         for key, value in self.options.items():
             words += [f"--{key.replace('_', '-')}", str(value)]
-        return words + (["--deadline-s", str(deadline_s)] if deadline_s else [])
+        return words + (["--deadline-s", str(deadline_s)] if deadline_s else []) + (["--heads", str(heads)] if heads else [])
 
 
 def plan(only: str | None = None) -> list[Planned]:
@@ -128,9 +129,15 @@ def main() -> None:
                         help="train: scale every task's steps by one factor so that the plan fits --fit-s by the "
                              "trial's step times (the JSON line `trial` printed)")
     parser.add_argument("--fit-s", type=float, default=420.0)
+    parser.add_argument("--mqrar-heads", type=int, default=2,
+                        help="MQRAR's heads at hidden 256 (the paper's 2, head dim 128; 4 if fla's PaTH kernel "
+                             "refuses head dim 128: a departure, in every MQRAR card)")
     args = parser.parse_args()
     out = Path(args.out)
     models = plan(args.only)
+
+    def heads(model: Planned) -> int | None:
+        return args.mqrar_heads if model.task == "mqrar" and args.mqrar_heads != 2 else None
     if args.command == "plan":
         for model in models:
             print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision)))
@@ -141,7 +148,8 @@ def main() -> None:
         probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
                                         and m.options["mqrar_n"] == 1) and m.seed == 0]
         started = time.time()
-        run_workers([[p.arguments(out / "trial", args.revision, steps=args.trial_steps)] for p in probes],
+        run_workers([[p.arguments(out / "trial", args.revision, steps=args.trial_steps, heads=heads(p))]
+                     for p in probes],
                     out / "trial" / "logs")
         step_s = {}
         for probe in probes:
@@ -157,8 +165,8 @@ def main() -> None:
     if args.fit:
         steps = fitted_steps(json.loads(Path(args.fit).read_text()), models, args.workers, args.fit_s)
     print(json.dumps({"steps": steps, "models": len(models), "workers": args.workers}), flush=True)
-    run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s) for m in share]
-                 for share in deal(models, args.workers)], out / "logs")
+    run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s, heads=heads(m))
+                  for m in share] for share in deal(models, args.workers)], out / "logs")
 
 
 if __name__ == "__main__":

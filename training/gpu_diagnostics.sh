@@ -9,16 +9,17 @@
 #   REVISION=$(git rev-parse --short HEAD) bash training/gpu_diagnostics.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking
-REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; TRAIN_S=${TRAIN_S:-360}
+REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; TRAIN_S=${TRAIN_S:-360}; MQRAR_HEADS=${MQRAR_HEADS:-2}
 export OMP_NUM_THREADS=1
 stamp() { echo "[$(date +%T)] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 stamp "trial: a few steps of each task and variant, at once"
-timeout 240 python3 -m training.diagnostics trial --workers $WORKERS --out $W 2> $W.trial.err | tail -1 > $OUT/trial.json
+timeout 240 python3 -m training.diagnostics trial --workers $WORKERS --mqrar-heads $MQRAR_HEADS --out $W \
+  2> $W.trial.err | tail -1 > $OUT/trial.json
 cat $OUT/trial.json; [ -s $OUT/trial.json ] || { tail -20 $W.trial.err; exit 1; }
 stamp "training every model, fitted to ${TRAIN_S}s"
 timeout $((TRAIN_S * 3 / 2)) python3 -m training.diagnostics train --workers $WORKERS --out $W/models \
-  --revision $REVISION --fit $OUT/trial.json --fit-s $TRAIN_S --deadline-s $((TRAIN_S * 5 / 4))
+  --revision $REVISION --mqrar-heads $MQRAR_HEADS --fit $OUT/trial.json --fit-s $TRAIN_S --deadline-s $((TRAIN_S * 5 / 4))
 stamp "trained: exit $?"
 (cd $W/models && tar -cf $OUT/cards.tar */model_card.json */README.md); tar -cf $OUT/logs.tar -C $W/models logs
 stamp "the state_tracking suite"

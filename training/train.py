@@ -170,7 +170,7 @@ def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int) -> dict
 def train(args) -> None:
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
-    shape = SHAPES[args.task] | ({"layers": args.layers} if args.layers else {})
+    shape = SHAPES[args.task] | ({"layers": args.layers} if args.layers else {}) | ({"heads": args.heads} if args.heads else {})
     task = tagging_task(args)
     if task is not None:
         vocab, length = len(task.vocabulary.symbols), task.tokens
@@ -377,6 +377,7 @@ def parser() -> argparse.ArgumentParser:
                         help="stop (and save) once this many seconds have passed since the process started")
     parser.add_argument("--revision", default="unknown", help="git revision of the code (the GPU copy has no .git)")
     parser.add_argument("--layers", type=int, help="the model's depth in place of its task's (a5: 1-4)")
+    parser.add_argument("--heads", type=int, help="attention heads in place of the task's (the hidden size stays)")
     parser.add_argument("--a5-form", choices=("product", "identity"), default="product")
     parser.add_argument("--a5-length", type=int, default=a5.TRAINED_LENGTH, help="a5: letters per word (k)")
     parser.add_argument("--mqrar-n", type=int, default=1, help="mqrar: the label is the value N assignments back")
