@@ -172,7 +172,7 @@ def check_cache_folder() -> Path:
             pass
     except OSError as err:
         raise PathEvalError(f"the cache folder {cache} is not a folder path-eval can write in "
-                            f"({os.strerror(err.errno) if err.errno else err}): set PATH_EVAL_CACHE to a writable "
+                            f"({os.strerror(err.errno) if err.errno else err}): give PATH_EVAL_CACHE a writable "
                             "folder") from None
     remove_stale_staging(cache)
     return cache

@@ -20,12 +20,12 @@ def cache_dir() -> Path:
         return Path(given)
     home = os.environ.get("HOME")
     if home is not None and not Path(home).is_absolute():
-        raise PathEvalError(f"HOME={home!r} is not an absolute folder, and the cache would be made under it: set "
-                            "PATH_EVAL_CACHE to an absolute folder, or HOME to yours")
+        raise PathEvalError(f"HOME={home!r} is not an absolute folder, and the cache would be made under it: give "
+                            "PATH_EVAL_CACHE an absolute folder, or HOME yours")
     try:
         return Path.home() / ".cache" / "path-eval"
     except RuntimeError:  # no HOME and no user entry for this process's uid (a bare container)
-        raise PathEvalError("this user has no home folder for the cache: set PATH_EVAL_CACHE to an absolute, "
+        raise PathEvalError("this user has no home folder for the cache: give PATH_EVAL_CACHE an absolute, "
                             "writable folder") from None
 
 
