@@ -4,24 +4,23 @@ the cursor, clear the screen, retitle the window or reorder a line (bidi overrid
 command line prints goes through `printable` (plain lines) or `console` (rich tables)."""
 from __future__ import annotations
 
-import unicodedata
+import logging
+import re
+import sys
 
-# Format characters that reorder or hide text (bidi overrides and isolates, zero-width marks):
-# printed raw, a name could read as another.
-_HIDING_FORMATS = {*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF}
+# Control characters (C0 but tab and newline, DEL, C1; a carriage return but in a CRLF line end, which
+# CSV writes), lone surrogates (a file name that is not UTF-8), and the format characters that
+# reorder or hide text (bidi overrides and isolates, zero-width marks): printed raw, a name could
+# move the cursor, clear the screen, or read as another.
+_NOT_PRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\u200b-\u200f\u202a-\u202e"
+                            "\u2066-\u2069\ufeff]|\r(?!\n)")
 
 
 def printable(text: str) -> str:
-    """`text` with every control character but newline and tab written as its escape (\\x1b,
-    \\u202e): readable, and inert on any terminal."""
-    if text.isprintable():  # the common case: nothing to escape
-        return text
-    return "".join(ch if ch in "\n\t" or not _hidden(ch) else
-                   (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text)
-
-
-def _hidden(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cc", "Cs", "Co", "Cn") and ch not in "\n\t" or ord(ch) in _HIDING_FORMATS
+    """`text` with every such character written as its escape (\\x1b, \\u202e): readable, and
+    inert on any terminal."""
+    return _NOT_PRINTABLE.sub(lambda match: (f"\\x{ord(match[0]):02x}" if ord(match[0]) < 0x100 else
+                                             f"\\u{ord(match[0]):04x}"), text)
 
 
 def say(text: str, file=None, end: str = "\n", flush: bool = False) -> None:
@@ -37,24 +36,31 @@ ERROR_LINE_LIMIT = 2000
 def error_line(text: str) -> str:
     """The one `error:` line of a failed command: `printable`, its newlines escaped too, at most
     ERROR_LINE_LIMIT characters."""
-    line = printable(str(text)).replace("\n", "\\n")
+    line = printable(str(text).replace("\r\n", "\n")).replace("\n", "\\n")
     if len(line) <= ERROR_LINE_LIMIT:
         return f"error: {line}"
     head, tail = ERROR_LINE_LIMIT * 2 // 3, ERROR_LINE_LIMIT // 3
     return f"error: {line[:head]} ... ({len(line) - head - tail} characters left out) ... {line[-tail:]}"
 
 
+class PrintableFormatter(logging.Formatter):
+    """A handler's own formatter, its lines passed through `printable`."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(self.inner.format(record))
+
+
 def printable_logging() -> None:
-    """The root logger's handlers print their lines through `printable` (a warning naming a file
-    or a task quotes it)."""
-    import logging
-
-    class PrintableFormatter(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            return printable(super().format(record))
-
+    """The lines the root logger's handlers write to the terminal pass through `printable` (a
+    warning naming a file or a task quotes it)."""
     for handler in logging.getLogger().handlers:
-        handler.setFormatter(PrintableFormatter(handler.formatter._fmt if handler.formatter else None))
+        if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stderr, sys.stdout) and \
+                not isinstance(handler.formatter, PrintableFormatter):
+            handler.setFormatter(PrintableFormatter(handler.formatter or logging.Formatter()))
 
 
 def console(**options):

@@ -323,7 +323,8 @@ def test_the_printable_text_and_the_error_line():
 
     assert printable("plain é 中 text\twith tab\n") == "plain é 中 text\twith tab\n"
     assert printable("a\x1b[31mb\x07c\x9bd\u202ee\ud800") == "a\\x1b[31mb\\x07c\\x9bd\\u202ee\\ud800"
-    assert error_line("one\ntwo") == "error: one\\ntwo"
+    assert error_line("one\ntwo\r\nthree\rfour") == "error: one\\ntwo\\nthree\\x0dfour"
+    assert printable("a,b\r\nc,d\r\n") == "a,b\r\nc,d\r\n"  # CSV's own line ends
     long = error_line("problem " + "x" * 10**6 + " fix: give another file")
     assert len(long) < ERROR_LINE_LIMIT + 80 and long.startswith("error: problem xxx")
     assert long.endswith("fix: give another file") and "characters left out" in long
