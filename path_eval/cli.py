@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -544,10 +545,37 @@ def interrupted_line(args, signum: int) -> str:
     return f"interrupted by {signal.Signals(signum).name}{where}"
 
 
+def _folder_option(filename) -> str:
+    """What moves the writes of `filename` to another disk: the cache's (frozen sets, hashes, the
+    tokenizer copies) move with PATH_EVAL_CACHE, the run's with --out."""
+    from path_eval.locations import cache_dir
+
+    try:
+        inside_cache = filename is not None and Path(os.fsdecode(filename)).is_relative_to(cache_dir())
+    except PathEvalError:
+        inside_cache = False
+    return "PATH_EVAL_CACHE" if inside_cache else "--out"
+
+
+def exit_now_if_loading(code: int) -> None:
+    """A model still loading in its thread (`path_eval.runner.processes.load_in_background`) would
+    hold an interrupted command's exit until the load ends, as the interpreter joins its threads:
+    minutes for a large checkpoint, a SIGTERM seemingly ignored. The command exits now instead:
+    finished requests are committed one by one, and staging files were removed on the way here.
+    Like `interrupted_line`, it imports nothing."""
+    processes = sys.modules.get("path_eval.runner.processes")
+    loader = getattr(processes, "LOADER_THREAD", None)
+    if loader and any(t.name.startswith(loader) and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def os_error_line(err: OSError) -> str:
     place = f" {err.filename}" if err.filename else ""
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"no space left on the disk writing{place}: free space there, or give --out on another disk"
+        return f"no space left on the disk writing{place}: free space there, or give {_folder_option(err.filename)} " \
+               "on another disk"
     if err.errno == errno.EFBIG:
         return (f"the file-size limit (ulimit -f) stopped the write of{place}: raise it, then run the same command "
                 "again (a run resumes from what it saved)")
@@ -569,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         ignore_interrupts()
         interrupted = True
         print(error_line(interrupted_line(args, stop.signum)), file=sys.stderr)
+        exit_now_if_loading(128 + stop.signum)
         return 128 + stop.signum
     except BrokenPipeError:  # the reader of stdout left (`eval.py list | head -1`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit

@@ -7,6 +7,7 @@ that used to end in a traceback or an unclear line. Each gives exit 2 and one `e
 names the fix, and writes nothing."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -343,3 +344,98 @@ def test_a_closed_stdout_ends_quietly():
     finally:
         os.close(write)
     assert writer.stderr == "" and writer.returncode == 128 + 13
+
+
+def test_a_full_disk_under_the_cache_names_the_cache(tmp_path, monkeypatch):
+    """ENOSPC writing a frozen set: the fix moves the cache, not the run folder."""
+    import errno
+
+    from path_eval.cli import os_error_line
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    staging = tmp_path / "cache" / "frozen" / "phonebook" / ".host-1.1024-abc.jsonl.partial"
+    line = os_error_line(OSError(errno.ENOSPC, "No space left on device", str(staging)))
+    assert line.startswith(f"no space left on the disk writing {staging}") and "PATH_EVAL_CACHE on another" in line
+    line = os_error_line(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "plan.json")))
+    assert "--out on another disk" in line
+
+
+def test_poisoned_cache_files_are_rebuilt_not_trusted(tmp_path, monkeypatch):
+    """The weight-hash memo and lm-eval's task index written over by another program (a list, a
+    number where a hash or a path belongs): each is made again, never a traceback."""
+    import lm_eval.tasks
+
+    from path_eval.data import file_sha256
+    from path_eval.models.identity import weights_sha256
+    from path_eval.tasks import lm_eval_tasks
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    fresh = weights_sha256([weights])
+    assert fresh == hashlib.sha256(f"w.bin:{file_sha256(weights)}\n".encode()).hexdigest()
+    memo = tmp_path / "cache" / "weight-hashes.json"
+    for poison in ("[1, 2]", '{"%s": [5]}' % next(iter(json.loads(memo.read_text()))), "\xff"):
+        memo.write_text(poison)
+        assert weights_sha256([weights]) == fresh
+
+    class Entry:
+        yaml_path = weights  # an existing file stands for a task's YAML
+
+    class FewTasks:
+        task_index = {"piqa": Entry()}
+
+    monkeypatch.setattr(lm_eval.tasks, "TaskManager", FewTasks)
+    assert lm_eval_tasks.task_yaml_paths() == {"piqa": str(weights)}
+    [index] = (tmp_path / "cache" / "lm_eval_index").iterdir()
+    for poison in ("[1]", '{"piqa": 5}', "7"):
+        index.write_text(poison)
+        assert lm_eval_tasks.task_yaml_paths() == {"piqa": str(weights)}
+
+
+LOAD_NEVER_ENDS = """
+import sys, threading
+from pathlib import Path
+import path_eval.models.loading as loading
+
+def load_network(path, **options):  # a load that never ends: a checkpoint too large to read in a day
+    Path(sys.argv[1]).write_text("loading")
+    threading.Event().wait()
+
+loading.load_network = load_network
+from path_eval.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("signum", [2, 15], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_model_loads_ends_the_command(tmp_path, signum):
+    """The model loads in a thread while the samples freeze; a signal used to wait for the load to
+    end (the run settled it, and the interpreter joins its threads at exit): minutes for a large
+    checkpoint, a SIGTERM seemingly ignored. Here the load never ends, and the command still stops in
+    one line with the signal's status."""
+    import signal
+    import time
+
+    marker = tmp_path / "loading"
+    script = tmp_path / "run.py"
+    script.write_text(LOAD_NEVER_ENDS)
+    process = subprocess.Popen([sys.executable, str(script), str(marker), "run", "--suite", "ci", "--tasks",
+                                "flipflop_in", "--model", "zoo:flipflop_rope", "--limit", "1", "--out",
+                                str(tmp_path / "out"), "--quiet"], cwd=Path(__file__).parents[2],
+                               stderr=subprocess.PIPE, text=True,
+                               env=os.environ | {"PYTHONPATH": str(Path(__file__).parents[2])})
+    while not marker.exists() and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signum)
+    try:
+        _, stderr = process.communicate(timeout=300)  # a hang detector, not a measurement
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("the command waited for a load that never ends")
+    assert process.returncode == 128 + signum, stderr
+    assert [line for line in stderr.splitlines() if line.startswith("error:")] == \
+        [f"error: interrupted by {signal.Signals(signum).name}: 0 finished requests are saved in {tmp_path / 'out'}; "
+         "the same command resumes there"]
+    assert "Traceback" not in stderr and not (tmp_path / "out" / "results.json").exists()
