@@ -439,3 +439,34 @@ def test_a_signal_while_the_model_loads_ends_the_command(tmp_path, signum):
         [f"error: interrupted by {signal.Signals(signum).name}: 0 finished requests are saved in {tmp_path / 'out'}; "
          "the same command resumes there"]
     assert "Traceback" not in stderr and not (tmp_path / "out" / "results.json").exists()
+
+
+@pytest.mark.parametrize("pattern, group", [("(a+)+$", "(a+)+"), ("x((ab)+c)*", "((ab)+c)*"), ("(y|a{2,})+", "(y|a{2,})+"),
+                                            ("(\\s*\\S)*", "(\\s*\\S)*")])
+def test_a_tokenizer_whose_regex_backtracks_is_refused_before_it_tokenizes(pattern, group, tmp_path, capsys):
+    """tokenizers' Oniguruma backtracks on a repeated repetition until its retry limit, then panics
+    with a Rust backtrace (`(a+)+$` on 24 `a`s and a `!`). The checkpoint is refused as its
+    tokenizer loads, in one line naming the pattern."""
+    model = tmp_path / "model"
+    shutil.copytree(ZOO / "flipflop_rope", model)
+    tokenizer = json.loads((model / "tokenizer.json").read_text())
+    tokenizer["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+        tokenizer["pre_tokenizer"]]}
+    (model / "tokenizer.json").write_text(json.dumps(tokenizer))
+    assert main(["inspect", "--model", str(model)]) == 2
+    line = assert_one_error_line(capsys.readouterr().err, f"whose group {group!r} repeats a repetition")
+    assert "exponential time" in line
+
+
+def test_the_tokenizers_patterns_in_use_pass_the_backtracking_check():
+    """The controls: GPT-2's and Llama 3's splitting patterns, and every shipped tokenizer."""
+    from path_eval.models.tokenizer import nested_repetition, refuse_backtracking_patterns
+
+    gpt2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+    llama3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+              "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+    for pattern in (gpt2, llama3, "(ab)+", "(a+)?", "(a+){1,3}", "[(a+)]+", "\\(a+\\)+", "[]a+]+"):
+        assert nested_repetition(pattern) is None, pattern
+    for tokenizer in ZOO.glob("*/tokenizer.json"):
+        refuse_backtracking_patterns(tokenizer)
