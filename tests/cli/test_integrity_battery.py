@@ -387,11 +387,12 @@ def test_poisoned_cache_files_are_rebuilt_not_trusted(tmp_path, monkeypatch):
         task_index = {"piqa": Entry()}
 
     monkeypatch.setattr(lm_eval.tasks, "TaskManager", FewTasks)
-    assert lm_eval_tasks.task_yaml_paths() == {"piqa": str(weights)}
+    index_of = lm_eval_tasks.task_yaml_paths.__wrapped__  # the function, not the process's memo of it
+    assert index_of() == {"piqa": str(weights)}
     [index] = (tmp_path / "cache" / "lm_eval_index").iterdir()
     for poison in ("[1]", '{"piqa": 5}', "7"):
         index.write_text(poison)
-        assert lm_eval_tasks.task_yaml_paths() == {"piqa": str(weights)}
+        assert index_of() == {"piqa": str(weights)}
 
 
 LOAD_NEVER_ENDS = """
