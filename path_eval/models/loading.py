@@ -384,7 +384,9 @@ def refuse_nan_logits(model, root: Path) -> None:
                                 f"{logits.dtype}): nothing it answers can be scored; check the checkpoint's weights (or, "
                                 "where a 16-bit dtype overflows, give --dtype float32)")
 
-    model.get_output_embeddings().register_forward_hook(check)
+    head = model.get_output_embeddings()
+    if head is not None:  # every causal LM we load has one; a model without gives no logits to check
+        head.register_forward_hook(check)
 
 
 def _load_transformers_model(root: Path, model_type, dtype, device, attention):
