@@ -181,12 +181,13 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     # Mistyped models, devices, precisions, backends, tasks and lengths, missing data and a folder the
     # run cannot write in fail here, before the model stack (torch, transformers, lm-eval) imports:
     # seconds idle, minutes on a loaded machine.
-    from path_eval.atomic_files import check_out_folder
+    from path_eval.atomic_files import check_cache_folder, check_out_folder
     from path_eval.models.devices import check_device_and_backend_names
     from path_eval.models.precisions import check_dtype_name
     from path_eval.plan import resolve_plan
     from path_eval.plan.reach import check_gpu_reach, check_reach
 
+    check_cache_folder()
     resolve_models(models or [])
     check_device_and_backend_names(device, attention)
     check_dtype_name(dtype)

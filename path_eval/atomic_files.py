@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
+from path_eval.locations import cache_dir
 
 STAGING_SUFFIX = ".partial"
 
@@ -158,3 +159,20 @@ def check_out_folder(out: Path) -> None:
     for link in links_under(out)[:1]:
         refuse_link(link)
     remove_stale_staging(out)
+
+
+def check_cache_folder() -> Path:
+    """The cache folder (`path_eval.locations.cache_dir`), made if missing and writable, or one error
+    line before any model loads; the staging files killed processes left in it (a frozen set, an
+    index, a hash memo cut off mid-write) are removed, as a run folder's are."""
+    cache = cache_dir()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache):
+            pass
+    except OSError as err:
+        raise PathEvalError(f"the cache folder {cache} is not a folder path-eval can write in "
+                            f"({os.strerror(err.errno) if err.errno else err}): give PATH_EVAL_CACHE a writable "
+                            "folder") from None
+    remove_stale_staging(cache)
+    return cache

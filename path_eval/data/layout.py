@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: s
     """The split's local file, or one error line naming the download that fetches it
     (`download_options`, e.g. a length outside the suite's own)."""
     file = split.file(data_dir)
+    refuse_irregular(file, f"run `python eval.py download --suite {suite} {download_options}--data-dir {data_dir}`, or "
+                           "copy the file there")
     if not file.is_file():
         raise MissingDataFile(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
                               f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the "
@@ -50,6 +53,24 @@ def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: s
     check_jsonl(file, f"python eval.py download --suite {suite} {download_options}--data-dir {data_dir}")
     return file
 
+
+def refuse_irregular(file: Path, fix: str) -> None:
+    """A data path that exists but is not a regular file (a FIFO, a device, a link to /dev/zero) is
+    one error line: reading it would block, or never end."""
+    try:
+        mode = Path(file).stat().st_mode  # through a link: what the link reaches
+    except OSError:  # absent, or a dangling link: the caller says it is missing
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "no regular file"
+        link = f" (a link to {os.readlink(file)})" if Path(file).is_symlink() else ""
+        raise PathEvalError(f"{file}{link} is {kind}, not a data file: {fix}")
+
+
+# The longest line a data file may hold, checked before the line is read whole: the longest rows of
+# the suites' data (BABILong's 1M-token samples) are a few MB; a 100 MB line is no row of theirs.
+MAX_LINE_BYTES = 64 * 2**20
 
 _CHECKED_JSONL: set[tuple[str, int, int]] = set()
 
@@ -64,7 +85,10 @@ def check_jsonl(file: Path, fetch: str) -> None:
         return
     rows = 0
     with open(file, "rb") as handle:
-        for number, line in enumerate(handle, 1):
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(line) > MAX_LINE_BYTES:
+                raise PathEvalError(f"{file} line {number} is longer than {MAX_LINE_BYTES // 2**20} MiB, longer than "
+                                    f"any row of the suites' data: run `{fetch}` again or fix that line")
             if not line.strip():
                 continue
             try:

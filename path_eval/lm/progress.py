@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from path_eval.terminal import console
 
 
 class RequestProgress:
@@ -17,7 +18,7 @@ class RequestProgress:
                         and getattr(lm, "process_index", 0) == 0)  # one bar per run, not one per process
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[rate]}"), console=Console(stderr=True))
+                                 TextColumn("{task.fields[rate]}"), console=console(stderr=True))
         self.task = self.progress.add_task(description, total=total, rate="")
 
     def __enter__(self) -> "RequestProgress":

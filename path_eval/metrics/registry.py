@@ -7,6 +7,7 @@ lm-eval's own metrics (acc, perplexity, ...) have entries without a function: lm
 `score` is the unit of the suites' aggregates (plain means of other metrics)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Literal
 
@@ -29,6 +30,15 @@ class Metric:
     benchmark: str | None = None  # whose definition the function follows (None: lm-eval's own metric)
     reference_field: str | None = None  # the sample field the prediction is compared against
     aggregation: Aggregation = "mean"
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The values the metric can take, ends included: a fraction (shown x100) lies in 0..1, a
+        perplexity (the exp of a mean negative log-likelihood) is at least 1, any other value (bits
+        per byte) at least 0. `check` refuses a stored value outside them, and any value not finite."""
+        if self.display == "percent":
+            return 0.0, 1.0
+        return (1.0 if self.aggregation == "perplexity" else 0.0), math.inf
 
 
 def _lm_eval(name: str, higher_is_better: bool, display: Display, aggregation: Aggregation = "mean") -> Metric:
@@ -82,6 +92,21 @@ def shown_as_percent(name: str) -> bool:
     """Whether reports show the metric x100; a metric the registry lacks is shown as stored."""
     entry = REGISTRY.get(name)
     return entry is not None and entry.display == "percent"
+
+
+def impossible_value(name: str, value) -> str | None:
+    """Why `value` cannot be a value of metric `name` (not a number, NaN, infinite, outside the
+    registry's bounds), or None; a metric the registry lacks is only asked to be a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "is not a number"
+    if not math.isfinite(value):
+        return "is not a finite number"
+    entry = REGISTRY.get(name)
+    low, high = entry.bounds if entry else (-math.inf, math.inf)
+    if not low <= value <= high:
+        shown = "a fraction" if entry.display == "percent" else f"a {name}"
+        return f"is outside {low:g}..{high:g}, where {shown} lies"
+    return None
 
 
 def higher_is_better(name: str, stored: bool) -> bool:

@@ -16,14 +16,16 @@ def weights_sha256(files: list[Path]) -> str:
     memo_file = cache_dir() / "weight-hashes.json"
     try:
         memo = json.loads(memo_file.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
+        memo = {}
+    if not isinstance(memo, dict):  # a memo another program wrote over: hashed again
         memo = {}
     digest = hashlib.sha256()
     changed = False
     for file in files:
         stat = file.stat()
         key = f"{file.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-        if key not in memo:
+        if not isinstance(memo.get(key), str):
             memo[key], changed = file_sha256(file), True
         digest.update(f"{file.name}:{memo[key]}\n".encode())
     if changed:

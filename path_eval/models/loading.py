@@ -8,6 +8,7 @@ FoX forget gate saved under its pre-2025-04 name `g_proj` (shape [heads, D], wit
 from __future__ import annotations
 
 import logging
+import math
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -176,10 +177,23 @@ SIZE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_lay
                "num_key_value_heads", "num_heads", "num_kv_heads", "head_dim")
 
 
+# Constants a config.json states under these names, with the least each may be: a NaN or negative
+# epsilon or RoPE base builds a model whose every logit is NaN (it would generate nothing and score 0).
+NUMBER_FIELDS = {"rms_norm_eps": "of at least 0", "norm_eps": "of at least 0", "layer_norm_eps": "of at least 0",
+                 "layer_norm_epsilon": "of at least 0", "rope_theta": "above 0"}
+
+
 def check_sizes(root: Path, raw: dict) -> None:
-    """config.json's sizes, before a model is built from them: a size that is no positive whole
-    number (`"4"`, `-1`, `true`), or a hidden size that its heads do not divide, is one line naming
-    the field (building would fail deep inside torch, or not at all)."""
+    """config.json's sizes and constants, before a model is built from them: a size that is no
+    positive whole number (`"4"`, `-1`, `true`), a hidden size that its heads do not divide, or an
+    epsilon or RoPE base that is not a finite number of at least its least (NaN, -1) is one line
+    naming the field (building would fail deep inside torch, or give NaN logits)."""
+    rope = next((raw[key] for key in ("rope_parameters", "rope_scaling") if isinstance(raw.get(key), dict)), {})
+    for field, wanted in NUMBER_FIELDS.items():
+        for value in (raw.get(field), rope.get(field)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or
+                                      not math.isfinite(value) or value < 0 or (value == 0 and wanted == "above 0")):
+                raise config_problem(root, f"{field} is {value!r}, not a finite number {wanted}")
     for field in SIZE_FIELDS:
         value = raw.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
@@ -352,7 +366,27 @@ def load_network(path, *, device="cpu", dtype=None, attention: str | None = None
         model.attention_backend = attention
     else:
         model = _load_transformers_model(root, model_type, dtype, device, attention)
+    refuse_nan_logits(model, root)
     return model
+
+
+def refuse_nan_logits(model, root: Path) -> None:
+    """A forward whose logits are all NaN (weights that are NaN, or numbers that overflow in the
+    dtype) stops in one line naming the model: greedy decoding would read NaN as token 0 and every
+    answer would score 0, and a perplexity would be NaN, as if measured. Checked on the output
+    embedding's every call, scoring and generation alike, outside a CUDA graph's capture (no
+    result can be read there; the eager prefill before it is checked). All of them NaN, not any:
+    a padded row may hold NaN that no score reads."""
+    def check(module, inputs, logits):
+        capturing = logits.is_cuda and torch.cuda.is_current_stream_capturing()
+        if not capturing and logits.numel() and bool(torch.isnan(logits).all()):
+            raise PathEvalError(f"model {root} gives NaN logits (NaN weights, or numbers that overflow in "
+                                f"{logits.dtype}): nothing it answers can be scored; check the checkpoint's weights (or, "
+                                "where a 16-bit dtype overflows, give --dtype float32)")
+
+    head = model.get_output_embeddings()
+    if head is not None:  # every causal LM we load has one; a model without gives no logits to check
+        head.register_forward_hook(check)
 
 
 def _load_transformers_model(root: Path, model_type, dtype, device, attention):

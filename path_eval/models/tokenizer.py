@@ -52,6 +52,7 @@ def load_tokenizer(checkpoint: Path):
     rows = embedding_rows(checkpoint)
     own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
     source = checkpoint if own else mistral_v1_directory()
+    refuse_backtracking_patterns(source / "tokenizer.json")
     try:
         with _no_config_type_warning():
             tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
@@ -66,6 +67,85 @@ def load_tokenizer(checkpoint: Path):
     if rows is not None:
         check_fits_embedding(len(tokenizer), rows, checkpoint, own)
     return tokenizer
+
+
+def regex_patterns(value) -> list[str]:
+    """Every regular expression a tokenizer.json holds (its normalizers' and pre-tokenizers'
+    `{"pattern": {"Regex": ...}}`, nested in sequences)."""
+    if isinstance(value, list):
+        return [p for item in value for p in regex_patterns(item)]
+    if not isinstance(value, dict):
+        return []
+    own = value.get("pattern", {}).get("Regex") if isinstance(value.get("pattern"), dict) else None
+    return ([own] if isinstance(own, str) else []) + [p for key, item in value.items() if key != "vocab" and
+                                                       key != "merges" for p in regex_patterns(item)]
+
+
+def nested_repetition(pattern: str) -> str | None:
+    """The first group of `pattern` repeated without bound that itself holds a repetition without
+    bound, as `(a+)+`: the form of the patterns Oniguruma, the tokenizers' regex engine, backtracks on
+    exponentially (every way of splitting a run of `a` between the two repetitions is tried; past its
+    retry limit it panics). None where there is no such group. Character classes and escapes are
+    skipped. A few such groups are harmless (`(\\s*x)*`, each turn ending at an `x`) and are refused
+    too: no tokenizer we know splits with one; alternations that overlap (`(a|a)*`) are not found."""
+    starts, inner_unbounded, index = [], [], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":  # a class: to its closing bracket (a leading ] or ^] is literal)
+            index += 2 if pattern[index + 1:index + 2] == "^" else 1
+            index += 1 if pattern[index:index + 1] == "]" else 0
+            while index < len(pattern) and pattern[index] != "]":
+                index += 2 if pattern[index] == "\\" else 1
+        elif char == "(":
+            starts.append(index)
+            inner_unbounded.append(False)
+        elif char == ")" and starts:
+            start, unbounded = starts.pop(), inner_unbounded.pop()
+            repeated = _unbounded_quantifier(pattern, index + 1)
+            if unbounded and repeated:
+                return pattern[start:index + 1 + repeated]
+            if inner_unbounded and (unbounded or repeated):
+                inner_unbounded[-1] = True
+        elif _unbounded_quantifier(pattern, index) and inner_unbounded:
+            inner_unbounded[-1] = True
+        index += 1
+    return None
+
+
+def _unbounded_quantifier(pattern: str, index: int) -> int:
+    """The length of the unbounded quantifier (`*`, `+`, `{n,}`) at `index`, else 0."""
+    if pattern[index:index + 1] in ("*", "+"):
+        return 1
+    if pattern[index:index + 1] == "{":
+        end = pattern.find("}", index)
+        body = pattern[index + 1:end] if end > 0 else ""
+        if body.endswith(",") and body[:-1].isdigit():
+            return end - index + 1
+    return 0
+
+
+def refuse_backtracking_patterns(file: Path) -> None:
+    """A tokenizer.json whose regular expressions nest unbounded repetitions is refused before any
+    text is tokenized (one line): tokenizing would take time exponential in a run of characters, or
+    end in the regex engine's panic. What this refuses, rather than bounding the time each text
+    takes, keeps the numbers independent of the machine's speed."""
+    if not file.is_file():
+        return
+    try:
+        patterns = regex_patterns(json.loads(file.read_text(encoding="utf-8")))
+    except (ValueError, RecursionError):
+        return  # not JSON: the tokenizer's own reader names what is wrong with it
+    for pattern in patterns:
+        group = nested_repetition(pattern)
+        if group is not None:
+            raise PathEvalError(f"the tokenizer in {file.parent} splits text with the regular expression "
+                                f"{pattern[:80]!r}, whose group {group[:40]!r} repeats a repetition: tokenizing "
+                                "a long run of characters would take exponential time; fix the pattern (one "
+                                "repetition per run) in tokenizer.json, or give the tokenizer the model was trained "
+                                "with")
 
 
 def token_id_lookup(checkpoint: Path) -> Callable[[str], int | None] | None:

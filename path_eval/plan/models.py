@@ -99,6 +99,9 @@ def resolve_model(reference: str) -> list[ModelReference]:
     from path_eval.models.zoo import ZOO_PREFIX, zoo_models
 
     name, target = split_display_name(reference)
+    if not target.strip():  # Path("") is the working folder, which is not what was meant
+        raise PathEvalError(f"--model {shown(reference)} names no model: give a checkpoint folder, zoo:NAME or a hub "
+                            "id org/name[@revision]")
     if target == "zoo" or target.startswith(ZOO_PREFIX):
         paths = zoo_models(target.removeprefix(ZOO_PREFIX) if target != "zoo" else None)
         if name and len(paths) > 1:
@@ -106,6 +109,7 @@ def resolve_model(reference: str) -> list[ModelReference]:
                                 "give NAME=zoo:MODEL")
         return [ModelReference(name=name or p.name, path=p, source=f"{ZOO_PREFIX}{p.name}") for p in paths]
     if is_folder(target):
+        refuse_undecodable_path(target)
         return [ModelReference(name=name or Path(target).name, path=Path(target), source=target)]
     match = HUB_ID.fullmatch(target)
     if match is None:
@@ -117,6 +121,16 @@ def resolve_model(reference: str) -> list[ModelReference]:
             raise
         raise missing_folder(target) from None  # a path into a local folder, not a hub id
     return [ModelReference(name=name or match["repo"], path=snapshot, source=target, revision=snapshot.name)]
+
+
+def refuse_undecodable_path(target: str) -> None:
+    """A checkpoint folder whose path is not UTF-8 (a name made on another system): the weights'
+    reader refuses such a path, and the run's JSON files cannot hold it."""
+    try:
+        str(Path(target).absolute()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathEvalError(f"model folder {shown(target)} has a path that is not UTF-8 text: rename the folder (or "
+                            "link to it from a UTF-8 name) and give that") from None
 
 
 def local_parent(target: str) -> Path | None:

@@ -67,6 +67,8 @@ class ModelShape:
     vocab: int | None = None
     intermediate: int | None = None
     tied: bool = True
+    head_dim: int | None = None  # a transformers config's own, where it states one (else hidden / heads)
+    embedding_width: int | None = None  # a transformers model's token embedding (OPT's is narrower than hidden)
 
     @classmethod
     def of(cls, raw: dict) -> ModelShape:
@@ -79,19 +81,28 @@ class ModelShape:
                        vocab=_size(raw, "vocab_size"), intermediate=_size(raw, "intermediate_size"),
                        tied=raw.get("tie_word_embeddings") is not False)
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-        return cls(own_family=False, hidden=_size(text, "hidden_size"))
+        heads = _size(text, "num_attention_heads")
+        return cls(own_family=False, hidden=_size(text, "hidden_size"), layers=_size(text, "num_hidden_layers"),
+                   heads=heads, kv_heads=_size(text, "num_key_value_heads") or heads, vocab=_size(text, "vocab_size"),
+                   intermediate=_size(text, "intermediate_size"), head_dim=_size(text, "head_dim"),
+                   embedding_width=_size(text, "word_embed_proj_dim") or _size(text, "hidden_size"))
 
     def weights(self) -> int:
-        """Elements of the weights certainly in the model: for our family the token embedding (and an
+        """Elements of the weights certainly in the model. Our family: the token embedding (and an
         lm_head of its own when config.json says untied), each layer's q, k, v, o projections and, when
         config.json states intermediate_size, its MLP's three matrices; norms, gates and PaTH's w are
-        left out. For a transformers model none: whether its embedding is hidden_size wide (OPT's is
-        not) and what its layers hold differ by architecture."""
-        if not self.own_family or None in (self.hidden, self.layers, self.heads, self.vocab):
+        left out. A transformers model, where config.json states its hidden size, layers and heads: the
+        token embedding (`word_embed_proj_dim` wide where stated, as OPT's), each layer's q, k, v, o
+        projections and, where it states intermediate_size, two MLP matrices (every causal LM's MLP has
+        at least an up and a down projection); an untied lm_head, biases and norms left out."""
+        if None in (self.hidden, self.layers, self.heads, self.vocab):
             return 0
-        head_dim = self.hidden // self.heads
-        embeddings = self.vocab * self.hidden * (1 if self.tied else 2)
+        head_dim = self.head_dim or self.hidden // self.heads
         attention = 2 * self.hidden * self.heads * head_dim + 2 * self.hidden * self.kv_heads * head_dim
+        if not self.own_family:
+            mlp = 2 * self.hidden * self.intermediate if self.intermediate else 0
+            return self.vocab * self.embedding_width + self.layers * (attention + mlp)
+        embeddings = self.vocab * self.hidden * (1 if self.tied else 2)
         mlp = 3 * self.hidden * self.intermediate if self.intermediate else 0
         return embeddings + self.layers * (attention + mlp)
 
@@ -263,6 +274,14 @@ def check_generation_reach(name: str, folder: Path, new_tokens: int, device: str
     check_model_memory(name, ModelShape.of(folder_config(folder)), new_tokens + 1, 1, device, dtype,
                        available_memory(device), one_pass=False, doing=f"generate {new_tokens} tokens",
                        option="--max-new-tokens")
+
+
+def check_weights_reach(name: str, folder: Path, device: str, dtype: str | None) -> None:
+    """The weights config.json states within `device`'s memory before they are allocated (`inspect`;
+    a run's own check counts them with its samples): a config of a million layers would otherwise
+    build for minutes and then die of memory."""
+    check_model_memory(name, ModelShape.of(folder_config(folder)), 0, 0, device, dtype, available_memory(device),
+                       one_pass=False, doing="load", option="")
 
 
 # What each sample of a sampled task certainly costs in the host's memory, which holds a (task, length,

@@ -19,7 +19,6 @@ then the tolerances decide.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -27,7 +26,7 @@ from typing import Callable
 from pydantic import ValidationError
 
 from path_eval.errors import PathEvalError
-from path_eval.metrics.registry import higher_is_better
+from path_eval.metrics.registry import higher_is_better, impossible_value
 from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
 from path_eval.results.store import check_schema_version, refuse_duplicates
@@ -192,7 +191,9 @@ def named_differences(baseline: ResultRecord, current: ResultRecord) -> list[tup
 def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances: dict,
           defaults: dict | None = None, allow: set[str] = frozenset()) -> tuple[list[Finding], list[str], list[str]]:
     """Findings for every baseline record, the reasons the inputs are incomparable (if any), and the
-    named differences accepted by `allow` (one line each)."""
+    named differences accepted by `allow` (one line each). A value that cannot be is one error line."""
+    refuse_impossible_values(baseline, "the baseline")
+    refuse_impossible_values(current, "the results")
     by_key = {key_of(r): r for r in current}
     findings, problems = [], []
     differences: dict[tuple[str, str, str], list[tuple]] = {}
@@ -217,17 +218,25 @@ def check(current: list[ResultRecord], baseline: list[ResultRecord], tolerances:
             now.value - base.value
         if tol.get("either_direction"):
             worse = abs(worse)
-        # NaN compares false with everything: a value that became (or stopped being) NaN is a change;
-        # a tolerance relative to an infinite baseline would allow any value at all
-        regressed = worse > allowed or math.isnan(base.value) != math.isnan(now.value) or \
-            (math.isinf(base.value) and worse > 0)
-        findings.append(Finding(key_of(base), base.value, now.value, allowed, regressed))
+        findings.append(Finding(key_of(base), base.value, now.value, allowed, worse > allowed))
     lines = {difference: f"{difference[0]} differs ({difference[1]} in the baseline, {difference[2]} in the results) "
                          f"in {len(keys)} records, e.g. {' '.join(map(str, filter(None, keys[0])))}"
              for difference, keys in differences.items()}
     problems += [f"{line}: accept it with --allow-difference {difference[0]}"
                  for difference, line in lines.items() if difference[0] not in allow]
     return findings, problems, [line for difference, line in lines.items() if difference[0] in allow]
+
+
+def refuse_impossible_values(records: list[ResultRecord], source: str) -> None:
+    """One line naming the first record of `source` whose value cannot be (NaN, infinite, outside the
+    metric's bounds in the metric registry): no tolerance can compare it, and NaN compares false with
+    everything, so it would pass as ok."""
+    for record in records:
+        problem = impossible_value(record.metric, record.value)
+        if problem:
+            raise PathEvalError(f"{source} hold an impossible value: {' '.join(map(str, filter(None, key_of(record))))}"
+                                f" = {record.value} {problem}: give results a run wrote (a run whose model "
+                                "produced it is refused), or fix the record")
 
 
 def not_comparable_line(findings: list[Finding], baseline: list[ResultRecord]) -> str:

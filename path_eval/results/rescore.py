@@ -8,6 +8,7 @@ the scores of a data-parallel run in another order, which can move the last digi
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
@@ -77,11 +78,12 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
     metrics: dict[str, list[tuple[float, float | None]]] = {m.name: [] for m in spec.metrics}
     samples = []
     for name in log_names(item):
-        rows = read_sample_log(run, model, name)
+        rows = complete_log(run, model, name, item)
         scored = [scored_sample(row, scorer, sample_log_file(run, model, name)) for row in rows]
         for name in metrics:
             metrics[name].append(lm_eval_mean([s[name] for s in scored], kept_stderr))
         samples += scored
+    refuse_unrecorded_count(model, item, len(samples), old)
     provenance = old[0].provenance
     return TaskResult(task=item.task, length=item.length, metrics=metrics, n=len(samples),
                       data_files=[Path(f) for f in provenance.data_files],
@@ -90,10 +92,47 @@ def rescored_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, 
                       samples=samples, protocol=adapter_protocol(spec, suite, item.length) if spec.adapter else {})
 
 
+def complete_log(run: Path, model: str, name: str, item: PlannedItem) -> list[dict]:
+    """The rows of one of an item's logs, or one line unless each sample is there exactly once:
+    distinct whole-number doc_ids (per seed, where rows name theirs), and for a sampled kind exactly
+    0 .. samples - 1 of the plan (what the run itself made) for each seed of the plan the log holds.
+    With the records' n (`refuse_unrecorded_count`), a duplicated, deleted or added line is refused
+    rather than scored."""
+    rows = read_sample_log(run, model, name)
+    ids = Counter((row.get("seed"), row.get("doc_id")) for row in rows)
+    odd = next((i for _, i in ids if isinstance(i, bool) or not isinstance(i, int)), False)
+    seeds = {seed for seed, _ in ids}
+    if odd is not False:
+        problem = f"a sample whose doc_id is {shown_value(odd)}, not a whole number"
+    elif len(ids) != len(rows):
+        seed, doc_id = next(i for i, count in ids.items() if count > 1)
+        problem = f"sample {doc_id}{'' if seed is None else f' of seed {seed}'} twice"
+    elif seeds - {None} - set(item.seeds):
+        problem = f"samples of seed {sorted(seeds - {None} - set(item.seeds), key=str)[0]}, which the plan has not"
+    elif item.samples is not None and set(ids) != {(seed, i) for seed in seeds for i in range(item.samples)}:
+        missing = sorted(i for seed in seeds for i in range(item.samples) if (seed, i) not in ids)
+        problem = (f"{len(rows)} samples where the plan made {item.samples * len(seeds)}" +
+                   (f" (sample {missing[0]} is missing)" if missing else ""))
+    else:
+        return rows
+    raise PathEvalError(f"per-sample log {sample_log_file(run, model, name)} holds {problem}: give the samples/ "
+                        "folder the run wrote, or run it again")
+
+
+def refuse_unrecorded_count(model: str, item: PlannedItem, count: int, old: list[ResultRecord]) -> None:
+    """One line where an item's logs hold another number of samples than its record's n."""
+    recorded = next((r.n for r in old if r.bucket is None and r.length_bucket is None), None)
+    if recorded is not None and recorded != count:
+        raise PathEvalError(f"the per-sample logs of {model} {item.task}@{item.length} hold {count} samples where "
+                            f"the run recorded {recorded} in results.json: a sample was added or deleted; give the "
+                            "samples/ folder the run wrote, or run it again")
+
+
 def own_log_result(run: Path, model: str, item: PlannedItem, suite: SuiteSpec, old: list[ResultRecord]) -> TaskResult:
     """An item of a kind that scores its own logs (`Kind.log_scorer`: token tagging), scored again."""
     spec = suite.task(item.task)
-    rows = [row for name in log_names(item) for row in read_sample_log(run, model, name)]
+    rows = [row for name in log_names(item) for row in complete_log(run, model, name, item)]
+    refuse_unrecorded_count(model, item, len(rows), old)
     try:
         metrics = KINDS[item.kind].log_scorer(spec, rows, list(item.seeds))
     except (KeyError, ValueError, ZeroDivisionError) as err:

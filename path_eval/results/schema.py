@@ -4,11 +4,28 @@ a baseline gathers records from several runs, a result file embeds them beside i
 every reader of the plain list keeps working."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 
 # 1: records written before the field existed (read as they are: every later field has a default);
 # 2: `schema_version`, and the model's source and hub revision in the provenance.
 SCHEMA_VERSION = 2
+
+
+# How `ser_json_inf_nan="strings"` writes the numbers JSON lacks; no other string is a number here.
+NON_FINITE_AS_WRITTEN = ("NaN", "Infinity", "-Infinity")
+
+
+def _a_number(value):
+    """A stored number as the writer writes it: `true` or "0.5" would otherwise pass as 1.0 and 0.5."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or \
+            (isinstance(value, str) and value not in NON_FINITE_AS_WRITTEN):
+        raise ValueError(f"{value!r:.40} is not a number")
+    return value
+
+
+StoredNumber = Annotated[float, BeforeValidator(_a_number)]
 
 
 class Provenance(BaseModel):
@@ -72,8 +89,8 @@ class ResultRecord(BaseModel):
     bucket: list[int] | None = None  # [first, last] token position, for per-position perplexity
     length_bucket: str | None = None  # the suite's length bucket of the docs averaged (LongBench-E: "4-8k")
     metric: str
-    value: float
-    stderr: float | None
+    value: StoredNumber
+    stderr: StoredNumber | None
     n: int
     higher_is_better: bool
     provenance: Provenance

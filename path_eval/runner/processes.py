@@ -33,6 +33,10 @@ def model_device(parallel: DataParallel | None, device: str) -> str:
     return parallel.model_device(device) if parallel else device
 
 
+# The name of the thread a model loads in: a command stopped by a signal exits without waiting for it.
+LOADER_THREAD = "path-eval-load"
+
+
 def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) -> Future:
     """`load_network(path, device=device, **options)` in a thread (weights are read and copied with
     the GIL released, so the main thread freezes samples meanwhile); the future's result is the model,
@@ -47,7 +51,7 @@ def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) 
                 torch.cuda.set_device(device)  # this thread's GPU is the process's: no context on another
             return load_network(path, device=device, **options)
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="path-eval-load")
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=LOADER_THREAD)
     loading = pool.submit(load)
     pool.shutdown(wait=False)
     return loading
@@ -60,10 +64,12 @@ def load_settled_on_error(loading: Future):
     (`PreTrainedModel.tie_weights`, torch's default dtype) and restores them at its end, so a load
     left running beside the caller's next `evaluate` restores them crosswise and leaves them patched
     (every later load in the process then lacks its tied `lm_head.weight`). The load's own result or
-    error is dropped: the first error is the one reported."""
+    error is dropped: the first error is the one reported. A stop of the whole process (the command
+    line's SIGINT or SIGTERM, which exits: no later load can meet the patched names) does not wait,
+    so a signal is honoured while a large checkpoint loads."""
     try:
         yield
-    except BaseException:
+    except (Exception, KeyboardInterrupt):
         wait([loading])
         raise
 

@@ -24,6 +24,7 @@ from path_eval.results.lm_eval_layout import write_lm_eval_layout
 from path_eval.results.provenance import environment, run_provenance
 from path_eval.results.records import aggregate, task_records
 from path_eval.runner import processes
+from path_eval.terminal import say
 
 log = logging.getLogger("path_eval")
 
@@ -123,8 +124,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             write_results(records, run_folder.results_file(options.out))
     processes.write_timings(times, parallel, options.out, writes)
     if writes and reused:  # also under --quiet: numbers that were not computed now are worth one line
-        print(f"resumed: {reused} of {answered} requests reused from {run_folder.resume_folder(options.out)}",
-              file=sys.stderr)
+        say(f"resumed: {reused} of {answered} requests reused from {run_folder.resume_folder(options.out)}",
+            file=sys.stderr)
     processes.finish_processes()
     for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
         cache.finish_run()

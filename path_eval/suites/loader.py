@@ -23,9 +23,33 @@ def available_suites() -> list[str]:
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
 
 
+# A suite as written is small (the largest built-in holds a few hundred values); YAML's aliases can
+# make a small file stand for a structure of billions (an alias bomb), which validating or quoting in
+# an error would expand. Past these bounds a file is refused in one line.
+MAX_SUITE_BYTES = 4 * 2**20
+MAX_SUITE_VALUES = 100_000
+
+
+def expanded_values(value, budget: int) -> int:
+    """How many values `value` stands for with every alias expanded, counted up to `budget` (an alias
+    bomb stops the count there rather than after 10**9)."""
+    count, stack = 0, [value]
+    while stack and count <= budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return count
+
+
 def suite_yaml(path: Path):
+    if path.stat().st_size > MAX_SUITE_BYTES:
+        raise PathEvalError(f"{path} is larger than {MAX_SUITE_BYTES // 2**20} MiB, far more than a suite holds: give "
+                            "a suite YAML file (suites/*.yaml are examples)")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise PathEvalError(f"{path} is not valid YAML ({str(err).splitlines()[0]}): fix the file (suites/*.yaml "
                             "are examples)") from None
@@ -35,6 +59,10 @@ def suite_yaml(path: Path):
     except RecursionError:
         raise PathEvalError(f"{path} nests deeper than Python reads: fix the file (suites/*.yaml are "
                             "examples)") from None
+    if expanded_values(raw, MAX_SUITE_VALUES) > MAX_SUITE_VALUES:
+        raise PathEvalError(f"{path} stands for more than {MAX_SUITE_VALUES} values once its YAML aliases are "
+                            "expanded (an alias bomb?): give the suite written out, without nested aliases")
+    return raw
 
 
 def extended(raw: dict, path: Path) -> dict:

@@ -43,10 +43,10 @@ def task_yaml_paths() -> dict[str, str]:
     file = cache_dir() / "lm_eval_index" / f"{key[:16]}.json"
     try:
         paths = json.loads(file.read_text())
-        if all(Path(p).is_file() for p in paths.values()):
+        if isinstance(paths, dict) and all(isinstance(p, str) and Path(p).is_file() for p in paths.values()):
             return paths
-    except (OSError, ValueError):
-        pass  # absent or unreadable: build it again
+    except (OSError, ValueError, RecursionError):
+        pass  # absent, unreadable or not an index (written over): build it again
     from lm_eval.tasks import TaskManager
 
     paths = {name: str(entry.yaml_path) for name, entry in TaskManager().task_index.items() if entry.yaml_path}

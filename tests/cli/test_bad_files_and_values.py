@@ -353,8 +353,9 @@ def line_break_run(folder, model: str):
                         data_dir=folder)
     (folder / "plan.json").write_text(plan.model_dump_json())
     write_results([ResultRecord(suite="longbench_e", model=model, task="trec", length=None,
-                                metric="classification_score", value=0.0, stderr=None, n=0, higher_is_better=True,
-                                provenance=Provenance(**PROVENANCE))], folder / "results.json")
+                                metric="classification_score", value=0.0, stderr=None, n=len(samples),
+                                higher_is_better=True, provenance=Provenance(**PROVENANCE))],
+                  folder / "results.json")  # n: the samples the logs hold, as a run records it
     return folder, samples
 
 

@@ -225,15 +225,14 @@ def test_the_inputs_without_the_fault_are_accepted(place, tmp_path):
     check_sizes(tmp_path, {"hidden_size": 130, "num_attention_heads": 2, "head_dim": 64})
 
 
-def test_an_infinite_baseline_allows_no_value_at_all(place, tmp_path, capsys):
-    """A relative tolerance of an infinite baseline value is infinite: a finite result where
-    higher is better must still read as the regression it is, and the same infinity as no change."""
+def test_an_infinite_value_is_refused_on_either_side(place, tmp_path, capsys):
+    """An infinite value has no tolerance (one relative to it would allow any value at all): check
+    refuses it in the baseline and in the results alike, exit 2."""
     records = json.loads((place["RUN"] / "results.json").read_text())
     assert records[0]["higher_is_better"]
-    baseline = tmp_path / "baseline.json"
-    baseline.write_text(json.dumps([records[0] | {"value": math.inf}]))
-    assert main(["check", str(place["RUN"]), "--baseline", str(baseline)]) == 1
-    same = tmp_path / "results.json"
-    same.write_text(json.dumps([records[0] | {"value": math.inf}]))
-    assert main(["check", str(same), "--baseline", str(baseline)]) == 0
-    capsys.readouterr()
+    infinite = tmp_path / "infinite.json"
+    infinite.write_text(json.dumps([records[0] | {"value": math.inf}]))
+    assert main(["check", str(place["RUN"]), "--baseline", str(infinite)]) == 2
+    assert "the baseline hold an impossible value" in capsys.readouterr().err
+    assert main(["check", str(infinite), "--baseline", str(place["RUN"] / "results.json")]) == 2
+    assert "the results hold an impossible value" in capsys.readouterr().err

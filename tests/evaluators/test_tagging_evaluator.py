@@ -91,6 +91,14 @@ def test_a5_and_mqrar_match_an_independent_computation(tmp_path):
     again = json.loads((tmp_path / "rescored" / "results.json").read_text())
     assert {(r["model"], r["task"], r["length"], r["metric"]): r["value"] for r in again} == \
         {key: r["value"] for key, r in records.items()}
+    log = out / "samples" / "a5_path_L2_s0" / "a5_identity@7.jsonl"  # both seeds' samples in one log
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines + lines[-1:]))
+    twice = run_cli("rescore", str(out), "--out", str(tmp_path / "rescored-twice"))
+    assert twice.returncode == 2 and "holds sample 11 of seed 1235 twice" in twice.stderr, twice.stderr
+    log.write_text("".join(lines[:-1]))
+    short = run_cli("rescore", str(out), "--out", str(tmp_path / "rescored-short"))
+    assert short.returncode == 2 and "holds 23 samples where the plan made 24 (sample 11 is missing)" in short.stderr
 
 
 def test_models_of_another_vocabulary_options_and_lengths_are_refused_in_one_line(tmp_path):

