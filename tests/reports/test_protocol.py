@@ -24,11 +24,11 @@ def test_every_changed_setting_is_named_with_the_protocols_value():
                                lengths=None))
     assert found == ["limit 3 (the protocol: every sample)", "seed 7 (the protocol: 1234)",
                      "bucket_size 1024 (the protocol: 512)",
-                     "tasks not run: niah_multikey_2, phonebook, flipflop_sparse, flipflop_dense",
+                     "tasks not run: niah_multikey_2, phonebook, flipflop_sparse, flipflop_dense, a5",
                      "niah_single_1 samples 3 (the protocol: 4)", "flipflop_in samples 3 (the protocol: 128)"]
     other_lengths = departures(ci_plan(lengths=["1k"], tasks=["heldout"]))
     assert other_lengths == ["tasks not run: niah_single_1, niah_multikey_2, phonebook, flipflop_in, flipflop_sparse, "
-                             "flipflop_dense", "heldout lengths 1024 (the protocol: 1024, 2048, 4096)"]
+                             "flipflop_dense, a5", "heldout lengths 1024 (the protocol: 1024, 2048, 4096)"]
 
 
 def test_report_prints_them_under_the_suites_table(tmp_path, capsys):
@@ -42,5 +42,5 @@ def test_report_prints_them_under_the_suites_table(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert ("CAUTION, settings that differ from the ci suite's protocol: limit 2 (the protocol: every sample); "
-            "tasks not run: heldout, niah_multikey_2, phonebook, flipflop_in, flipflop_sparse, flipflop_dense; "
+            "tasks not run: heldout, niah_multikey_2, phonebook, flipflop_in, flipflop_sparse, flipflop_dense, a5; "
             "niah_single_1 samples 2 (the protocol: 4)") in out

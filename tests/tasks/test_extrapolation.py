@@ -96,7 +96,8 @@ def test_suite_runs_offline_on_the_stand_ins_and_writes_reports(lm, tmp_path):
         assert (out / name).stat().st_size > 100
     assert not (out / "perplexity_by_position.png").exists()  # one position per 1K block: no curve to draw
     assert np.load(out / "curves" / Path(lm.pretrained).name / "books_standin@1024.npy").shape == (1023,)
-    too_long = subprocess.run(command[:8] + ["1000k"] + command[9:], cwd=ROOT, capture_output=True, text=True)
+    too_long = subprocess.run(command[:8] + ["1000k"] + command[9:-1] + [str(tmp_path / "long")], cwd=ROOT,
+                              capture_output=True, text=True)  # a new --out: the first is that run's
     assert too_long.returncode == 2 and "cannot fill one block" in too_long.stderr
 
 
