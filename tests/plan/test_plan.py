@@ -78,13 +78,13 @@ def test_zoo_models_by_name_and_each_task_on_its_own_models_and_lengths(tmp_path
     assert plan.of_kind("flipflop", "rope") == [] and len(plan.of_kind("corpus", "rope")) == 3
     only_lm = resolve_plan(load_suite("ci"), ["zoo:fox"], tasks=["heldout", "flipflop_in"], data_dir=tmp_path)
     assert [s.task for s in only_lm.skipped] == ["flipflop_in"] and {i.task for i in only_lm.items} == {"heldout"}
-    assert len(resolve_plan(load_suite("ci"), ["zoo"], tasks=["heldout"], data_dir=tmp_path).models) == 8
+    assert len(resolve_plan(load_suite("ci"), ["zoo"], tasks=["heldout"], data_dir=tmp_path).models) == 9
     with pytest.raises(PathEvalError, match="no chosen task of suite ci runs on rope: each names its models"):
         resolve_plan(load_suite("ci"), ["zoo:rope"], tasks=["flipflop_in"], data_dir=tmp_path)
 
 
 def test_unknown_zoo_model_and_a_task_for_an_unknown_model_are_one_line_errors(tmp_path):
-    with pytest.raises(PathEvalError, match="no zoo model 'ropee': choose one of flipflop_fox"):
+    with pytest.raises(PathEvalError, match="no zoo model 'ropee': choose one of a5_rope, flipflop_fox"):
         resolve_plan(load_suite("ci"), ["zoo:ropee"], data_dir=tmp_path)
     (tmp_path / "s.yaml").write_text("name: s\ndescription: x\ntasks:\n  - {name: ff, flipflop: {p_ignore: 0.8}, "
                                      "lengths: [64], metrics: [flipflop_error], models: [flipflop_pth]}\n")

@@ -21,12 +21,13 @@ def flipflop_suite(folder, models: str = ""):
 
 
 def test_a_flipflop_task_without_models_refuses_the_language_models_before_any_model_loads(tmp_path):
-    """`--model zoo` lists the flip-flop models first: a check at run time came after they had run."""
+    """`--model zoo` lists the A5 and flip-flop models first: a check at run time came after they had
+    run. The first model of the zoo without the vocabulary is named."""
     code, lines, imported = run_main(["run", "--suite", str(flipflop_suite(tmp_path)), "--model", "zoo",
                                       "--out", str(tmp_path / "out")])
     assert code == 2
     [line] = lines
-    assert line.startswith("error: model fox does not use the flip-flop vocabulary")
+    assert line.startswith("error: model a5_rope does not use the flip-flop vocabulary")
     assert "flip-flop task ff" in line and "models:" in line and "--model" in line
     assert "zoo:flipflop_fox, zoo:flipflop_path, zoo:flipflop_path_fox, zoo:flipflop_rope)" in line
     assert imported == [], f"{', '.join(imported)} imported before the error line: {line}"
