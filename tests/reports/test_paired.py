@@ -75,7 +75,7 @@ def test_a_paired_accuracy_delta_is_marked_where_the_unpaired_test_misses_it(tmp
     header, rows = compared(tmp_path, first, second, first_stderr=stderr[0], stderr=stderr[1])
     [row] = rows
     expected = stats.binomtest(3, 15, 0.5).pvalue
-    assert header[-2:] == ["delta b:b", "test b:b"]
+    assert header[-4:] == ["a:a", "b:b", "delta", "test"]
     assert row[-2:] == ["+15.00 *", f"McNemar exact p={expected:.2g}"] and expected < 0.05
     unpaired = 2 * stats.norm.sf(0.15 / np.hypot(*stderr))
     assert unpaired == pytest.approx(0.098, abs=5e-4)  # not beyond noise for the unpaired test
