@@ -319,6 +319,13 @@ class SuiteSpec(BaseModel):
     # LongBench scoring rules by name, and the one this suite scores with (`--longbench-rule` picks another)
     longbench_rules: dict[str, LongBenchRule] = {}
     longbench_rule: str | None = None
+    _file: str | None = PrivateAttr(default=None)  # the path it was read from, as given; None: by name
+
+    @property
+    def command_name(self) -> str:
+        """What `--suite` takes to load this suite again, for the commands an error suggests: the
+        file it was read from (the suites folder knows no suite of a file's name), else its name."""
+        return self._file or self.name
 
     @model_validator(mode="before")
     @classmethod
