@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import TYPE_CHECKING
 
 from rich import box
@@ -14,7 +15,8 @@ from rich.table import Table
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
-from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test
+from path_eval.reports.paired import (BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test,
+                                      unreachable_sentence)
 from path_eval.reports.protocol import departures_note
 from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
@@ -238,13 +240,16 @@ def comparison_report(runs: list[tuple[str, list[ResultRecord]]], samples: list[
         task = header.index("task")
         header = header[:task] + ["task\nmetric"] + header[task + 2:]
         rows = [row[:task] + [f"{row[task]}\n{row[task + 1]}"] + row[task + 2:] for row in rows]
-    return render(header, rows, fmt, "comparison", note)
+    return render(header, rows, fmt, "comparison", note, prose=tuple(h for h in header if h.startswith("test")))
 
 
 def logs_scores(log: RunSamples | None, record: ResultRecord | None) -> SampleScores | str:
     if record is None or log is None:
         return "no per-sample log"
     return log.scores(record)
+
+
+UNREACHABLE = re.compile(r"\(\d+ samples: p >= ([\d.e-]+)\)$")  # `paired.delta_test`'s note of a weak McNemar
 
 
 def comparison_note(rows: list[list[str]], runs: list[tuple[str, list[ResultRecord]]] = ()) -> str:
@@ -254,6 +259,8 @@ def comparison_note(rows: list[list[str]], runs: list[tuple[str, list[ResultReco
             "McNemar exact (0/1 scores of the same samples), paired bootstrap "
             f"({BOOTSTRAP_RESAMPLES:,} resamples of the same samples), or unpaired z "
             "(the two standard errors) where the runs hold different samples or no per-sample logs")
+    note += unreachable_sentence([float(found[1]) for row in rows for cell in row
+                                  if (found := UNREACHABLE.search(cell))])
     differ = sum(cell.endswith("(samples differ)") for row in rows for cell in row)
     if differ:
         note += f"; CAUTION: {differ} deltas compare different samples: their tests are unpaired"
@@ -292,19 +299,17 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", note: str | None = None):
+def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", note: str | None = None,
+           prose: tuple[str, ...] = ()):
     """A rich Table for fmt 'terminal', else the text of a Markdown, CSV or LaTeX table."""
     if fmt == "terminal":
-        # A narrow terminal gives the room left to the columns of prose (cells of several words: a
-        # comparison's tests), which wrap between words; the others keep their width, and a word
-        # longer than its column folds: nothing is cut to "…". Numbers to the right.
+        # A narrow terminal wraps cells between words, folds a word longer than its column and cuts
+        # nothing to "…"; the `prose` columns (a comparison's tests) give up their room first.
         table = Table(title=title or None, caption=note, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for i, name in enumerate(header):
-            cells = [row[i].removesuffix(" *") for row in rows]
-            prose = any(" " in cell for cell in cells)
-            numbers = all(_is_number(cell) for cell in cells)
+            numbers = all(_is_number(row[i].removesuffix(" *")) for row in rows)
             table.add_column(name, justify="right" if numbers and i else "left", overflow="fold",
-                             ratio=1 if prose else None, no_wrap=not prose)
+                             ratio=1 if name in prose else None, no_wrap=bool(prose) and name not in prose)
         for row in rows:
             table.add_row(*row)
         return table

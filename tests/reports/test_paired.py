@@ -164,3 +164,22 @@ def test_pooled_flipflop_rates_over_seeds_and_corpus_perplexities_are_paired(tmp
         assert not isinstance(rebuilt, str) and len(rebuilt.strata) == (2 if kind == "flipflop" else 1)
         _, [row] = comparison([(p.name, load_records(p)) for p in runs], logs)
         assert row[-1] == "paired bootstrap p<0.0001" and row[-2].endswith(" *"), row
+
+
+def test_mcnemar_fewest_samples_is_where_scipys_most_extreme_split_first_reaches_significance():
+    from path_eval.reports.paired import MCNEMAR_FEWEST, mcnemar_floor
+
+    fewest = next(n for n in range(1, 20) if stats.binomtest(0, n, 0.5).pvalue < 0.05)
+    assert MCNEMAR_FEWEST == fewest == 6
+    assert mcnemar_floor(4) == pytest.approx(stats.binomtest(0, 4, 0.5).pvalue)
+
+
+def test_a_test_that_cannot_reach_significance_at_its_sample_count_says_so(tmp_path):
+    """RoPE's 100 -> 0 on 4 samples: McNemar's least p is 0.125, so no * can appear; the cell and
+    the note say so and name the 6 samples that could. On 6 samples the same change is marked."""
+    _, [row] = compared(tmp_path, [1] * 4, [0] * 4, stderr=0.0, first_stderr=0.0)
+    assert row[-2:] == ["-100.00", "McNemar exact p=0.12 (4 samples: p >= 0.12)"]
+    assert "1 McNemar test(s) cannot reach p < 0.05 at their sample count (least p 0.12, 2 * 0.5^samples): " \
+           "no * can appear there; 6 samples or more could" in comparison_note([row])
+    _, [row] = compared(tmp_path / "six", [1] * 6, [0] * 6)
+    assert row[-2:] == ["-100.00 *", "McNemar exact p=0.031"] and "cannot reach" not in comparison_note([row])
