@@ -44,12 +44,13 @@ def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict
     return paper["rows"], None
 
 
-def suite_table(records: list[ResultRecord], suite: SuiteSpec,
-                plans: list[ResolvedPlan] = ()) -> tuple[list[str], list[list[str]], str | None]:
+def suite_table(records: list[ResultRecord], suite: SuiteSpec, plans: list[ResolvedPlan] = (),
+                stderr: bool = False) -> tuple[list[str], list[list[str]], str | None]:
     """Header and rows in the suite's layout: measured models first, then the paper's rows; the note
-    names the settings of the runs' `plans` that differ from the suite's protocol."""
+    names the settings of the runs' `plans` that differ from the suite's protocol. `stderr`: each
+    measured value with "± its standard error" (the HTML page's table, which has the room)."""
     departed = departures_note(list(plans)) if plans else None
-    header, rows, note = _suite_rows(records, suite)
+    header, rows, note = _suite_rows(records, suite, stderr)
     return header, rows, "; ".join(filter(None, [note, departed])) or None
 
 
@@ -60,13 +61,14 @@ def suite_report(records: list[ResultRecord], suite: SuiteSpec, plans: list[Reso
     return render(header, rows, fmt, f"{suite.name}: {suite.description}", note)
 
 
-def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:
+def _suite_rows(records: list[ResultRecord], suite: SuiteSpec,
+                stderr: bool = False) -> tuple[list[str], list[list[str]], str | None]:
     records = [r for r in records if r.bucket is None]
     labels = suite_labels(suite)
     lengths, by_length = rows_by_length(records, suite)
     if lengths:  # long-context suites: a row per (model, task metric), lengths (or buckets) as columns
         header = ["model", "task"] + [column_title(n) for n in lengths]
-        rows = [[model, f"{labels.get(task, task)} {metric}"] + [_cell(cells.get(n)) for n in lengths]
+        rows = [[model, f"{labels.get(task, task)} {metric}"] + [value_cell(cells.get(n), stderr) for n in lengths]
                 for model, task, metric, cells in by_length]
         return header, rows, None
     columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
@@ -74,7 +76,7 @@ def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     rows = []
     for model in dict.fromkeys(row_model(r) for r in records):
         cells = {(r.task, r.metric, r.length): r for r in records if row_model(r) == model}
-        rows.append([model] + [_cell(cells.get(c)) for c in columns])
+        rows.append([model] + [value_cell(cells.get(c), stderr) for c in columns])
     published, note = paper_rows(suite, records)
     for row in published:
         rows.append([row["model"]] + [_number(row.get(f"{t}/{m}")) for t, m, _ in columns])
@@ -114,7 +116,7 @@ def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], 
     for model in dict.fromkeys(row_model(r) for r in records):
         cells = {(c["group"], str(column_of(r))): r for c in paper["columns"] for r in of_group[c["group"]]
                  if row_model(r) == model}
-        rows.append([model] + [_cell(cells.get((c["group"], n))) for c, n in columns])
+        rows.append([model] + [value_cell(cells.get((c["group"], n))) for c, n in columns])
     for row in paper["rows"]:
         rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])
     measured = [c["group"] for c in paper["columns"] if of_group[c["group"]]]
@@ -142,7 +144,7 @@ def datasets_by_bucket(paper: dict, records: list[ResultRecord]) -> tuple[list[s
         row = [dataset]
         for bucket in paper["buckets"]:
             row += [_number(v) for v in paper["rows"].get(dataset, {}).get(bucket, [None] * len(published))]
-            row += [_cell(cells.get((model, task, bucket))) for model in models]
+            row += [value_cell(cells.get((model, task, bucket))) for model in models]
         rows.append(row)
     return header, rows, _paper_note(paper, f"measured here: {', '.join(models) or 'none'}", records)
 
@@ -168,11 +170,16 @@ def _number(value) -> str:
     return "-" if value is None else f"{value:.2f}" if value >= 100 or value != round(value, 1) else f"{value:.1f}"
 
 
-def _cell(record: ResultRecord | None) -> str:
+def value_cell(record: ResultRecord | None, stderr: bool = False) -> str:
+    """The value in the tables' units (fractions x100, one decimal; others two), with "± stderr"
+    where `stderr` and the record has one; "-" for no record."""
     if record is None:
         return "-"
-    value = display(record.metric, record.value)
-    return f"{value:.1f}" if shown_as_percent(record.metric) else f"{value:.2f}"
+    digits = 1 if shown_as_percent(record.metric) else 2
+    text = f"{display(record.metric, record.value):.{digits}f}"
+    if not stderr or record.stderr is None:
+        return text
+    return f"{text} ± {display(record.metric, record.stderr):.{digits}f}"
 
 
 def comparison(runs: list[tuple[str, list[ResultRecord]]],
@@ -211,7 +218,7 @@ def comparison(runs: list[tuple[str, list[ResultRecord]]],
             found = [next((r for r in recs if (r.task, r.metric, column_of(r)) == (task, metric, column)), None)
                      for recs in mine]
             row = ([model] if by_model else []) + [task, metric, "" if column is None else str(column)]  # 0: BABILong 0k
-            row += [_cell(r) for r in found]
+            row += [value_cell(r) for r in found]
             base = found[0]
             base_scores = logs_scores(sides[0][2], base)
             for other, (_, _, log) in zip(found[1:], sides[1:]):

@@ -12,25 +12,15 @@ from __future__ import annotations
 import os
 
 from path_eval.errors import PathEvalError
-from path_eval.metrics.registry import shown_as_percent
 from path_eval.reports.paired import (BOOTSTRAP_RESAMPLES, FEW_SAMPLES, DeltaTest, RunSamples, delta_test,
                                       unreachable_note)
 from path_eval.reports.stored import StoredRun
-from path_eval.reports.tables import display, logs_scores, render
+from path_eval.reports.tables import logs_scores, render, value_cell
 from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
 SIGNIFICANT, UNPAIRED = "*", "†"
-
-
-def value_cell(record: ResultRecord | None) -> str:
-    """The value with "± stderr" in the tables' units (fractions x100); "-" for no record."""
-    if record is None:
-        return "-"
-    digits = 1 if shown_as_percent(record.metric) else 2
-    text = f"{display(record.metric, record.value):.{digits}f}"
-    return text if record.stderr is None else f"{text} ± {display(record.metric, record.stderr):.{digits}f}"
 
 
 def mark(test: DeltaTest) -> str:
@@ -81,10 +71,10 @@ def variant_tables(runs: list[StoredRun], suites: dict[str, SuiteSpec],
                     if first is None or other is None:
                         row.append("-")
                     elif model == base:
-                        row.append(value_cell(first[0]))
+                        row.append(value_cell(first[0], stderr=True))
                     else:
                         tests.append(against_baseline(first, other, logs))
-                        row.append(value_cell(other[0]) + mark(tests[-1]))
+                        row.append(value_cell(other[0], stderr=True) + mark(tests[-1]))
                 rows.append(row)
             note = legend(base, tests) if base == baseline else \
                 f"{base} stands for {baseline}, which has no record here; " + legend(base, tests)
