@@ -299,10 +299,13 @@ def protocol_differences(runs: list[tuple[str, list[ResultRecord]]]) -> list[str
 
 
 def _is_number(cell: str) -> bool:
+    """A cell that reads as a number: "-", "", or one that starts with one ("61.2", "+2.00 *",
+    "87.5 ± 8.5 *"), which a table aligns to the right."""
+    first = cell.split(" ", 1)[0]
     try:
-        float(cell)
+        float(first)
     except ValueError:
-        return cell in ("", "-")
+        return first in ("", "-")
     return True
 
 
@@ -314,7 +317,7 @@ def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", 
         # nothing to "…"; the `prose` columns (a comparison's tests) give up their room first.
         table = Table(title=title or None, caption=note, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for i, name in enumerate(header):
-            numbers = all(_is_number(row[i].removesuffix(" *")) for row in rows)
+            numbers = all(_is_number(row[i]) for row in rows)
             table.add_column(name, justify="right" if numbers and i else "left", overflow="fold",
                              ratio=1 if name in prose else None, no_wrap=bool(prose) and name not in prose)
         for row in rows:
