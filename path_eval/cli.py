@@ -254,14 +254,12 @@ def _rescore(args) -> None:
 
 def _compare(args) -> None:
     from path_eval.reports.paired import RunSamples
-    from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render
+    from path_eval.reports.tables import comparison_report
     from path_eval.results import load_records
 
     runs = [(Path(p).stem if Path(p).is_file() else Path(p).name, load_records(Path(p))) for p in args.results]
     folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in args.results]
-    header, rows = comparison(runs, [RunSamples(folder) for folder in folders])
-    note = "; ".join([comparison_note(rows), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
-    _emit(render(header, rows, args.format, "comparison", note), args.format)
+    _emit(comparison_report(runs, [RunSamples(folder) for folder in folders], args.format), args.format)
 
 
 def _emit(rendered, fmt: str) -> None:
@@ -459,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "RUN itself replaces the run's own)")
     p.set_defaults(func=_rescore)
 
-    p = sub.add_parser("compare", help="runs side by side with deltas against the first")
+    p = sub.add_parser("compare", help="runs side by side, paired by model: each model's deltas against the first run")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.set_defaults(func=_compare)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,16 +42,16 @@ class MissingDataFile(PathEvalError):
 
 
 def require(split: DatasetSplit, data_dir: Path, suite: str, download_options: str = "") -> Path:
-    """The split's local file, or one error line naming the download that fetches it
-    (`download_options`, e.g. a length outside the suite's own)."""
+    """The split's local file, or one error line naming the download that fetches it (`suite`: what
+    `--suite` takes, its name or its file; `download_options`, e.g. a length outside the suite's own),
+    a command that runs as printed."""
     file = split.file(data_dir)
-    refuse_irregular(file, f"run `python eval.py download --suite {suite} {download_options}--data-dir {data_dir}`, or "
-                           "copy the file there")
+    fetch = f"python eval.py download --suite {shlex.quote(suite)} {download_options}--data-dir {shlex.quote(str(data_dir))}"
+    refuse_irregular(file, f"run `{fetch}`, or copy the file there")
     if not file.is_file():
-        raise MissingDataFile(f"missing data file {file} ({split}): run `python eval.py download --suite {suite} "
-                              f"{download_options}--data-dir {data_dir}` on a machine with internet, or copy the "
-                              "file there")
-    check_jsonl(file, f"python eval.py download --suite {suite} {download_options}--data-dir {data_dir}")
+        raise MissingDataFile(f"missing data file {file} ({split}): run `{fetch}` on a machine with internet, or copy "
+                              "the file there")
+    check_jsonl(file, fetch)
     return file
 
 

@@ -31,7 +31,7 @@ def score_corpus(lm, task, length: int, suite, data_dir: Path, samples_dir: Path
     process; the first alone writes the log.
     Returns {"buckets": [(first, last, nll_sum, count, per-block means)], "total": (...),
     "blocks": n, "rows": the logged row of each block, "files": [...], "curve": mean NLL per position}."""
-    texts, files = documents(task.corpus, data_dir, suite.name)
+    texts, files = documents(task.corpus, data_dir, suite.command_name)
     edges = bucket_edges(length, suite.bucket_size)
     log_file = run_folder.log_file(samples_dir, length_log_name(task.name, length))
     block_dir = run_folder.block_folder(samples_dir, length_log_name(task.name, length))

@@ -55,7 +55,7 @@ def check_block(task: TaskSpec, length: int) -> None:
 def plan(task: TaskSpec, length: int | None, planning: Planning) -> PlannedFields:
     from path_eval.tasks.extrapolation import documents
 
-    return PlannedFields(data_files=documents(task.options, planning.data_dir, planning.suite.name)[1])
+    return PlannedFields(data_files=documents(task.options, planning.data_dir, planning.suite.command_name)[1])
 
 
 def describe(task: TaskSpec) -> str:

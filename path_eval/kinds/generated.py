@@ -28,7 +28,7 @@ def check_length(task: TaskSpec, length: int) -> None:
 def plan(task: TaskSpec, length: int | None, planning: Planning) -> PlannedFields:
     from path_eval.tasks.generated import input_files, lm_eval_name, sample_seeds
 
-    files = input_files(task, planning.data_dir, planning.suite.name)
+    files = input_files(task, planning.data_dir, planning.suite.command_name)
     return PlannedFields(data_files=files,
                          lm_eval_tasks=[lm_eval_name(task, length, s) for s in sample_seeds(task, planning.seed)])
 

@@ -20,9 +20,10 @@ VARIANTS = ("rope", "fox", "path", "path_fox")
 SAMPLES = 3  # per retrieval task and length
 TASKS = ["niah_single_1", "phonebook", "heldout", "flipflop_in"]
 RETRIEVAL = (("niah_single_1", "NIAH"), ("phonebook", "Phone\nBook"))
-# Held-out perplexity after the training length over before it, in the same blocks: at most this
-# much higher "holds". The later text of a block is harder too, which the ratio of every variant
-# includes, so a variant that holds past its training length still shows some rise.
+# Held-out perplexity after the training length over before it, in the same blocks: a variant
+# whose ratio is at most this many times the lowest variant's "holds". The later text of a block is
+# harder too, which the ratio of every variant includes (the lowest ratio is the most of the rise
+# the text itself can explain), so the verdict compares variants, not a ratio with 1.
 HOLDS_WITHIN = 1.10
 
 
@@ -123,7 +124,7 @@ class DemoRun:
         blocks = self.cell[VARIANTS[0], "heldout", self.long, ()].n
         samples = self.cell[VARIANTS[0], RETRIEVAL[0][0], self.short, ()].n
         climbs = {v: self.climb(v) for v in VARIANTS}
-        held = [v for v in VARIANTS if climbs[v] <= HOLDS_WITHIN]
+        held = [v for v in VARIANTS if climbs[v] <= HOLDS_WITHIN * min(climbs.values())]  # the lowest holds
         rope, path = self.flipflop_error("rope"), self.flipflop_error("path")
         sequences = self.cell["flipflop_rope", "flipflop_in", self.flipflop_length, ()].n
         ratios = sorted(VARIANTS, key=lambda v: climbs[v])
@@ -132,8 +133,8 @@ class DemoRun:
                 f"Held-out perplexity at positions {first}-{last} over {self.before[0]}-{self.before[1]}, in the "
                 f"same {blocks} blocks of {self.long} tokens: "
                 + ", ".join(f"{v} {climbs[v]:.2f}x" for v in VARIANTS)
-                + f"; within {HOLDS_WITHIN:.2f}x counts as holding: "
-                + (f"{', '.join(held)} hold{'s' if len(held) == 1 else ''}" if held else "none holds")
+                + f"; within {HOLDS_WITHIN:.2f}x of the lowest counts as holding: "
+                + f"{', '.join(held)} hold{'s' if len(held) == 1 else ''}"
                 + f"; the highest, {highest}'s, is {climbs[highest] / climbs[lowest]:.2f}x the lowest, "
                 f"{lowest}'s; every ratio includes that the blocks' later text is also harder. Flip-flop error over "
                 f"{sequences} sequences: PaTH {100 * path:.1f}%, {'below' if path < rope else 'not below'} RoPE's "

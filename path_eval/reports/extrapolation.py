@@ -1,11 +1,13 @@
 """Per-position perplexity reports: a CSV and a Markdown table of every bucket, and a PNG with one
-panel per corpus and block length (x: token position, log scale; y: perplexity; one line per model,
-each model's own training length marked), captioned with the suite's caption."""
+panel per corpus and block length (x: token position; y: perplexity; linear where the values allow,
+plain tick labels; one line per model, each model's own training length marked), captioned with the
+suite's caption."""
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 from path_eval import run_folder
@@ -71,15 +73,34 @@ def position_label(tokens: float) -> str:
     return f"{tokens / 1024:g}K" if tokens >= 1024 else f"{tokens:g}"
 
 
+LOG_SPAN = 16  # an axis whose largest value is more than this many times its smallest is drawn on a log scale
+
+
+def plain_axes(ax, xs: list[float], ys: list[float]) -> None:
+    """Linear axes where the values span less than LOG_SPAN (a reader's plot), else log (positions
+    base 2, perplexity base 10); either way plain tick labels (`1.5K`, `30`), never `2.48x10^1`."""
+    import matplotlib.ticker
+
+    if max(xs) > LOG_SPAN * min(xs):
+        ax.set_xscale("log", base=2)
+    else:
+        step = 2 ** max(0, round(math.log2((max(xs) - min(xs)) / 4 or 1)))  # ticks at 512, 768, 1K, ...
+        ax.xaxis.set_major_locator(matplotlib.ticker.MultipleLocator(step))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: position_label(x)))
+    if max(ys) > LOG_SPAN * min(ys):
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+
+
 def by_position_figure(records: list[ResultRecord], suite: SuiteSpec, colors: dict[str, str] | None = None):
     """Perplexity by token position, one panel per (corpus, block length) whose models have two
     positions or more: a panel of one position (blocks no longer than a bucket) has no curve, and its
     values are in the Markdown table and CSV; a note under the figure names it. None without such a
     panel. `colors`: the study's `plots.model_colors`, else those of `records`. Each model's training
     length (`training_lengths`) is a dashed line, black where all models of the panel share it, else in
-    the model's colour, and is named in the legend. Drawn without pyplot (no global backend is
-    switched)."""
-    import matplotlib.ticker
+    the model's colour, and is named in the legend, which sits beside the panels, off the data. Axes
+    as `plain_axes` draws them. Drawn without pyplot (no global backend is switched)."""
     from matplotlib.figure import Figure
 
     labels = {t.name: t.label or t.name for t in suite.tasks}
@@ -93,28 +114,28 @@ def by_position_figure(records: list[ResultRecord], suite: SuiteSpec, colors: di
                 if (task, length) not in panels]
     colors = colors or model_colors(records)
     trained = training_lengths(rows, suite)
-    fig = Figure(figsize=(5.2 * len(panels), 4.4), layout="constrained")
+    fig = Figure(figsize=(4.4 * len(panels) + 2.2, 4.4), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)
+    legend = {}
     for ax, (task, length) in zip(axes[0], panels):
         mine = [r for r in rows if r.task == task and r.length == length]
         models = list(dict.fromkeys(r.model for r in mine))
         for model in models:
             line = [r for r in mine if r.model == model]
             label = model if trained[model] is None else f"{model} (trained at {position_label(trained[model])})"
-            ax.plot([(r.bucket[0] + r.bucket[1]) / 2 + 1 for r in line], [r.value for r in line],
-                    marker="o", markersize=3, color=colors[model], label=label)
+            legend[label], = ax.plot([(r.bucket[0] + r.bucket[1]) / 2 + 1 for r in line], [r.value for r in line],
+                                     marker="o", markersize=3, color=colors[model], label=label)
         shared = len({trained[m] for m in models}) == 1
         for model in models:
             if trained[model] is not None:
                 ax.axvline(trained[model], color="black" if shared else colors[model], linestyle="--", linewidth=1)
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: position_label(x)))
-        ax.set_yscale("log")
+        xs = [(r.bucket[0] + r.bucket[1]) / 2 + 1 for r in mine] + [trained[m] for m in models if trained[m]]
+        plain_axes(ax, xs, [r.value for r in mine])
         ax.set_xlabel("token position (dashed: training length)")
         ax.set_ylabel("perplexity")
         ax.set_title(f"{labels.get(task, task)}\n(blocks of {length} tokens)", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+    fig.legend(handles=list(legend.values()), loc="outside right upper", fontsize=8, frameon=False)
     notes = ([f"Not drawn, one position each (values in perplexity_by_position.md): {'; '.join(left_out)}."]
              if left_out else []) + ([suite.caption] if suite.caption else [])
     if notes:

@@ -5,6 +5,7 @@ nothing in the page that changes between two renderings of the same runs."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from path_eval.atomic_files import write_atomic
@@ -25,14 +26,29 @@ caption { caption-side: bottom; text-align: left; font-size: 0.85em; color: #555
 figure { margin: 1em 0; overflow-x: auto; }
 figure svg { max-width: 100%; height: auto; }
 code { font-size: 0.9em; }
+td.text { max-width: 40em; overflow-wrap: anywhere; }
+abbr { text-decoration: underline dotted; cursor: help; }
+details { margin: 0.5em 0 1em; }
+summary { cursor: pointer; font-size: 0.9em; }
 """
+SHORT_HASH = 12  # hex digits of a sha256 shown in a table; the whole hash is the cell's hover text
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def cell_text(value) -> str:
+    """A cell's HTML: the text escaped, a sha256 shortened to SHORT_HASH digits with the whole hash
+    on hover (64-digit hashes made the provenance table scroll for screens)."""
+    text = str(value)
+    if SHA256.fullmatch(text):
+        return f'<abbr title="{text}">{text[:SHORT_HASH]}…</abbr>'
+    return html.escape(text)
 
 
 def table(header: list[str], rows: list[list[str]], title: str | None = None, note: str | None = None,
           text_columns: int = 1) -> str:
     """An HTML table; the first `text_columns` columns left-aligned text, the others numbers."""
-    cell = lambda i, value: (f'<td class="text">{html.escape(str(value))}</td>' if i < text_columns  # noqa: E731
-                             else f"<td>{html.escape(str(value))}</td>")
+    cell = lambda i, value: (f'<td class="text">{cell_text(value)}</td>' if i < text_columns  # noqa: E731
+                             else f"<td>{cell_text(value)}</td>")
     parts = ["<table>"]
     if title:
         parts.append(f"<caption>{html.escape(title)}</caption>" if not note else
@@ -54,16 +70,30 @@ def anchor(kind: str, name: str) -> str:
 def suite_section(name: str, suite: SuiteSpec, runs: list[StoredRun], figures: dict[str, StudyFigure]) -> str:
     records = [r for run in runs for r in run.records if r.suite == name]
     plans = [run.plan for run in runs if run.plan and run.plan.suite.name == name]
-    header, rows, note = suite_table(records, suite, plans)
+    header, rows, note = suite_table(records, suite, plans, stderr=True)
+    note = "; ".join(filter(None, ["± standard error", note]))
     parts = [f'<section id="{anchor("suite", name)}">',
              f"<h2>{html.escape(name)}: {html.escape(suite.description)}</h2>",
              table(header, rows, note=note, text_columns=2 if header[1:2] == ["task"] else 1)]
-    for stem in (name, f"{name}_by_position"):
+    for stem, what in ((name, figure_caption(suite)), (f"{name}_by_position", by_position_caption(suite))):
         if stem in figures:
-            parts.append(f"<figure>{inline_svg(figures[stem])}<figcaption>{html.escape(stem)}.svg"
-                         "</figcaption></figure>")
+            parts.append(f"<figure>{inline_svg(figures[stem])}<figcaption>{html.escape(what)} "
+                         f"(<code>{html.escape(stem)}.svg</code> of <code>--plot</code>)</figcaption></figure>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def figure_caption(suite: SuiteSpec) -> str:
+    """What a suite's figure by length shows (`plots.by_length_figure`)."""
+    axis = f"length bucket ({suite.length_buckets.field})" if suite.length_buckets else "context length"
+    return (f"{suite.name}: each task's headline metric (and the suite's first aggregate) against {axis}, one "
+            "line per model; error bars ±1 standard error; fractions x100.")
+
+
+def by_position_caption(suite: SuiteSpec) -> str:
+    """What a suite's per-position figure shows (`extrapolation.by_position_figure`)."""
+    return (f"{suite.name}: perplexity by token position, one panel per corpus and block length, one line per "
+            "model; dashed: each model's training length." + (f" {suite.caption}" if suite.caption else ""))
 
 
 def inline_svg(figure: StudyFigure) -> str:
@@ -96,8 +126,9 @@ def run_section(index: int, run: StoredRun) -> str:
         first.setdefault(record.model, record.provenance)
     fields = [f for f in type(next(iter(first.values()))).model_fields if f not in TASK_RESULT_FIELDS] if first else []
     rows = [[field] + [str(getattr(p, field)) for p in first.values()] for field in fields]
-    parts.append(table(["provenance"] + list(first), rows, title="provenance per model",
-                       text_columns=1 + len(first)))
+    parts.append(f"<details><summary>provenance per model ({len(fields)} fields: versions, hashes, settings)"
+                 "</summary>\n" + table(["provenance"] + list(first), rows, text_columns=1 + len(first))
+                 + "\n</details>")
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -108,11 +139,13 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: lis
     variants against `baseline` for layout "variants"), then each run's protocol and provenance."""
     records = [r for run in runs for r in run.records]
     by_name = {figure.name: figure for figure in figures}
-    title = "path-eval study: " + ", ".join(suites)
+    models = list(dict.fromkeys(r.model for r in records))
+    title = (f"{', '.join(suites)}: " + ", ".join(models[:6]) + (f" and {len(models) - 6} more" if len(models) > 6
+                                                                   else "") + " (path-eval)")
     nav = [f'<li><a href="#{anchor("suite", name)}">{html.escape(name)}</a></li>' for name in suites]
     nav += [f'<li><a href="#run-{i}">run {i}</a></li>' for i in range(1, len(runs) + 1)]
     body = [f"<h1>{html.escape(title)}</h1>",
-            f"<p>{len(runs)} run(s), {len({r.model for r in records})} model(s); made by path-eval "
+            f"<p>{len(runs)} run(s), {len(models)} model(s); made by path-eval "
             f"{html.escape(__version__)} (<code>eval.py report --html</code>). Values in the suite's units "
             "(fractions x100); the plots' error bars are +-1 standard error.</p>",
             "<nav><ul>" + "".join(nav) + "</ul></nav>"]

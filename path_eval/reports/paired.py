@@ -39,6 +39,16 @@ BOOTSTRAP_CHUNK = 500  # resamples drawn at once (memory: CHUNK x samples indice
 FEW_SAMPLES = 20  # below this a bootstrap's resamples are too alike for its p to mean much
 
 
+def mcnemar_floor(samples: int) -> float:
+    """The least p McNemar's exact test can give on `samples` paired 0/1 scores: every sample
+    discordant, all one way, p = 2 * 0.5^samples."""
+    return min(1.0, 2 * 0.5 ** samples)
+
+
+# The fewest samples on which McNemar's exact test can reach p < ALPHA (6 at 0.05: 2 * 0.5^6 = 0.031).
+MCNEMAR_FEWEST = next(n for n in range(1, 64) if mcnemar_floor(n) < ALPHA)
+
+
 @dataclass
 class Stratum:
     """Per-sample (numerator, denominator) pairs with their identities; the value is
@@ -75,11 +85,17 @@ class SampleScores:
 class DeltaTest:
     method: str  # McNemar exact, paired bootstrap, unpaired z
     p: float | None  # None: no test possible (no standard errors)
-    note: str | None = None  # why the test is unpaired, or why its p is weak
+    note: str | None = None  # why the test is unpaired, why its p is weak, or that it cannot reach ALPHA
+    floor: float = 0.0  # the least p the test can give at its sample count, whatever the scores
 
     @property
     def significant(self) -> bool:
         return self.p is not None and self.p < ALPHA
+
+    @property
+    def cannot_reach(self) -> bool:
+        """Whether no scores on this many samples could make the test significant."""
+        return self.floor >= ALPHA
 
     def cell(self) -> str:
         p = "-" if self.p is None else "p<0.0001" if self.p < 1e-4 else f"p={self.p:.2g}"
@@ -112,6 +128,22 @@ def paired_bootstrap(first: SampleScores, second: SampleScores, resamples: int =
             value_b = b.statistic(b.numerator[index].sum(1), b.denominator[index].sum(1))
             deltas[start:start + size] += weight * (value_b - value_a)
     return float(min(1.0, 2 * min(np.mean(deltas <= 0), np.mean(deltas >= 0))))
+
+
+def unreachable_note(tests: list[DeltaTest]) -> str:
+    """"; " and a sentence on the tests that no scores could make significant at their sample count
+    (McNemar exact on fewer than MCNEMAR_FEWEST samples), or "" where there are none: without it an
+    unmarked cell would read as no difference found."""
+    return unreachable_sentence([t.floor for t in tests if t.cannot_reach])
+
+
+def unreachable_sentence(floors: list[float]) -> str:
+    """The sentence of `unreachable_note` for tests of these least p values."""
+    if not floors:
+        return ""
+    least = ", ".join(f"{floor:.2g}" for floor in sorted(set(floors), reverse=True))
+    return (f"; {len(floors)} McNemar test(s) cannot reach p < {ALPHA:g} at their sample count (least p {least}, "
+            f"2 * 0.5^samples): no * can appear there; {MCNEMAR_FEWEST} samples or more could")
 
 
 def unpaired_z(first: ResultRecord, second: ResultRecord, because: str) -> DeltaTest:
@@ -149,7 +181,9 @@ def delta_test(first: ResultRecord, first_scores: SampleScores | str, second: Re
     if len(first_scores.strata) == 1:
         (_, a), (_, b) = first_scores.strata[0], second_aligned.strata[0]
         if a.is_binary() and b.is_binary():
-            return DeltaTest("McNemar exact", mcnemar_exact(a.numerator, b.numerator))
+            floor = mcnemar_floor(len(a.keys))
+            return DeltaTest("McNemar exact", mcnemar_exact(a.numerator, b.numerator),
+                             f"{len(a.keys)} samples: p >= {floor:.2g}" if floor >= ALPHA else None, floor)
     fewest = min(len(stratum.keys) for _, stratum in first_scores.strata)
     return DeltaTest("paired bootstrap", paired_bootstrap(first_scores, second_aligned),
                      f"only {fewest} samples" if fewest < FEW_SAMPLES else None)

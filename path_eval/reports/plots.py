@@ -86,8 +86,8 @@ def by_length_figure(records: list[ResultRecord], suite: SuiteSpec, colors: dict
     colors = {model: color for model, color in colors.items() if model in present}
     labels = suite_labels(suite)
     cells = {(r.model, r.task, r.metric, column_of(r)): r for r in records}
-    ncols = min(PANEL_COLUMNS, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
+    nrows = math.ceil(len(panels) / PANEL_COLUMNS)
+    ncols = math.ceil(len(panels) / nrows)  # rows filled evenly: 5 panels as 3 + 2, not 4 + 1 beside 3 blanks
     width = max(3.4 * ncols, 6.0)
     fig = Figure(figsize=(width, 2.6 * nrows + 1.4), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).flatten()

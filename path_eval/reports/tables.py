@@ -6,14 +6,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.table import Table
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
 from path_eval.package_data import paper_tables
-from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test
+from path_eval.reports.paired import (BOOTSTRAP_RESAMPLES, RunSamples, SampleScores, delta_test,
+                                      unreachable_sentence)
 from path_eval.reports.protocol import departures_note
 from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
@@ -41,12 +44,13 @@ def paper_rows(suite: SuiteSpec, records: list[ResultRecord]) -> tuple[list[dict
     return paper["rows"], None
 
 
-def suite_table(records: list[ResultRecord], suite: SuiteSpec,
-                plans: list[ResolvedPlan] = ()) -> tuple[list[str], list[list[str]], str | None]:
+def suite_table(records: list[ResultRecord], suite: SuiteSpec, plans: list[ResolvedPlan] = (),
+                stderr: bool = False) -> tuple[list[str], list[list[str]], str | None]:
     """Header and rows in the suite's layout: measured models first, then the paper's rows; the note
-    names the settings of the runs' `plans` that differ from the suite's protocol."""
+    names the settings of the runs' `plans` that differ from the suite's protocol. `stderr`: each
+    measured value with "± its standard error" (the HTML page's table, which has the room)."""
     departed = departures_note(list(plans)) if plans else None
-    header, rows, note = _suite_rows(records, suite)
+    header, rows, note = _suite_rows(records, suite, stderr)
     return header, rows, "; ".join(filter(None, [note, departed])) or None
 
 
@@ -57,13 +61,14 @@ def suite_report(records: list[ResultRecord], suite: SuiteSpec, plans: list[Reso
     return render(header, rows, fmt, f"{suite.name}: {suite.description}", note)
 
 
-def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str], list[list[str]], str | None]:
+def _suite_rows(records: list[ResultRecord], suite: SuiteSpec,
+                stderr: bool = False) -> tuple[list[str], list[list[str]], str | None]:
     records = [r for r in records if r.bucket is None]
     labels = suite_labels(suite)
     lengths, by_length = rows_by_length(records, suite)
     if lengths:  # long-context suites: a row per (model, task metric), lengths (or buckets) as columns
         header = ["model", "task"] + [column_title(n) for n in lengths]
-        rows = [[model, f"{labels.get(task, task)} {metric}"] + [_cell(cells.get(n)) for n in lengths]
+        rows = [[model, f"{labels.get(task, task)} {metric}"] + [value_cell(cells.get(n), stderr) for n in lengths]
                 for model, task, metric, cells in by_length]
         return header, rows, None
     columns = list(dict.fromkeys((r.task, r.metric, r.length) for r in records))
@@ -71,7 +76,7 @@ def _suite_rows(records: list[ResultRecord], suite: SuiteSpec) -> tuple[list[str
     rows = []
     for model in dict.fromkeys(row_model(r) for r in records):
         cells = {(r.task, r.metric, r.length): r for r in records if row_model(r) == model}
-        rows.append([model] + [_cell(cells.get(c)) for c in columns])
+        rows.append([model] + [value_cell(cells.get(c), stderr) for c in columns])
     published, note = paper_rows(suite, records)
     for row in published:
         rows.append([row["model"]] + [_number(row.get(f"{t}/{m}")) for t, m, _ in columns])
@@ -111,7 +116,7 @@ def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], 
     for model in dict.fromkeys(row_model(r) for r in records):
         cells = {(c["group"], str(column_of(r))): r for c in paper["columns"] for r in of_group[c["group"]]
                  if row_model(r) == model}
-        rows.append([model] + [_cell(cells.get((c["group"], n))) for c, n in columns])
+        rows.append([model] + [value_cell(cells.get((c["group"], n))) for c, n in columns])
     for row in paper["rows"]:
         rows.append([row["model"]] + [_number(row.get(c["key"], {}).get(n)) for c, n in columns])
     measured = [c["group"] for c in paper["columns"] if of_group[c["group"]]]
@@ -139,7 +144,7 @@ def datasets_by_bucket(paper: dict, records: list[ResultRecord]) -> tuple[list[s
         row = [dataset]
         for bucket in paper["buckets"]:
             row += [_number(v) for v in paper["rows"].get(dataset, {}).get(bucket, [None] * len(published))]
-            row += [_cell(cells.get((model, task, bucket))) for model in models]
+            row += [value_cell(cells.get((model, task, bucket))) for model in models]
         rows.append(row)
     return header, rows, _paper_note(paper, f"measured here: {', '.join(models) or 'none'}", records)
 
@@ -165,43 +170,84 @@ def _number(value) -> str:
     return "-" if value is None else f"{value:.2f}" if value >= 100 or value != round(value, 1) else f"{value:.1f}"
 
 
-def _cell(record: ResultRecord | None) -> str:
+def value_cell(record: ResultRecord | None, stderr: bool = False) -> str:
+    """The value in the tables' units (fractions x100, one decimal; others two), with "± stderr"
+    where `stderr` and the record has one; "-" for no record."""
     if record is None:
         return "-"
-    value = display(record.metric, record.value)
-    return f"{value:.1f}" if shown_as_percent(record.metric) else f"{value:.2f}"
+    digits = 1 if shown_as_percent(record.metric) else 2
+    text = f"{display(record.metric, record.value):.{digits}f}"
+    if not stderr or record.stderr is None:
+        return text
+    return f"{text} ± {display(record.metric, record.stderr):.{digits}f}"
 
 
 def comparison(runs: list[tuple[str, list[ResultRecord]]],
                samples: list[RunSamples | None] | None = None) -> tuple[list[str], list[list[str]]]:
-    """Every (task, metric, length or length bucket) of the runs; each run's value; deltas against the
-    first run, each beside its test (`paired.delta_test` on the runs' per-sample logs, `samples`, one
-    per run: McNemar exact or a paired bootstrap where both hold the same samples, else unpaired z),
-    marked * where p < 0.05."""
+    """Runs side by side, each (task, metric, length or length bucket) of each model; deltas against
+    the first run's value of the same model, each beside its test (`paired.delta_test` on the runs'
+    per-sample logs, `samples`, one per run: McNemar exact or a paired bootstrap where both hold the
+    same samples, else unpaired z), marked * where p < 0.05.
+
+    Runs are paired by model: a row per model holds that model's value in each run (a run without it
+    shows "-"). Where every run holds one model only, those are compared whatever their names (a
+    checkpoint against another) and the columns name them (`run:model`); a single run's models are
+    compared against its first model the same way. The table is long, not wide: its columns are the
+    runs, so two runs of a whole zoo fit a terminal."""
     logs = samples or [None] * len(runs)
-    entries = [(f"{label}:{model}" if len(runs) > 1 else model, [r for r in recs if r.model == model], log)
-               for (label, recs), log in zip(runs, logs) for model in dict.fromkeys(r.model for r in recs)]
-    keys = list(dict.fromkeys((r.task, r.metric, column_of(r))
-                              for _, recs, _ in entries for r in recs if r.bucket is None))
-    header = ["task", "metric", "length"] + [e[0] for e in entries]
-    for name, _, _ in entries[1:]:
-        header += [f"delta {name}", f"test {name}"]
+    if len(runs) == 1:  # one run: its models are the sides
+        [(_, recs)] = runs
+        sides = [(model, [r for r in recs if row_model(r) == model], logs[0])
+                 for model in dict.fromkeys(row_model(r) for r in recs)]
+    else:
+        sides = [(label, recs, log) for label, (_, recs), log in zip(_distinct(label for label, _ in runs), runs, logs)]
+    models = [list(dict.fromkeys(row_model(r) for r in recs)) for _, recs, _ in sides]
+    by_model = len(runs) > 1 and any(len(names) > 1 for names in models)
+    if not by_model:  # one model a side: its name in the column's
+        sides = [(f"{label}:{names[0]}" if len(runs) > 1 and names else label, recs, log)
+                 for (label, recs, log), names in zip(sides, models)]
+    groups = list(dict.fromkeys(m for names in models for m in names)) if by_model else [None]
+    header = (["model"] if by_model else []) + ["task", "metric", "length"] + [label for label, _, _ in sides]
+    for label, _, _ in sides[1:]:  # of two sides, the caption says which the delta is
+        header += ["delta", "test"] if len(sides) == 2 else [f"delta {label}", f"test {label}"]
     rows = []
-    for task, metric, column in keys:
-        found = [next((r for r in recs if (r.task, r.metric, column_of(r), r.bucket) == (task, metric, column, None)),
-                      None) for _, recs, _ in entries]
-        row = [task, metric, "" if column is None else str(column)] + [_cell(r) for r in found]  # 0: BABILong 0k
-        base = found[0]
-        base_scores = logs_scores(entries[0][2], base)
-        for other, (_, _, log) in zip(found[1:], entries[1:]):
-            if base is None or other is None:
-                row += ["-", "-"]
-                continue
-            test = delta_test(base, base_scores, other, logs_scores(log, other))
-            delta = display(metric, other.value) - display(metric, base.value)
-            row += [f"{delta:+.2f}{' *' if test.significant else ''}", test.cell()]
-        rows.append(row)
+    for model in groups:
+        mine = [[r for r in recs if r.bucket is None and (model is None or row_model(r) == model)]
+                for _, recs, _ in sides]
+        for task, metric, column in dict.fromkeys((r.task, r.metric, column_of(r)) for recs in mine for r in recs):
+            found = [next((r for r in recs if (r.task, r.metric, column_of(r)) == (task, metric, column)), None)
+                     for recs in mine]
+            row = ([model] if by_model else []) + [task, metric, "" if column is None else str(column)]  # 0: BABILong 0k
+            row += [value_cell(r) for r in found]
+            base = found[0]
+            base_scores = logs_scores(sides[0][2], base)
+            for other, (_, _, log) in zip(found[1:], sides[1:]):
+                if base is None or other is None:
+                    row += ["-", "-"]
+                    continue
+                test = delta_test(base, base_scores, other, logs_scores(log, other))
+                delta = display(metric, other.value) - display(metric, base.value)
+                row += [f"{delta:+.2f}{' *' if test.significant else ''}", test.cell()]
+            rows.append(row)
     return header, rows
+
+
+def _distinct(labels) -> list[str]:
+    """Run labels (folder names), numbered where two runs share one (runs/a/first, runs/b/first)."""
+    labels = list(labels)
+    return [f"{label} ({i + 1})" if labels.count(label) > 1 else label for i, label in enumerate(labels)]
+
+
+def comparison_report(runs: list[tuple[str, list[ResultRecord]]], samples: list[RunSamples | None], fmt: str):
+    """`compare`'s table rendered in `fmt` with its note. On the terminal a row's task and metric
+    share a cell, one above the other, so two runs of a whole zoo fit 100 columns."""
+    header, rows = comparison(runs, samples)
+    note = "; ".join([comparison_note(rows, runs), *(f"CAUTION: {d}" for d in protocol_differences(runs))])
+    if fmt == "terminal":
+        task = header.index("task")
+        header = header[:task] + ["task\nmetric"] + header[task + 2:]
+        rows = [row[:task] + [f"{row[task]}\n{row[task + 1]}"] + row[task + 2:] for row in rows]
+    return render(header, rows, fmt, "comparison", note, prose=tuple(h for h in header if h.startswith("test")))
 
 
 def logs_scores(log: RunSamples | None, record: ResultRecord | None) -> SampleScores | str:
@@ -210,14 +256,27 @@ def logs_scores(log: RunSamples | None, record: ResultRecord | None) -> SampleSc
     return log.scores(record)
 
 
-def comparison_note(rows: list[list[str]]) -> str:
-    """What the marks and tests of `comparison` mean, and a caution where samples differ."""
-    note = ("delta against the first column; * p < 0.05 by the test beside it: McNemar exact (0/1 scores of the "
-            f"same samples), paired bootstrap ({BOOTSTRAP_RESAMPLES:,} resamples of the same samples), or unpaired z "
+UNREACHABLE = re.compile(r"\(\d+ samples: p >= ([\d.e-]+)\)$")  # `paired.delta_test`'s note of a weak McNemar
+
+
+def comparison_note(rows: list[list[str]], runs: list[tuple[str, list[ResultRecord]]] = ()) -> str:
+    """What the marks and tests of `comparison` mean, a caution where samples differ, and the models
+    of `runs` that only some runs hold (their rows have no delta)."""
+    note = ("delta: each run's value minus the first run's, the same model's; * p < 0.05 by the test beside it: "
+            "McNemar exact (0/1 scores of the same samples), paired bootstrap "
+            f"({BOOTSTRAP_RESAMPLES:,} resamples of the same samples), or unpaired z "
             "(the two standard errors) where the runs hold different samples or no per-sample logs")
+    note += unreachable_sentence([float(found[1]) for row in rows for cell in row
+                                  if (found := UNREACHABLE.search(cell))])
     differ = sum(cell.endswith("(samples differ)") for row in rows for cell in row)
     if differ:
         note += f"; CAUTION: {differ} deltas compare different samples: their tests are unpaired"
+    held = [(label, set(map(row_model, recs))) for label, recs in runs]
+    if len(held) > 1 and any(len(models) > 1 for _, models in held):
+        for label, models in held:
+            missing = sorted(set().union(*(m for _, m in held)) - models)
+            if missing:
+                note += f"; {label} holds no {', '.join(missing)}: no delta for them"
     return note
 
 
@@ -239,12 +298,28 @@ def protocol_differences(runs: list[tuple[str, list[ResultRecord]]]) -> list[str
     return notes
 
 
-def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", note: str | None = None):
+def _is_number(cell: str) -> bool:
+    """A cell that reads as a number: "-", "", or one that starts with one ("61.2", "+2.00 *",
+    "87.5 ± 8.5 *"), which a table aligns to the right."""
+    first = cell.split(" ", 1)[0]
+    try:
+        float(first)
+    except ValueError:
+        return first in ("", "-")
+    return True
+
+
+def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", note: str | None = None,
+           prose: tuple[str, ...] = ()):
     """A rich Table for fmt 'terminal', else the text of a Markdown, CSV or LaTeX table."""
     if fmt == "terminal":
-        table = Table(title=title or None, caption=note)
+        # A narrow terminal wraps cells between words, folds a word longer than its column and cuts
+        # nothing to "…"; the `prose` columns (a comparison's tests) give up their room first.
+        table = Table(title=title or None, caption=note, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for i, name in enumerate(header):
-            table.add_column(name, justify="left" if i == 0 else "right")
+            numbers = all(_is_number(row[i]) for row in rows)
+            table.add_column(name, justify="right" if numbers and i else "left", overflow="fold",
+                             ratio=1 if name in prose else None, no_wrap=bool(prose) and name not in prose)
         for row in rows:
             table.add_row(*row)
         return table

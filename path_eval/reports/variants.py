@@ -9,25 +9,18 @@ baseline has no record is "-". The runs may be several folders of one study: eac
 through its own run's per-sample logs."""
 from __future__ import annotations
 
+import os
+
 from path_eval.errors import PathEvalError
-from path_eval.metrics.registry import shown_as_percent
-from path_eval.reports.paired import BOOTSTRAP_RESAMPLES, FEW_SAMPLES, DeltaTest, RunSamples, delta_test
+from path_eval.reports.paired import (BOOTSTRAP_RESAMPLES, FEW_SAMPLES, DeltaTest, RunSamples, delta_test,
+                                      unreachable_note)
 from path_eval.reports.stored import StoredRun
-from path_eval.reports.tables import display, logs_scores, render
+from path_eval.reports.tables import logs_scores, render, value_cell
 from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
 
 SIGNIFICANT, UNPAIRED = "*", "†"
-
-
-def value_cell(record: ResultRecord | None) -> str:
-    """The value with "± stderr" in the tables' units (fractions x100); "-" for no record."""
-    if record is None:
-        return "-"
-    digits = 1 if shown_as_percent(record.metric) else 2
-    text = f"{display(record.metric, record.value):.{digits}f}"
-    return text if record.stderr is None else f"{text} ± {display(record.metric, record.stderr):.{digits}f}"
 
 
 def mark(test: DeltaTest) -> str:
@@ -65,24 +58,37 @@ def variant_tables(runs: list[StoredRun], suites: dict[str, SuiteSpec],
             cells: dict[tuple[str, object], tuple[ResultRecord, StoredRun]] = {}
             for r, run in mine:
                 cells.setdefault((row_model(r), column_of(r)), (r, run))
-            if not any((baseline, c) in cells for c in columns):
+            present = [m for m in models if any((m, c) in cells for c in columns)]
+            base = baseline if baseline in present else counterpart(baseline, present)
+            if base is None:
                 left_out.append(title)
                 continue
             rows, tests = [], []
-            for model in [m for m in models if any((m, c) in cells for c in columns)]:
+            for model in [base] + [m for m in present if m != base]:
                 row = [model]
                 for column in columns:
-                    base, other = cells.get((baseline, column)), cells.get((model, column))
-                    if base is None or other is None:
+                    first, other = cells.get((base, column)), cells.get((model, column))
+                    if first is None or other is None:
                         row.append("-")
-                    elif model == baseline:
-                        row.append(value_cell(base[0]))
+                    elif model == base:
+                        row.append(value_cell(first[0], stderr=True))
                     else:
-                        tests.append(against_baseline(base, other, logs))
-                        row.append(value_cell(other[0]) + mark(tests[-1]))
+                        tests.append(against_baseline(first, other, logs))
+                        row.append(value_cell(other[0], stderr=True) + mark(tests[-1]))
                 rows.append(row)
-            tables.append((title, ["model"] + [column_title(c) for c in columns], rows, legend(baseline, tests)))
+            note = legend(base, tests) if base == baseline else \
+                f"{base} stands for {baseline}, which has no record here; " + legend(base, tests)
+            tables.append((title, ["model"] + [column_title(c) for c in columns], rows, note))
     return tables, left_out
+
+
+def counterpart(baseline: str, models: list[str]) -> str | None:
+    """The baseline's counterpart among a table's models where the baseline itself has none: the
+    model named as the baseline after the prefix they all share (`flipflop_rope` for `rope` among the
+    zoo's flip-flop models), else None (the table is left out, and the report says so)."""
+    shared = os.path.commonprefix(models)
+    prefix = shared[:shared.rfind("_") + 1]
+    return prefix + baseline if prefix and prefix + baseline in models else None
 
 
 def run_order(runs: list[StoredRun]) -> list[str]:
@@ -115,6 +121,7 @@ def legend(baseline: str, tests: list[DeltaTest]) -> str:
     few = sum(t.note is not None and t.note.startswith("only ") for t in paired)
     if few:
         note += f"; p rough in {few} bootstrap(s) of under {FEW_SAMPLES} samples"
+    note += unreachable_note(paired)
     reasons = sorted({t.note for t in tests if t.method == "unpaired z"})
     if reasons:
         count = len(tests) - len(paired)
@@ -133,8 +140,9 @@ def variants_report(runs: list[StoredRun], suites: dict[str, SuiteSpec], baselin
                 for title, header, rows, note in tables]
     if fmt == "latex":
         rendered = [f"% {title}\n% {note}\n{text}" for (title, _, _, note), text in zip(tables, rendered)]
-    if left_out and fmt in ("terminal", "markdown"):  # a CSV or LaTeX file stays tables only
-        rendered.append(left_out_line(baseline, left_out) + ("\n" if fmt == "markdown" else ""))
+    if left_out and fmt in ("terminal", "markdown", "latex"):  # a CSV file stays tables only
+        line = left_out_line(baseline, left_out)
+        rendered.append(f"% {line}\n" if fmt == "latex" else line + ("\n" if fmt == "markdown" else ""))
     return Group(*rendered) if fmt == "terminal" else "\n".join(rendered)
 
 

@@ -135,6 +135,8 @@ def load_suite(name_or_path: str, seen: frozenset[Path] = frozenset()) -> SuiteS
         if task not in names:
             raise PathEvalError(f"malformed suite {path}: length_buckets.tasks names {task!r}, which is no task of "
                                 f"the suite: choose from {', '.join(names)}")
+    if Path(name_or_path).suffix in SUITE_SUFFIXES:
+        suite._file = str(name_or_path)
     return suite
 
 

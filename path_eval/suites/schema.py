@@ -319,6 +319,22 @@ class SuiteSpec(BaseModel):
     # LongBench scoring rules by name, and the one this suite scores with (`--longbench-rule` picks another)
     longbench_rules: dict[str, LongBenchRule] = {}
     longbench_rule: str | None = None
+    _file: str | None = PrivateAttr(default=None)  # the path it was read from, as given; None: by name
+
+    @property
+    def command_name(self) -> str:
+        """What `--suite` takes to load this suite again, for the commands an error suggests: the
+        file it was read from (the suites folder knows no suite of a file's name), else its name."""
+        return self._file or self.name
+
+    def __eq__(self, other):
+        """Equal as suites: where one was read from (`_file`) is no part of it, so a suite read from
+        its file equals the copy a run stored (pydantic's own equality compares private attributes)."""
+        if not isinstance(other, SuiteSpec):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.__pydantic_extra__ == other.__pydantic_extra__
+
+    __hash__ = None  # mutable, as pydantic leaves it
 
     @model_validator(mode="before")
     @classmethod

@@ -19,7 +19,7 @@ from path_eval.metrics.registry import lm_eval_metric_list, metric_entry, metric
 from path_eval.tasks.frozen import first_frozen, freeze
 from path_eval.tasks.lm_eval_tasks import LmEvalTask
 from path_eval.tasks.phonebook import DEFAULT_MAX_NEW_TOKENS, generate_phonebook
-from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays
+from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays, missing_essays_fix
 from path_eval.tasks.ruler import aggregation, niah, qa, templates, variable_tracking
 
 if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
@@ -115,7 +115,7 @@ def check_length(spec: TaskSpec, length: int) -> None:
 def input_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
     """The data files a generator reads (checked before any model loads; missing -> one line)."""
     if GENERATORS[spec.generator].essays:
-        return essay_files(Path(data_dir) / ESSAYS_FOLDER)  # none: a one-line error with the fix
+        return essay_files(Path(data_dir) / ESSAYS_FOLDER, missing_essays_fix(data_dir, suite))  # none: one line
     if spec.data is not None:
         return [require(DatasetSplit(spec.data.hf_path, spec.data.hf_config, spec.data.split), data_dir, suite)]
     return []

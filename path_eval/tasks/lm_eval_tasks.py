@@ -179,7 +179,7 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
     else:
         splits = task_splits(spec, suite, config, length)
         beyond_suite = length is not None and length not in (spec.lengths or suite.lengths)
-        files = [require(s, data_dir, suite.name, f"--lengths {length} " if beyond_suite else "") for s in splits]
+        files = [require(s, data_dir, suite.command_name, f"--lengths {length} " if beyond_suite else "") for s in splits]
         read = files
     local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
     if spec.data is not None:  # the suite's rows are the evaluated split

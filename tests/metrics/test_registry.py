@@ -8,7 +8,7 @@ from path_eval.metrics.babilong import babilong_accuracy
 from path_eval.metrics.longbench import qa_f1_score
 from path_eval.metrics.registry import REGISTRY, Metric, metric_entry
 from path_eval.reports.check import check
-from path_eval.reports.tables import _cell
+from path_eval.reports.tables import value_cell
 from path_eval.suites import available_suites, load_suite
 from path_eval.tasks.generated import process_results
 from tests.helpers import records
@@ -66,12 +66,12 @@ def lower_is_better_fraction(monkeypatch):
 
 def test_a_registered_metric_sets_the_reports_unit(lower_is_better_fraction):
     acc = records(acc=0.55, acc_stderr=None)[0]
-    assert _cell(acc) == "0.55"
+    assert value_cell(acc) == "0.55"
 
 
 def test_the_reports_unit_follows_the_registry():
     acc = records(acc=0.55, acc_stderr=None)[0]
-    assert _cell(acc) == "55.0"
+    assert value_cell(acc) == "55.0"
 
 
 def test_a_registered_metric_sets_checks_direction(lower_is_better_fraction):

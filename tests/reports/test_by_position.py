@@ -110,3 +110,37 @@ def test_no_label_overlaps_another():
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert not a.overlaps(b), (a, b)
+
+
+def drawn(figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure).draw()
+    return figure.canvas.get_renderer()
+
+
+def test_axes_are_linear_with_plain_ticks_where_the_range_allows():
+    """Positions 256 to 1.75K with the training length (4K) and perplexities 10 to 13 span little:
+    linear axes, ticks a power of two apart; positions 512 to 60K span more than LOG_SPAN: a log x
+    axis, its labels still plain (`1K`, not `2^10`; `20`, not `2x10^1`)."""
+    from path_eval.reports.extrapolation import LOG_SPAN
+
+    [ax] = by_position_figure(curve("rope") + curve("path"), EXTRAPOLATION).axes[:1]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("linear", "linear")
+    drawn(ax.figure)
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ticks == ["0", "1K", "2K", "3K", "4K", "5K"]
+    wide = curve("rope", length=65536, size=1024)
+    assert max(r.bucket[1] for r in wide if r.bucket) > LOG_SPAN * 512
+    [ax] = by_position_figure(wide, EXTRAPOLATION).axes[:1]
+    assert ax.get_xscale() == "log"
+    drawn(ax.figure)
+    labels = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    assert labels and not any(mark in label for label in labels for mark in ("^", "times", "×", "$"))
+
+
+def test_the_legend_sits_off_the_data():
+    figure = by_position_figure(curve("rope") + curve("path"), EXTRAPOLATION)
+    renderer = drawn(figure)
+    [legend] = figure.legends
+    assert not any(legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)) for ax in figure.axes)

@@ -121,9 +121,36 @@ def test_the_page_opens_in_a_headless_browser_without_errors(study):
         page.on("pageerror", lambda err: problems.append(str(err)))
         page.on("request", lambda r: requests.append(r.url))
         page.goto(url, wait_until="load")
-        sizes = page.evaluate("[...document.querySelectorAll('svg, table')].map(e => {"
-                              "const r = e.getBoundingClientRect(); return [e.tagName, r.width, r.height]; })")
+        shown = "[...document.querySelectorAll('svg, table')].filter(e => !e.closest('details:not([open])'))"
+        sizes = page.evaluate(f"{shown}.map(e => {{const r = e.getBoundingClientRect(); "
+                              "return [e.tagName, r.width, r.height]; }})")
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         browser.close()
     assert problems == [] and requests == [url]
-    assert sorted(tag for tag, _, _ in sizes) == ["TABLE"] * 4 + ["svg"] * 2
+    assert sorted(tag for tag, _, _ in sizes) == ["TABLE"] * 2 + ["svg"] * 2  # the provenance tables folded
     assert all(width > 100 and height > 50 for _, width, height in sizes)
+    assert widths[0] <= widths[1]  # unfolded, the provenance (hashes shortened) scrolls no wider than the window
+
+
+def test_the_page_is_titled_captioned_with_stderr_and_its_provenance_folded(study):
+    """The title names the suites and models; each figure's caption says what it shows (not only
+    its file); the suite tables hold "value ± stderr"; the provenance tables sit in a closed
+    <details>, each sha256 shown by its first 12 digits with the whole hash on hover."""
+    import hashlib
+    import re
+
+    page = (study / "study.html").read_text()
+    title = re.search(r"<title>(.*)</title>", page)[1]
+    assert title.startswith("ruler, phonebook: ") and "(path-eval)" in title
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page)
+    assert len(captions) == 2 and all("against context length, one line per model" in c for c in captions)
+    assert re.search(r"<td>\d+\.\d ± \d+\.\d</td>", page)  # fractions x100 with their standard error
+    folded = re.findall(r"<details><summary>provenance per model.*?</details>", page, re.S)
+    assert len(folded) == 2 and all("<table>" in part for part in folded)
+    from path_eval.reports.html import table
+
+    digest = hashlib.sha256(b"weights").hexdigest()
+    cell = table(["provenance", "m"], [["weights_sha256", digest]], text_columns=2)
+    assert f'<td class="text"><abbr title="{digest}">{digest[:12]}…</abbr></td>' in cell
+    assert not re.search(r">[0-9a-f]{64}<", cell)  # no whole hash as a cell's text

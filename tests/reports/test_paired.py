@@ -75,7 +75,7 @@ def test_a_paired_accuracy_delta_is_marked_where_the_unpaired_test_misses_it(tmp
     header, rows = compared(tmp_path, first, second, first_stderr=stderr[0], stderr=stderr[1])
     [row] = rows
     expected = stats.binomtest(3, 15, 0.5).pvalue
-    assert header[-2:] == ["delta b:b", "test b:b"]
+    assert header[-4:] == ["a:a", "b:b", "delta", "test"]
     assert row[-2:] == ["+15.00 *", f"McNemar exact p={expected:.2g}"] and expected < 0.05
     unpaired = 2 * stats.norm.sf(0.15 / np.hypot(*stderr))
     assert unpaired == pytest.approx(0.098, abs=5e-4)  # not beyond noise for the unpaired test
@@ -164,3 +164,22 @@ def test_pooled_flipflop_rates_over_seeds_and_corpus_perplexities_are_paired(tmp
         assert not isinstance(rebuilt, str) and len(rebuilt.strata) == (2 if kind == "flipflop" else 1)
         _, [row] = comparison([(p.name, load_records(p)) for p in runs], logs)
         assert row[-1] == "paired bootstrap p<0.0001" and row[-2].endswith(" *"), row
+
+
+def test_mcnemar_fewest_samples_is_where_scipys_most_extreme_split_first_reaches_significance():
+    from path_eval.reports.paired import MCNEMAR_FEWEST, mcnemar_floor
+
+    fewest = next(n for n in range(1, 20) if stats.binomtest(0, n, 0.5).pvalue < 0.05)
+    assert MCNEMAR_FEWEST == fewest == 6
+    assert mcnemar_floor(4) == pytest.approx(stats.binomtest(0, 4, 0.5).pvalue)
+
+
+def test_a_test_that_cannot_reach_significance_at_its_sample_count_says_so(tmp_path):
+    """RoPE's 100 -> 0 on 4 samples: McNemar's least p is 0.125, so no * can appear; the cell and
+    the note say so and name the 6 samples that could. On 6 samples the same change is marked."""
+    _, [row] = compared(tmp_path, [1] * 4, [0] * 4, stderr=0.0, first_stderr=0.0)
+    assert row[-2:] == ["-100.00", "McNemar exact p=0.12 (4 samples: p >= 0.12)"]
+    assert "1 McNemar test(s) cannot reach p < 0.05 at their sample count (least p 0.12, 2 * 0.5^samples): " \
+           "no * can appear there; 6 samples or more could" in comparison_note([row])
+    _, [row] = compared(tmp_path / "six", [1] * 6, [0] * 6)
+    assert row[-2:] == ["-100.00 *", "McNemar exact p=0.031"] and "cannot reach" not in comparison_note([row])

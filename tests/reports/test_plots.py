@@ -122,3 +122,20 @@ def test_runs_without_lengths_say_there_is_nothing_to_plot(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith("model,PIQA acc") and "plot: none" in captured.err
     assert not (tmp_path / "plots").exists()
+
+
+@pytest.mark.parametrize("count, grid", [(5, (2, 3)), (4, (1, 4)), (7, (2, 4)), (9, (3, 3))])
+def test_panels_fill_their_rows_evenly(count, grid):
+    """No row of blanks beside one panel: 5 panels are drawn 3 + 2, not 4 + 1; at most one slot
+    of the grid is left empty per row."""
+    from path_eval.reports.plots import by_length_figure
+    from path_eval.suites import SuiteSpec
+
+    suite = SuiteSpec.model_validate({"name": "s", "description": "d", "lengths": [1024, 2048], "tasks": [
+        {"name": f"t{i}", "generator": "ruler/niah_single_1", "metrics": ["string_match_all"]} for i in range(count)]})
+    records = [record("s", "m", f"t{i}", "string_match_all", 0.5, length=n) for i in range(count) for n in (1024, 2048)]
+    figure = by_length_figure(records, suite)
+    visible = [ax for ax in figure.axes if ax.get_visible()]
+    assert len(visible) == count
+    rows, columns = figure.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    assert (rows, columns) == grid and rows * columns - count < rows

