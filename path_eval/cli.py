@@ -538,8 +538,8 @@ def interrupted_line(args, signum: int) -> str:
     runner = sys.modules.get("path_eval.runner.run")
     saved_requests = getattr(runner, "saved_requests", None)
     if getattr(args, "func", None) is _run and args.out and saved_requests is not None:
-        where = (f": {saved_requests(Path(args.out))} finished requests are saved in {args.out}; the same command "
-                 "resumes there")
+        where = (f": {saved_requests(Path(args.out))} finished requests, batches and blocks are saved in {args.out}; "
+                 "the same command resumes there")
     return f"interrupted by {signal.Signals(signum).name}{where}"
 
 
@@ -621,6 +621,9 @@ def parse_and_configure(argv: list[str]) -> argparse.Namespace:
         warnings.filterwarnings("default", module="path_eval")
     args = build_parser().parse_args(argv or ["demo"])
     stay_offline(args.command or "demo")
+    from path_eval.cpu_threads import configure_threads
+
+    configure_threads()  # before any command imports torch, which sizes its thread pools once
     quiet = getattr(args, "quiet", False)
     # Other libraries' info lines (datasets announcing JAX, say) are not the run's: warnings and up only.
     logging.basicConfig(level=logging.ERROR if quiet else logging.WARNING, format="%(message)s")
