@@ -99,7 +99,7 @@ def choose_threads(cores: int, quota: float | None, processes: int, machine_core
         why.append(f"cgroup quota {quota:.1f}")
     if busy and machine_cores:
         usable = min(usable, max(1, machine_cores - busy))
-        why.append(f"{busy} of the machine's {machine_cores} cores busy")
+        why.append(f"{busy} other threads running on the machine's {machine_cores} cores")
     threads = max(1, usable // processes)
     if processes > 1:
         why.append(f"{processes} processes on this host")

@@ -52,7 +52,7 @@ def test_busy_cores_are_unknown_without_proc(tmp_path):
 def test_the_line_says_what_the_count_follows_from():
     assert choose_threads(2, 2.0, 1).line() == "CPU threads: 2 (2 cores allowed, cgroup quota 2.0)"
     assert choose_threads(8, None, 4).line() == "CPU threads: 2 (8 cores allowed, 4 processes on this host)"
-    assert choose_threads(2, None, 1, 2, 1).line() == "CPU threads: 1 (2 cores allowed, 1 of the machine's 2 cores busy)"
+    assert choose_threads(2, None, 1, 2, 1).line() == "CPU threads: 1 (2 cores allowed, 1 other threads running on the machine's 2 cores)"
 
 
 @pytest.mark.parametrize("files, quota", [
