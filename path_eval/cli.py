@@ -14,6 +14,7 @@ from pathlib import Path
 
 from path_eval.data import default_data_dir
 from path_eval.errors import PathEvalError
+from path_eval.locations import PROGRESS_VARIABLE
 from path_eval.terminal import console, error_line, printable_logging, say
 
 
@@ -365,9 +366,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "CPU, bf16 on GPU)")
         p.add_argument("--attention", default=None, help="attention backend: torch | reference (| triton)")
 
+    def quiet_or_verbose(p):
+        group = p.add_mutually_exclusive_group()
+        group.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
+        group.add_argument("--verbose", action="store_true", help="also lm-eval's info lines and every library's "
+                                                                 "progress bars")
+
     p = sub.add_parser("demo", help="(the default) a small offline evaluation of four variants on the CPU")
     p.add_argument("--out", default=str(run_folder.DEMO_FOLDER))
-    p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
+    quiet_or_verbose(p)
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("run", help="run a suite on one or more checkpoints")
@@ -401,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
                         "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
                         "OUT/lm_eval and never pushes")
-    p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
+    quiet_or_verbose(p)
     p.set_defaults(func=_run)
 
     p = sub.add_parser("download", help="fetch a suite's datasets into a data folder, or a hub model into the "
@@ -614,23 +621,31 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse_and_configure(argv: list[str]) -> argparse.Namespace:
     """The parsed command, with the environment, warnings and logging it asks for."""
-    if "--quiet" in argv:  # before tqdm, transformers and datasets are first imported: they read these then
+    # Before tqdm, transformers and datasets are first imported: they read these then.
+    if "--quiet" in argv:
         os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
+        os.environ[PROGRESS_VARIABLE] = "0"  # and path-eval's own
         os.environ["TRANSFORMERS_VERBOSITY"] = os.environ["DATASETS_VERBOSITY"] = "error"  # their warnings
         warnings.filterwarnings("ignore")  # other libraries' Python warnings; path-eval's own still show
         warnings.filterwarnings("default", module="path_eval")
+    elif "--verbose" not in argv and (argv or ["demo"])[0] in ("run", "demo"):
+        # lm-eval's bars (building each task's contexts, for every model) are not the run's progress
+        os.environ["TQDM_DISABLE"] = "1"
+        os.environ[PROGRESS_VARIABLE] = "1"  # path-eval's bars still show
     args = build_parser().parse_args(argv or ["demo"])
     stay_offline(args.command or "demo")
     from path_eval.cpu_threads import configure_threads
 
     configure_threads()  # before any command imports torch, which sizes its thread pools once
-    quiet = getattr(args, "quiet", False)
+    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     # Other libraries' info lines (datasets announcing JAX, say) are not the run's: warnings and up only.
     logging.basicConfig(level=logging.ERROR if quiet else logging.WARNING, format="%(message)s")
     printable_logging()
     logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
+    # lm-eval's info lines (seeds, tasks, gen_kwargs, contexts built, results saved: about 30 a model)
+    # only under --verbose; its warnings unless --quiet
     for name in ("lm_eval", "lm-eval"):
-        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)
+        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
     return args
 
 
