@@ -170,7 +170,7 @@ def _download(args) -> None:
         say(f"Paul Graham essays: {len(list(folder.glob('*.txt')))} files -> {folder}")
 
 
-def download_splits(suite, tasks, lengths: list[int] | None) -> list[str]:
+def download_splits(suite, tasks, lengths: list[int] | None) -> list:
     """The dataset splits `download` fetches for `tasks` of `suite` at `lengths` (None: each task's
     own lengths, else the suite's)."""
     from path_eval.kinds import KINDS
