@@ -164,10 +164,12 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     `wandb_args` / `hf_hub_log_args`: lm-eval's WandbLogger and EvaluationTracker arguments, as
     `--wandb-args` / `--hf-hub-log-args` give them parsed. `longbench_rule`: LongBench-E's scoring
     rule (`--longbench-rule`: fox, thudm), default the suite's."""
+    from path_eval.cpu_threads import configure_threads
     from path_eval.data import default_data_dir
     from path_eval.locations import stay_offline
 
     stay_offline()
+    threads = configure_threads()  # before torch imports (the command line chose already)
     from path_eval.plan.models import resolve_models
     from path_eval.results.lm_eval_layout import check_hub_log_args, check_wandb_args
     from path_eval.suites import SuiteSpec, load_suite
@@ -199,6 +201,9 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
                           attention, max_length)
     out = Path(out)
+    import logging
+
+    logging.getLogger("path_eval").info(threads.line())
     from path_eval import run_folder
     from path_eval.results.ownership import claim_for_run
 

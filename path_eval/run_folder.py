@@ -118,9 +118,11 @@ def block_file(blocks: Path, index: int) -> Path:
     return Path(blocks) / f"block-{index:05d}.npy"
 
 
-def saved_blocks(run: Path) -> list[Path]:
-    """Every corpus block a run folder keeps (of any model and log)."""
-    return list(samples_root(run).glob("*/*/block-*.npy"))
+def saved_blocks(run: Path, model: str | None = None) -> list[Path]:
+    """Every corpus block a run folder keeps (of any log; of `model`, else of any model)."""
+    if model is None:
+        return list(samples_root(run).glob("*/*/block-*.npy"))
+    return list(samples_folder(run, model).glob("*/block-*.npy"))
 
 
 def curve_file(run: Path, model: str, name: str) -> Path:

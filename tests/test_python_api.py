@@ -55,6 +55,17 @@ def test_the_doc_study_runs_and_reports(study):
         assert svg[svg.index("<svg"):] in page
 
 
+def test_the_docs_sentence_on_the_scores_is_the_runs(study):
+    """The doc says what the block's run scores, per suite and model, at both lengths."""
+    assert ("both models score 100 on NIAH; on PhoneBook path scores 100 and rope 0"
+            in " ".join(DOC.read_text().split()))
+    scores = {}
+    for record in study[1]["study"].records:
+        scores.setdefault((record.suite, record.model), set()).add(round(100 * record.value))
+    assert scores == {("ruler", "rope"): {100}, ("ruler", "path"): {100}, ("phonebook", "path"): {100},
+                      ("phonebook", "rope"): {0}}
+
+
 def test_the_command_line_reports_the_same_study(study, capsys, monkeypatch):
     folder, namespace = study
     monkeypatch.chdir(folder)

@@ -117,8 +117,9 @@ def claims() -> list[str]:
         f"BABILong qa1-qa5 at {'/'.join(kilo(n) for n in lengths('babilong'))}",
         f"at p < {ALPHA}",
         f"may move by {DEFAULT_TOLERANCE['rel']:.0e} of its value".replace("e-0", "e-"),
-        f"with {first_study['omp_num_threads']} thread on {first_study['cpu_cores']} CPU cores",
-        f"(load average about {mean(s['load_average_1min_at_start'] for s in first_study['steps']):.0f})",
+        f"on {first_study['cpu_cores']} CPU cores shared with other work",
+        f"(load average about {mean(s['load_average_1min_at_start'] for s in first_study['steps']):.0f}; "
+        f"the run chose {first_study['cpu_threads']} thread,",
         f"the run took {steps['run'] / 60:.0f} minutes",
         f"the PaTH runs {steps['run_fp32']:.0f} s and {steps['run_bf16']:.0f} s",
         f"report, check and compare under {math.ceil(max(steps[s] for s in ('report', 'check', 'compare')))} s each",

@@ -97,10 +97,19 @@ kind `rescore` scores from its own logs' rows. What `report`
     check_model: Callable[[TaskSpec, ModelReference], None] | None = None
     pairing: SamplePairs | dict[str, SamplePairs] | None = None  # a dict: per metric (several in one log)
     splits: Callable[[TaskSpec, SuiteSpec, list[int] | None], list[DatasetSplit]] = lambda task, suite, lengths: []
+    # Whether `download` fetches anything for the task, where `splits` would read more than the suite
+    # (lm-eval's task configs) to say: `list` answers it without importing lm-eval. None: from `splits`.
+    fetches: Callable[[TaskSpec, SuiteSpec], bool] | None = None
     sample_scorer: Callable[[TaskSpec, SuiteSpec], Callable | None] | None = None
     # `log_scorer(task, rows, seeds)`: per metric, (value, stderr) per seed, from the rows of an item's
     # logs alone, for a kind whose metrics are not means of per-sample scores (token tagging's ratios).
     log_scorer: Callable[[TaskSpec, list[dict], list[int]], dict[str, list[tuple[float, float | None]]]] | None = None
+
+    def fetches_data(self, task: TaskSpec, suite: SuiteSpec) -> bool:
+        """Whether `download` fetches a split for the task at its lengths (`list` says so)."""
+        if self.fetches is not None:
+            return self.fetches(task, suite)
+        return bool(self.splits(task, suite, task.lengths or suite.lengths))
 
     def options_read(self) -> frozenset[str]:
         return self.reads | (SAMPLED_OPTIONS if self.sampled else frozenset())

@@ -51,6 +51,12 @@ def splits(task: TaskSpec, suite: SuiteSpec, lengths: list[int] | None):
     return [split for n in lengths or [None] for split in task_splits(task, suite, length=n)]
 
 
+def fetches(task: TaskSpec, suite: SuiteSpec) -> bool:
+    """Every lm-eval task reads at least the split it evaluates on (`task_splits`), except BABILong
+    regenerated offline: known without reading lm-eval's config."""
+    return not (task.adapter == "babilong" and suite.babilong.source == "regenerated")
+
+
 def sample_scorer(task: TaskSpec, suite: SuiteSpec):
     """LongBench-E's scores are ours (its adapter), made again from the logged generations; lm-eval
     scores every other task of this kind."""
@@ -65,4 +71,4 @@ KIND = Kind(name="lm_eval", key="lm_eval_task", options=str, evaluator="path_eva
             describe=lambda task: f"lm-eval {task.options}", plan=plan, log_names=lm_eval_log_names,
             needs_lengths=False, validate=validate, reads=frozenset({"num_fewshot", "stop", "data", "adapter",
                                                                     "prompt_edits"}),
-            splits=splits, sample_scorer=sample_scorer)
+            splits=splits, fetches=fetches, sample_scorer=sample_scorer)

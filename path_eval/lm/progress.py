@@ -1,12 +1,23 @@
 """A progress bar for the adapter's request loops: done/total, elapsed, ETA and the model's tokens
-per second so far. Off under `--quiet` (TQDM_DISABLE=1, which also silences lm-eval's own bars)."""
+per second so far. Off under `--quiet`, which also silences lm-eval's own bars (TQDM_DISABLE=1, as
+does a run without `--verbose`)."""
 from __future__ import annotations
 
 import os
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from path_eval.locations import PROGRESS_VARIABLE
 from path_eval.terminal import console
+
+
+def bars_shown() -> bool:
+    """The command line's setting where it gave one (`PROGRESS_VARIABLE`), else tqdm's TQDM_DISABLE,
+    as a Python program set it."""
+    own = os.environ.get(PROGRESS_VARIABLE)
+    if own is not None:
+        return own == "1"
+    return os.environ.get("TQDM_DISABLE") != "1"
 
 
 class RequestProgress:
@@ -14,7 +25,7 @@ class RequestProgress:
 
     def __init__(self, lm, description: str, total: int | None, enabled: bool = True):
         self.lm = lm
-        self.enabled = (enabled and os.environ.get("TQDM_DISABLE") != "1" and total != 0
+        self.enabled = (enabled and bars_shown() and total != 0
                         and getattr(lm, "process_index", 0) == 0)  # one bar per run, not one per process
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),

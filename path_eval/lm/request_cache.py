@@ -1,5 +1,7 @@
 """The resume cache: each finished request of one model, one sqlite row, committed as it is computed,
-so that a killed run started again recomputes nothing it had finished.
+so that a killed run started again recomputes nothing it had finished. Work that is no lm-eval
+request is kept here too: a batch of the argmax forward (flip-flop, token tagging) is a row
+(`answer_batch`); corpus blocks are kept beside their per-sample log (`path_eval.evaluators.corpus`).
 
 lm-eval's own request cache (`use_cache`, a SqliteDict) stores pickles, and unpickling a row can run
 arbitrary code: a run folder copied from someone else could execute commands on resume. Rows here
@@ -13,12 +15,14 @@ resumed run totals all of its segments. Once the results are written they are fo
 the finished command again is a new run (which computes nothing)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 from lm_eval.api.model import hash_args
 
 from path_eval.atomic_files import refuse_link
@@ -27,6 +31,9 @@ from path_eval.errors import PathEvalError
 TABLE = "requests"
 SEGMENTS = "segments"
 PICKLED_TABLE = "unnamed"  # SqliteDict's default table: lm-eval's pickled cache
+# Work that is no lm-eval request, stored as a batch of sequences' answers (`RequestCache.answer_batch`).
+ARGMAX = "next_token_argmax"
+BATCH_KINDS = (ARGMAX,)
 
 
 class RequestCache:
@@ -141,6 +148,23 @@ class RequestCache:
         computed = iter(compute(missing) if missing else [])
         return [next(computed) if result is None else result for result in results]
 
+    def answer_batch(self, kind: str, tokens: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """`compute(tokens)`, an integer per token (the argmax forward of flip-flop and token
+        tagging: `BATCH_KINDS`), read back when this batch of sequences was finished before, else
+        computed and stored; keyed by the tokens themselves, so a batch is found again whatever item
+        or order it comes in."""
+        key = (hashlib.sha256(np.ascontiguousarray(tokens).tobytes()).hexdigest(), list(tokens.shape), str(tokens.dtype))
+        stored = self.get(kind, key)
+        self.answered += 1
+        if stored is not None:
+            if np.shape(stored) != tokens.shape:
+                raise self._corrupt()
+            self.reused += 1
+            return np.asarray(stored, dtype=np.int64)
+        result = compute(tokens)
+        self.add_partial(kind, key, result.tolist())
+        return result
+
     def __len__(self) -> int:
         return self.connection.execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
 
@@ -169,6 +193,9 @@ def answer_shaped(kind: str, value) -> bool:
         return number(value)
     if kind == "generate_until":
         return isinstance(value, str)
+    if kind in BATCH_KINDS:  # an integer per token of each sequence
+        return isinstance(value, list) and all(
+            isinstance(row, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in row) for row in value)
     return True
 
 

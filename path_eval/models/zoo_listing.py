@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
-from path_eval.models.loading import read_config
+from path_eval.models.config_file import read_config
 from path_eval.models.zoo import ZOO_PREFIX, zoo_models
 
 

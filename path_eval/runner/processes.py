@@ -7,7 +7,6 @@ processes' counters are gathered for the provenance."""
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from collections import defaultdict
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -15,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from path_eval import run_folder
+from path_eval.cpu_threads import allowed_cores
 from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
@@ -81,7 +81,7 @@ def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
     processes = parallel.world_size if parallel else 1
     shares = balanced_shares([s.tokens for s in sets], processes)
     freeze_on_cores([sets[index] for index in shares[parallel.rank if parallel else 0]],
-                    cores=max(1, (os.cpu_count() or 1) // processes))
+                    cores=max(1, allowed_cores() // processes))
     if parallel:
         parallel.barrier()
 

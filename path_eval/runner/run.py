@@ -51,8 +51,19 @@ def resume_cache(out: Path, name: str, identity: dict, rank: int) -> Path:
 
 
 def saved_requests(out: Path) -> int:
-    """Work a killed run keeps for the same command: finished requests and corpus blocks."""
+    """Work a killed run keeps for the same command: finished requests, argmax batches (flip-flop,
+    token tagging) and corpus blocks."""
     return request_cache.saved_requests(run_folder.resume_folder(out)) + len(run_folder.saved_blocks(out))
+
+
+def say_resuming(out: Path, model: str, saved: int) -> None:
+    """Before a model's work, how much of it an earlier start of the same command finished: its resume
+    cache's rows (requests and argmax batches, of every process) and its corpus blocks. On stderr,
+    also under --quiet, as the count of what was reused at the end."""
+    blocks = len(run_folder.saved_blocks(out, model))
+    if saved or blocks:
+        say(f"resuming {model}: {saved} finished requests and batches, {blocks} corpus blocks saved in {out}; "
+            "they are reused, not computed again", file=sys.stderr)
 
 
 def write_plan(plan: ResolvedPlan, out: Path) -> None:
@@ -105,6 +116,9 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                  identity["decoding"] or "transformers' generate", identity["tokenizer"], lm.max_length, plan.data_dir)
         lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.process_index))
         caches.append(lm.request_cache)
+        saved = sum(lm.gather_object(len(lm.request_cache)))
+        if writes:
+            say_resuming(options.out, model.name, saved)
         with times.phase("requests"):
             results = [result for evaluator, items in evaluators for result in evaluator.run(lm, items, context)]
         counters = processes.gathered_counters(lm)
@@ -124,8 +138,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             write_results(records, run_folder.results_file(options.out))
     processes.write_timings(times, parallel, options.out, writes)
     if writes and reused:  # also under --quiet: numbers that were not computed now are worth one line
-        say(f"resumed: {reused} of {answered} requests reused from {run_folder.resume_folder(options.out)}",
-            file=sys.stderr)
+        say(f"resumed: {reused} of {answered} requests and batches reused from "
+            f"{run_folder.resume_folder(options.out)}", file=sys.stderr)
     processes.finish_processes()
     for cache in caches:  # the run is complete: the same command again is a new run, counted afresh
         cache.finish_run()

@@ -198,7 +198,7 @@ def test_a_missing_optional_file_still_skips_its_task_with_a_warning(place, tmp_
 @pytest.fixture
 def quiet(monkeypatch):
     """--quiet's environment, restored after the test."""
-    for name in ("TQDM_DISABLE", "TRANSFORMERS_VERBOSITY", "DATASETS_VERBOSITY"):
+    for name in ("TQDM_DISABLE", "TRANSFORMERS_VERBOSITY", "DATASETS_VERBOSITY", "PATH_EVAL_PROGRESS"):
         monkeypatch.setenv(name, os.environ.get(name, ""))
 
 

@@ -48,7 +48,7 @@ def test_interrupted_run_stops_cleanly_and_resumes(setup, tmp_path, signum):
     assert process.returncode == 128 + signum
     assert "Traceback" not in stderr
     [line] = [x for x in stderr.splitlines() if x.startswith("error:")]
-    assert line == (f"error: interrupted by {signal.Signals(signum).name}: {saved} finished requests are saved in "
+    assert line == (f"error: interrupted by {signal.Signals(signum).name}: {saved} finished requests, batches and blocks are saved in "
                     f"{out}; the same command resumes there")
     assert not (out / "results.json").exists() and not list(out.rglob("*.partial"))
 

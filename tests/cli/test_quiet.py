@@ -9,6 +9,9 @@ import sys
 from tests.helpers import ROOT
 
 THIRD_PARTY = re.compile(r"warn|fatal|\[transformers\]|not a git repository", re.IGNORECASE)
+# lm-eval's info lines and its tqdm bars (which end in a rate, "3215.67it/s]")
+LM_EVAL_CHATTER = re.compile(r"Selected tasks|Building contexts|Using gen_kwargs|Setting random seed|"
+                             r"Saving results|Using pre-initialized model|it/s\]")
 
 
 def test_a_quiet_run_prints_no_third_party_warnings(tmp_path):
@@ -26,3 +29,13 @@ def test_a_quiet_run_prints_no_third_party_warnings(tmp_path):
                           text=True, timeout=600)
     assert loud.returncode == 0, loud.stderr[-3000:]
     assert "not a git repository" not in loud.stderr and "to instantiate a model of type" not in loud.stderr
+    # nor lm-eval's info lines and tqdm bars: the run's own lines and bars only, unless --verbose
+    assert not [line for line in loud.stderr.splitlines() if LM_EVAL_CHATTER.search(line)], loud.stderr
+    own = loud.stderr.splitlines()
+    assert any(line.startswith("CPU threads: ") for line in own) and any(line.startswith("fox: ") for line in own)
+    verbose = subprocess.run(command + ["--out", str(tmp_path / "verbose"), "--verbose"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    assert {"Selected tasks:", "Building contexts for niah_single_1_1024_s1234 on rank 0..."} <= \
+        set(verbose.stderr.splitlines())
+    assert "it/s]" in verbose.stderr  # lm-eval's tqdm bar

@@ -79,7 +79,7 @@ def test_the_same_run_again_resumes_in_its_folder(inputs, finished, capsys):
     numbers = lambda: [(r.task, r.metric, r.value, r.stderr, r.n) for r in load_records(finished)]  # noqa: E731
     before = numbers()
     assert _main(command(inputs, finished)) == 0
-    assert f"resumed: {LIMIT * 4} of {LIMIT * 4} requests reused" in capsys.readouterr().err
+    assert f"resumed: {LIMIT * 4} of {LIMIT * 4} requests and batches reused" in capsys.readouterr().err
     assert numbers() == before
 
 
@@ -223,7 +223,7 @@ def test_the_file_size_limit_ends_a_run_in_one_line_and_what_it_saved_resumes(in
     saved = finished_requests(out)
     assert 0 < saved < LIMIT * 4
     assert _main(command(inputs, out)) == 0
-    assert f"resumed: {saved} of {LIMIT * 4} requests reused" in capsys.readouterr().err
+    assert f"resumed: {saved} of {LIMIT * 4} requests and batches reused" in capsys.readouterr().err
     assert load_records(out)[0].n == LIMIT
 
 

@@ -8,6 +8,7 @@ import sys
 import time
 
 from path_eval.results import load_records
+from path_eval.run_folder import sample_log
 from tests.helpers import ROOT, finished_requests, fixture_data, save_tiny_model
 
 
@@ -32,7 +33,11 @@ def test_killed_run_resumes_without_losing_or_recomputing(tmp_path):
     resumed = subprocess.run(command(out) + ["--quiet"], cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     # it says so, even under --quiet, with the requests the killed run had committed
-    assert f"resumed: {done_before} of {requests} requests reused from {out / 'resume'}" in resumed.stderr.splitlines()
+    lines = resumed.stderr.splitlines()
+    assert f"resumed: {done_before} of {requests} requests and batches reused from {out / 'resume'}" in lines
+    # and at the start, before any work on the model
+    assert lines[0] == (f"resuming model: {done_before} finished requests and batches, 0 corpus blocks saved in {out}; "
+                        "they are reused, not computed again")
     fresh = subprocess.run(command(tmp_path / "fresh"), cwd=ROOT, capture_output=True, text=True)
     assert fresh.returncode == 0
     assert "resumed:" not in fresh.stderr
@@ -59,3 +64,38 @@ def test_default_output_folder_is_the_same_for_the_same_command():
     first, again = default_out(parse(base), table2), default_out(parse(base + ["--batch-size", "8"]), table2)
     assert first == again and first.parent.name == "runs" and first.name.startswith("table2-")
     assert default_out(parse(base + ["--dtype", "bfloat16"]), table2) != first
+
+
+def test_killed_flipflop_run_keeps_its_finished_batches(tmp_path):
+    """Flip-flop asks lm-eval nothing: its argmax batches are kept in the resume cache, so a run killed
+    after a model's batches computes none of them again, and finishes with an uninterrupted run's
+    results and sample logs."""
+    command = lambda out: [sys.executable, "eval.py", "run", "--suite", "ci", "--tasks", "flipflop_sparse",  # noqa: E731
+                           "--model", "zoo:flipflop_rope", "zoo:flipflop_path", "--out", str(out)]
+    batches = 2 * 512 // 32  # two models, 512 sequences each, 32 to a batch
+    out = tmp_path / "killed"
+    process = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while finished_requests(out) < batches // 2 + 2 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_before = finished_requests(out)
+    assert batches // 2 + 2 <= done_before < batches, "the run was not caught in the second model"
+    assert not (out / "results.json").exists()
+
+    resumed = subprocess.run(command(out) + ["--quiet"], cwd=ROOT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    lines = resumed.stderr.splitlines()
+    assert lines[:2] == [f"resuming {name}: {saved} finished requests and batches, 0 corpus blocks saved in {out}; "
+                         "they are reused, not computed again"
+                         for name, saved in [("flipflop_rope", batches // 2), ("flipflop_path", done_before - batches // 2)]]
+    assert f"resumed: {done_before} of {batches} requests and batches reused from {out / 'resume'}" in lines
+    fresh = subprocess.run(command(tmp_path / "fresh"), cwd=ROOT, capture_output=True, text=True)
+    assert fresh.returncode == 0 and "resum" not in fresh.stderr
+    a, b = load_records(out), load_records(tmp_path / "fresh")
+    assert [(r.model, r.task, r.metric, r.value, r.stderr, r.n) for r in a] == \
+        [(r.model, r.task, r.metric, r.value, r.stderr, r.n) for r in b]
+    for model in ("flipflop_rope", "flipflop_path"):  # every sequence logged once, as in the fresh run
+        log = lambda run: sample_log(run, model, "flipflop_sparse@512").read_text()  # noqa: E731
+        assert log(out) == log(tmp_path / "fresh")

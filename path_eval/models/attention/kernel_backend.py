@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 def attend(x: AttentionInputs, past: PathKVCache | None, build_state: bool) -> tuple[torch.Tensor, PathKVCache | None]:
     if importlib.util.find_spec("triton") is None:
-        raise PathEvalError("the triton attention backend needs the triton package: pip install triton, "
-                            "or choose attention='torch'")
+        raise PathEvalError("the triton attention backend needs the triton package: pip install "
+                            "'path-eval[gpu]' (or triton), or choose attention='torch'")
     from path_eval.kernels.path_attn.cache import PathKVCache
     from path_eval.kernels.path_attn.fwd import path_attention
 
