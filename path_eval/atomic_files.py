@@ -150,15 +150,24 @@ def check_out_folder(out: Path) -> None:
         raise PathEvalError(f"--out {out} is a link to {os.readlink(out)}, which is not there: make that folder, "
                             "or give another --out")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
+        make_writable(out)
     except OSError as err:
-        raise PathEvalError(f"--out {out} is not a folder the run can write in ({os.strerror(err.errno) if err.errno else err}): "
+        raise PathEvalError(f"--out {out} is not a folder the run can write in ({os_reason(err)}): "
                             "give a writable folder") from None
     for link in links_under(out)[:1]:
         refuse_link(link)
     remove_stale_staging(out)
+
+
+def make_writable(folder: Path) -> None:
+    """Make `folder` (and its parents) and a file in it; OSError where either cannot be."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=folder):
+        pass
+
+
+def os_reason(err: OSError) -> str:
+    return os.strerror(err.errno) if err.errno else str(err)
 
 
 def check_cache_folder() -> Path:
@@ -167,12 +176,9 @@ def check_cache_folder() -> Path:
     index, a hash memo cut off mid-write) are removed, as a run folder's are."""
     cache = cache_dir()
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=cache):
-            pass
+        make_writable(cache)
     except OSError as err:
-        raise PathEvalError(f"the cache folder {cache} is not a folder path-eval can write in "
-                            f"({os.strerror(err.errno) if err.errno else err}): give PATH_EVAL_CACHE a writable "
-                            "folder") from None
+        raise PathEvalError(f"the cache folder {cache} is not a folder path-eval can write in ({os_reason(err)}): "
+                            "give PATH_EVAL_CACHE a writable folder") from None
     remove_stale_staging(cache)
     return cache

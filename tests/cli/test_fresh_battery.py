@@ -185,8 +185,9 @@ def everything_under(folder: Path) -> dict[Path, float]:
     return {p: p.stat().st_mtime_ns for p in folder.rglob("*") if not p.is_symlink()}
 
 
-@pytest.mark.parametrize("arguments, fragments", CASES, ids=[" ".join(c[0])[:80] for c in CASES])
-def test_fresh_bad_input_is_one_line_and_writes_nothing(arguments, fragments, place, tmp_path, capsys, monkeypatch):
+def refused_in_one_line(arguments, fragments, place, tmp_path, capsys, monkeypatch) -> None:
+    """A battery case: the command exits 2 with one error line holding every fragment, prints no
+    traceback and no escape code, and writes nothing in the working folder or the case's files."""
     monkeypatch.chdir(tmp_path)  # a default --out (runs/...) lands here
     for name in OFFLINE_VARIABLES:  # main sets them; restored after the test
         monkeypatch.delenv(name, raising=False)
@@ -195,10 +196,15 @@ def test_fresh_bad_input_is_one_line_and_writes_nothing(arguments, fragments, pl
     code = _main(argv)
     captured = capsys.readouterr()
     assert code == 2, captured
-    assert "Traceback" not in captured.out
+    assert "Traceback" not in captured.out and "\x1b" not in captured.out + captured.err
     line = assert_one_error_line(captured.err, fragments[0])
     assert all(fragment in line for fragment in fragments), line
     assert (everything_under(tmp_path), everything_under(place["ROOT"])) == before, "a refused command wrote files"
+
+
+@pytest.mark.parametrize("arguments, fragments", CASES, ids=[" ".join(c[0])[:80] for c in CASES])
+def test_fresh_bad_input_is_one_line_and_writes_nothing(arguments, fragments, place, tmp_path, capsys, monkeypatch):
+    refused_in_one_line(arguments, fragments, place, tmp_path, capsys, monkeypatch)
 
 
 def test_the_battery_is_large_enough():

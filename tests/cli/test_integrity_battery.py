@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from path_eval.cli import main
-from tests.cli.test_bad_inputs import OFFLINE_VARIABLES, _expand, _main, assert_one_error_line
-from tests.cli.test_fresh_battery import copy_with_config, everything_under
+from tests.cli.test_bad_inputs import OFFLINE_VARIABLES, assert_one_error_line
+from tests.cli.test_fresh_battery import copy_with_config, refused_in_one_line
 from tests.helpers import fixture_data, records
 
 ZOO = Path(__file__).parents[2] / "path_eval" / "zoo" / "models"
@@ -178,18 +178,7 @@ CASES = [
 
 @pytest.mark.parametrize("arguments, fragments", CASES, ids=[" ".join(c[0])[:80] for c in CASES])
 def test_hostile_input_is_one_line_and_writes_nothing(arguments, fragments, place, tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # a default --out (runs/...) lands here
-    for name in OFFLINE_VARIABLES:  # main sets them; restored after the test
-        monkeypatch.delenv(name, raising=False)
-    argv = _expand(arguments, place)
-    before = everything_under(tmp_path), everything_under(place["ROOT"])
-    code = _main(argv)
-    captured = capsys.readouterr()
-    assert code == 2, captured
-    assert "\x1b" not in captured.out + captured.err
-    line = assert_one_error_line(captured.err, fragments[0])
-    assert all(fragment in line for fragment in fragments), line
-    assert (everything_under(tmp_path), everything_under(place["ROOT"])) == before, "a refused command wrote files"
+    refused_in_one_line(arguments, fragments, place, tmp_path, capsys, monkeypatch)
 
 
 def test_the_battery_is_large_enough():

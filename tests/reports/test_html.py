@@ -122,10 +122,11 @@ def test_the_page_opens_in_a_headless_browser_without_errors(study):
         page.on("request", lambda r: requests.append(r.url))
         page.goto(url, wait_until="load")
         shown = "[...document.querySelectorAll('svg, table')].filter(e => !e.closest('details:not([open])'))"
-        sizes = page.evaluate(f"{shown}.map(e => {{const r = e.getBoundingClientRect(); "
-                              "return [e.tagName, r.width, r.height]; }})")
-        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        # each expression as a function: playwright reads a string holding "=>" as one
+        sizes = page.evaluate(f"() => {shown}.map(e => {{ const r = e.getBoundingClientRect(); "
+                              "return [e.tagName, r.width, r.height]; })")
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         browser.close()
     assert problems == [] and requests == [url]
     assert sorted(tag for tag, _, _ in sizes) == ["TABLE"] * 2 + ["svg"] * 2  # the provenance tables folded
