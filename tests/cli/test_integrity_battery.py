@@ -426,7 +426,7 @@ def test_a_signal_while_the_model_loads_ends_the_command(tmp_path, signum):
         pytest.fail("the command waited for a load that never ends")
     assert process.returncode == 128 + signum, stderr
     assert [line for line in stderr.splitlines() if line.startswith("error:")] == \
-        [f"error: interrupted by {signal.Signals(signum).name}: 0 finished requests are saved in {tmp_path / 'out'}; "
+        [f"error: interrupted by {signal.Signals(signum).name}: 0 finished requests, batches and blocks are saved in {tmp_path / 'out'}; "
          "the same command resumes there"]
     assert "Traceback" not in stderr and not (tmp_path / "out" / "results.json").exists()
 
