@@ -203,7 +203,8 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     out = Path(out)
     import logging
 
-    logging.getLogger("path_eval").info(threads.line())
+    if threads.chosen_here:  # said where the harness chose: a user who set the count knows it
+        logging.getLogger("path_eval").info(threads.line())
     from path_eval import run_folder
     from path_eval.results.ownership import claim_for_run
 

@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 # The variables through which a user sets torch's CPU threads; any of them set is the user's choice.
@@ -22,6 +22,7 @@ CGROUP = Path("/sys/fs/cgroup")
 class ThreadChoice:
     threads: int | str  # a user's variable as given
     why: str  # what the count follows from, for the info line
+    chosen_here: bool = False  # the harness chose it (a user's setting, or torch's, is theirs to know)
 
     def line(self) -> str:
         return f"CPU threads: {self.threads} ({self.why})"
@@ -122,8 +123,8 @@ def configure_threads(environ=os.environ) -> ThreadChoice:
     elif "torch" in sys.modules:
         _chosen = ThreadChoice(sys.modules["torch"].get_num_threads(), "torch's own: it was imported before path-eval")
     else:
-        _chosen = choose_threads(allowed_cores(), cgroup_quota(), processes_on_host(environ), os.cpu_count(),
-                                 busy_cores())
+        _chosen = replace(choose_threads(allowed_cores(), cgroup_quota(), processes_on_host(environ), os.cpu_count(),
+                                         busy_cores()), chosen_here=True)
         environ["OMP_NUM_THREADS"] = str(_chosen.threads)
     return _chosen
 
