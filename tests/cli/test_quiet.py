@@ -17,7 +17,10 @@ LM_EVAL_CHATTER = re.compile(r"Selected tasks|Building contexts|Using gen_kwargs
 def test_a_quiet_run_prints_no_third_party_warnings(tmp_path):
     env = dict(os.environ, PATH_EVAL_CACHE=str(tmp_path / "cache"), HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     env.pop("GIT_DIR", None)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # the harness chooses the count, and says so
+    # a user's fresh shell: the harness chooses the thread count (and says so), and nothing an earlier
+    # in-process test's --quiet left in this worker's environment (TQDM_DISABLE, ...) leaks in
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TQDM_DISABLE", "PATH_EVAL_PROGRESS", "TRANSFORMERS_VERBOSITY",
+                 "DATASETS_VERBOSITY"):
         env.pop(name, None)
     command = [sys.executable, str(ROOT / "eval.py"), "run", "--suite", "ci", "--model", "zoo:fox", "--tasks",
                "niah_single_1", "--lengths", "1k", "--limit", "1", "--out", str(tmp_path / "out")]
