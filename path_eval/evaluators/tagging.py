@@ -38,15 +38,9 @@ def row_counts(rows: list[dict]) -> np.ndarray:
 
 
 class TaggingEvaluator:
-    """The evaluator of a token-tagging kind; a subclass says how its sequences are made
-    (`sequences`) and whose vocabulary they use (`vocabulary`)."""
-
-    vocabulary = None  # the task family's SymbolVocabulary
-
-    @staticmethod
-    def sequences(spec, item: PlannedItem, seed: int) -> tuple:
-        """(frozen file, inputs [N, T], targets [N, T]) of one item at one seed."""
-        raise NotImplementedError
+    """The evaluator of a token-tagging kind; a subclass gives whose vocabulary its sequences use
+    (`vocabulary`: a SymbolVocabulary) and how they are made (`sequences(spec, item, seed)` ->
+    (frozen file, inputs [N, T], targets [N, T]) of one item at one seed)."""
 
     def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
         """One set of sequences per (task, length, seed), as `run` reads them."""
