@@ -33,7 +33,7 @@ MAPPED_FOLDERS = {"kernels": ROOT / "kernels"}
 
 # From the ground floor up (docs/architecture.md, "Layers").
 LAYERS = [
-    {"errors", "locations", "package_data", "version", "atomic_files", "source_folders", "terminal", "zoo", "cpu_threads"},
+    {"errors", "locations", "package_data", "version", "atomic_files", "source_folders", "terminal", "zoo", "cpu_threads", "sandbox"},
     {"kernels"},
     {"data"},
     {"models"},

