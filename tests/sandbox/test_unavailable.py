@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from path_eval.sandbox import launch, run_python, unavailable_reason
 # The real bootstrap, its libc's unshare failing as it does where user namespaces are not allowed.
 UNSHARE_REFUSED = f"""
 import ctypes, errno, sys
-sys.path.insert(0, {str(launch.Path(launch.bootstrap.__file__).parent)!r})
+sys.path.insert(0, {str(Path(launch.bootstrap.__file__).parent)!r})
 import bootstrap
 
 class Refusing:
