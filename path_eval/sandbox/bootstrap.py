@@ -145,14 +145,17 @@ def hide_and_keep(hidden: list[str], kept: list[str], folder_bytes: int) -> None
         mount(None, folder, None, MS_REMOUNT | MS_BIND | LOCKED_DOWN | MS_NOEXEC)
 
 
-def set_limits(limits: dict) -> None:
+def set_limits(limits: dict, same_user: int) -> None:
     """The program's rlimits. RLIMIT_CPU's hard limit a second past the soft one: SIGXCPU first, then
-    SIGKILL should the program ignore it. RLIMIT_CORE is 1 byte, not 0: the kernel treats 1 as "no
-    core dump at all", also where core_pattern pipes dumps to a helper that runs on the host as root."""
+    SIGKILL should the program ignore it. RLIMIT_NPROC counts the processes of the program's user in
+    its namespace: `same_user` more where the sandbox's own run as that user. RLIMIT_CORE is 1 byte,
+    not 0: the kernel treats 1 as "no core dump at all", also where core_pattern pipes dumps to a
+    helper that runs on the host as root."""
+    processes = limits["processes"] + same_user
     for limit, soft, hard in ((resource.RLIMIT_CPU, limits["cpu_seconds"], limits["cpu_seconds"] + 1),
                               (resource.RLIMIT_AS, limits["memory_bytes"], limits["memory_bytes"]),
                               (resource.RLIMIT_FSIZE, limits["file_bytes"], limits["file_bytes"]),
-                              (resource.RLIMIT_NPROC, limits["processes"], limits["processes"]),
+                              (resource.RLIMIT_NPROC, processes, processes),
                               (resource.RLIMIT_CORE, 1, 1)):
         resource.setrlimit(limit, (soft, hard))
 
@@ -162,8 +165,9 @@ def run_program(config: dict, exec_errors: int) -> None:
     the exec is written to `exec_errors` (closed by a successful exec), so that the program's own
     exit status never reads as the sandbox's."""
     try:
-        set_limits(config["limits"])
-        if os.getuid() == 0:  # root inside (the harness runs as root): become PROGRAM_ID (nobody outside)
+        root = os.getuid() == 0  # the harness runs as root: the program becomes PROGRAM_ID, nobody outside
+        set_limits(config["limits"], same_user=0 if root else 2)  # else the keeper and the init are its user
+        if root:
             os.setgroups([])
             os.setresgid(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID)
             os.setresuid(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID)
