@@ -259,7 +259,11 @@ def _interpreter_paths() -> list[str]:
 def _hidden_folders() -> list[str]:
     """The real paths of HIDDEN_FOLDERS, HOME and the working folder that exist, outermost only,
     leaving out / and the system's folders (and the program's folder, a fresh tmpfs anyway)."""
-    candidates = (*HIDDEN_FOLDERS, os.path.expanduser("~"), os.getcwd())
+    try:
+        working_folder = [os.getcwd()]
+    except FileNotFoundError:  # removed while the harness runs: nothing left to hide
+        working_folder = []
+    candidates = (*HIDDEN_FOLDERS, os.path.expanduser("~"), *working_folder)
     folders = set()
     for candidate in candidates:
         path = os.path.realpath(candidate)
