@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from path_eval.errors import PathEvalError
 
 if TYPE_CHECKING:
+    from path_eval.plan import ChatOptions
     from path_eval.reports.plots import StudyFigure
     from path_eval.reports.stored import StoredRun
     from path_eval.results import ResultRecord
@@ -127,7 +128,8 @@ def load_results(*runs) -> Results:
 
 def default_out(suite: SuiteSpec, longbench_rule: str | None, models: list[str], tasks: list[str] | None,
                 lengths: list[str] | None, limit: int | None, seed: int, data_dir: Path, device: str,
-                dtype: str | None, attention: str | None, max_length: int | None) -> Path:
+                dtype: str | None, attention: str | None, max_length: int | None,
+                chat: ChatOptions | None = None) -> Path:
     """runs/SUITE[-RULE]-KEY, KEY a hash of every argument that changes the results, the suite's whole
     definition among them: the same call (or command) finds its own folder again and resumes there,
     and two suite files that share a name (copies edited apart) never share a folder. The name is
@@ -139,6 +141,8 @@ def default_out(suite: SuiteSpec, longbench_rule: str | None, models: list[str],
     key = [[str(Path(m).resolve()) if is_folder(m) else m for m in models], ",".join(tasks) if tasks else None,
            ",".join(lengths) if lengths else None, limit, seed, str(Path(data_dir).resolve()), device, dtype,
            attention, max_length, suite.model_dump(mode="json")]
+    if chat is not None:  # only then: a run without a template keeps the folder it always had
+        key.append(chat.model_dump(mode="json"))
     return run_folder.default_folder("-".join(filter(None, [suite.name, longbench_rule])),
                                      hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10])
 
@@ -157,13 +161,18 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
              out=None, *, tasks=None, attention: str | None = None, batch_size: int = 1,
              max_length: int | None = None, seed: int = 1234, data_dir=None,
              bootstrap_iters: int = 100000, wandb_args: dict | None = None,
-             hf_hub_log_args: dict | None = None, longbench_rule: str | None = None) -> Results:
+             hf_hub_log_args: dict | None = None, longbench_rule: str | None = None,
+             apply_chat_template: bool | str = False, system_instruction: str | None = None,
+             fewshot_as_multiturn: bool = False) -> Results:
     """Run `suite` (a built-in name, a suite YAML path, or a SuiteSpec) on `models` (what `--model`
     takes: checkpoint folders, zoo:NAME, zoo) as `eval.py run` does, into the run folder `out`
     (default runs/SUITE-KEY, as the command line's); a killed call resumes when repeated.
     `wandb_args` / `hf_hub_log_args`: lm-eval's WandbLogger and EvaluationTracker arguments, as
     `--wandb-args` / `--hf-hub-log-args` give them parsed. `longbench_rule`: LongBench-E's scoring
-    rule (`--longbench-rule`: fox, thudm), default the suite's."""
+    rule (`--longbench-rule`: fox, thudm), default the suite's. `apply_chat_template`: True (each
+    tokenizer's default chat template) or a template's name prompts every task through it, as
+    `--apply-chat-template [NAME]` (docs/chat-templates.md); `system_instruction` and
+    `fewshot_as_multiturn` as `--system-instruction` and `--fewshot-as-multiturn`."""
     from path_eval.cpu_threads import configure_threads
     from path_eval.data import default_data_dir
     from path_eval.locations import stay_offline
@@ -186,20 +195,21 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     from path_eval.atomic_files import check_cache_folder, check_out_folder
     from path_eval.models.devices import check_device_and_backend_names
     from path_eval.models.precisions import check_dtype_name
-    from path_eval.plan import resolve_plan
+    from path_eval.plan import ChatOptions, resolve_plan
     from path_eval.plan.reach import check_gpu_reach, check_reach
 
     check_cache_folder()
+    chat = ChatOptions.from_arguments(apply_chat_template, system_instruction, fewshot_as_multiturn)
     resolve_models(models or [])
     check_device_and_backend_names(device, attention)
     check_dtype_name(dtype)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
-                        max_length=max_length)
+                        max_length=max_length, chat=chat)
     check_reach(plan, device, dtype, attention)  # lengths the CPU's memory or the kernels cannot reach
     if out is None:
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
-                          attention, max_length)
+                          attention, max_length, chat)
     out = Path(out)
     import logging
 

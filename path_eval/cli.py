@@ -95,7 +95,9 @@ def _run(args) -> None:
                      dtype=args.dtype, out=out, tasks=_csv(args.tasks, "--tasks"), attention=args.attention,
                      batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
                      data_dir=_data_dir(args.data_dir), bootstrap_iters=args.bootstrap_iters,
-                     wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args)
+                     wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args,
+                     apply_chat_template=args.apply_chat_template, system_instruction=args.system_instruction,
+                     fewshot_as_multiturn=args.fewshot_as_multiturn)
     if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
     from path_eval import run_folder
@@ -111,10 +113,12 @@ def _run(args) -> None:
 def default_out(args, suite) -> Path:
     """The run folder `path_eval.api.default_out` gives these arguments and this SuiteSpec."""
     from path_eval import api
+    from path_eval.plan import ChatOptions
 
+    chat = ChatOptions.from_arguments(args.apply_chat_template, args.system_instruction, args.fewshot_as_multiturn)
     return api.default_out(suite, args.longbench_rule, args.model, _csv(args.tasks, "--tasks"),
                            _csv(args.lengths, "--lengths"), args.limit, args.seed, Path(args.data_dir), args.device,
-                           args.dtype, args.attention, args.max_length)
+                           args.dtype, args.attention, args.max_length, chat)
 
 
 def _demo(args) -> None:
@@ -445,6 +449,13 @@ def build_parser() -> argparse.ArgumentParser:
                                             "paper's scripts, the default; thudm, the original's)")
     p.add_argument("--bootstrap-iters", type=_non_negative, default=100000,
                    help="lm-eval's bootstrap for perplexity stderr (0: none)")
+    p.add_argument("--apply-chat-template", nargs="?", const=True, default=False, metavar="NAME",
+                   help="prompt every task through each checkpoint's chat template (NAME: one of its named "
+                        "templates; default its own), as an instruct model is meant to be asked "
+                        "(docs/chat-templates.md)")
+    p.add_argument("--system-instruction", metavar="TEXT", help="with --apply-chat-template: the chat's system turn")
+    p.add_argument("--fewshot-as-multiturn", action="store_true",
+                   help="with --apply-chat-template: lm-eval's few-shot examples as turns of the chat")
     p.add_argument("--out", help="output folder (default runs/SUITE-KEY, KEY hashing the arguments that change "
                                  "results, so that the same command resumes)")
     p.add_argument("--wandb-args", nargs="+", action=LmEvalDictAction, default=None, metavar="KEY=VALUE",

@@ -24,4 +24,4 @@ class GeneratedEvaluator:
     def _task(tokenizer, item: PlannedItem, seed: int, context: EvaluationContext):
         plan = context.plan
         return build_generated_task(plan.spec(item), item.length, seed, tokenizer, context.tokenizer_sha256,
-                                    item.samples, plan.data_dir, plan.suite.command_name)
+                                    item.samples, plan.data_dir, plan.suite.command_name, chat=context.chat)

@@ -11,23 +11,27 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from path_eval import run_folder
 from path_eval.plan import PlannedItem, PlannedModel, ResolvedPlan
+
+if TYPE_CHECKING:
+    from path_eval.models.chat_template import ChatLayout
 
 
 @dataclass
 class EvaluationContext:
     """What an evaluator needs besides the model (which answers finished requests from its resume
     cache): the plan, the model's entry in it, where the run writes, its tokenizer's hash (frozen
-    samples are made per tokenizer)."""
+    samples are made per tokenizer), and under a chat template the layout generated prompts take."""
 
     plan: ResolvedPlan
     model: PlannedModel
     out: Path
     tokenizer_sha256: str
     bootstrap_iters: int = 100000
+    chat: ChatLayout | None = None
 
     @property
     def samples_dir(self) -> Path:

@@ -21,8 +21,8 @@ class LmEvalEvaluator:
 
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         plan = context.plan
-        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit)
-                 for item in items]
+        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit,
+                            chat=plan.chat is not None) for item in items]
         return evaluate_tasks(lm, tasks, context)
 
 
@@ -30,7 +30,22 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
     """One `simple_evaluate` call over `tasks`, seeded with the run's seed; lm-eval answers on the
     first process only (the others get no results). Every process hands lm-eval every request (the
     adapter shares them out), so the first holds all answers and computes the stderrs and sample logs
-    one process would; the others skip both (lm-eval would bootstrap there too, then drop it)."""
+    one process would; the others skip both (lm-eval would bootstrap there too, then drop it).
+    Under a chat template, one call for the tasks lm-eval renders through it (`apply_chat_template`,
+    `system_instruction`, `fewshot_as_multiturn` as lm-eval's own options) and one for those whose
+    prompts hold it already or get it from the adapter."""
+    chat = context.plan.chat
+    if chat is None:
+        return _simple_evaluate(lm, tasks, context, {})
+    by_lm_eval = [task for task in tasks if task.chat_by_lm_eval]
+    others = [task for task in tasks if not task.chat_by_lm_eval]
+    options = {"apply_chat_template": chat.template or True, "system_instruction": chat.system_instruction,
+               "fewshot_as_multiturn": chat.fewshot_as_multiturn}
+    return [*(_simple_evaluate(lm, by_lm_eval, context, options) if by_lm_eval else []),
+            *(_simple_evaluate(lm, others, context, {"fewshot_as_multiturn": False}) if others else [])]
+
+
+def _simple_evaluate(lm, tasks: list[LmEvalTask], context: EvaluationContext, chat_options: dict) -> list[TaskResult]:
     import lm_eval
 
     from path_eval.tasks.lm_eval_tasks import task_manager_for
@@ -42,7 +57,7 @@ def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> l
             model=lm, tasks=[t.config for t in tasks], limit=plan.limit, log_samples=first,
             task_manager=task_manager_for([t.spec.lm_eval_task for t in tasks]), random_seed=plan.seed,
             numpy_random_seed=plan.seed, torch_random_seed=plan.seed, fewshot_random_seed=plan.seed,
-            bootstrap_iters=context.bootstrap_iters if first else 0)
+            bootstrap_iters=context.bootstrap_iters if first else 0, **chat_options)
     return [] if output is None else results_from_output(tasks, output, context.samples_dir)
 
 

@@ -6,6 +6,11 @@ left truncation to `max_length`, disjoint rolling windows, stop sequences), so n
 with `lm_eval --model hf` wherever that model can run; the differences are where it fails:
 no [T, vocab] log-softmax (scoring goes through `scoring.score_batch`), no cache-flag traps on fla
 models, long inputs prefilled in chunks, and no silent default context length.
+
+Chat templates (`--apply-chat-template`): `apply_chat_template` renders a chat as lm-eval's hf model does
+(the template chosen by `TemplateLM.chat_template` from `chat_template_name`), for the tasks lm-eval
+wraps; a generate_until request with the option `chat_user_turn` (LongBench's) is cut in the middle
+first and put in the user turn after, as THUDM/LongBench's pred.py does.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
 from path_eval.models import PathEvalForCausalLM
+from path_eval.models.chat_template import render_chat, user_messages
 from path_eval.models.context import NO_CONTEXT_LENGTH, PREFILL_CHUNK, checkpoint_max_length
 from path_eval.models.generation import generate
 from path_eval.models.loading import AUTOCAST, autocast_dtype, load_model
@@ -42,9 +48,12 @@ class PathEvalLM(TemplateLM):
     def __init__(self, pretrained: str | None = None, *, model=None, tokenizer=None, device: str = "cpu",
                  dtype: str | None = None, attention: str | None = None, batch_size: int | str = 1,
                  max_length: int | None = None, max_gen_toks: int = 256, prefill_chunk: int = PREFILL_CHUNK,
-                 max_batch_size: int | None = None, parallel: DataParallel | None = None, **unused):
+                 max_batch_size: int | None = None, parallel: DataParallel | None = None,
+                 chat_template_name: str | None = None, system_instruction: str | None = None, **unused):
         """parallel: the run's process group when the caller made it before loading the model (else
-        made here under a launcher)."""
+        made here under a launcher). chat_template_name: the tokenizer's template `apply_chat_template`
+        renders with (None: its default); system_instruction: the system turn of the chats the adapter
+        makes itself (lm-eval gets its own from `simple_evaluate`)."""
         super().__init__()
         self.started = time.perf_counter()  # this segment's wall time counts from here, loading included
         if unused:
@@ -75,6 +84,8 @@ class PathEvalLM(TemplateLM):
         self.requests_computed = 0
         self.request_cache: RequestCache | None = None
         self.shared_encodings: dict[tuple, object] = {}  # one request call's tokens, tokenised by all processes
+        self.chat_template_name = chat_template_name
+        self.system_instruction = system_instruction
 
     def use_request_cache(self, path) -> None:
         """Read finished requests from, and record new ones in, the resume cache at `path` (JSON rows,
@@ -173,6 +184,12 @@ class PathEvalLM(TemplateLM):
 
     def tok_decode(self, tokens: list[int], skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
+
+    def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        """lm-eval's hf model's rendering (`models.chat_template.render_chat`) through the template
+        TemplateLM's `chat_template` resolution picks by `chat_template_name`."""
+        return render_chat(self.tokenizer, self.chat_template(self.chat_template_name or True), chat_history,
+                           add_generation_prompt)
 
     # ----------------------------------------------------------------- scoring
     def loglikelihood(self, requests, disable_tqdm: bool = False):
@@ -281,16 +298,21 @@ class PathEvalLM(TemplateLM):
         return totals
 
     # ----------------------------------------------------------------- generation
-    def prompt_tokens(self, text: str, keep: int | None = None) -> list[int]:
+    def prompt_tokens(self, text: str, keep: int | None = None, user_turn: bool = False) -> list[int]:
         """The prompt's tokens. With `keep` (a task's `truncate_middle` generation option) a longer
         prompt keeps its first and last keep/2 tokens as THUDM/LongBench's pred.py does: both halves
         decoded to text, joined and encoded again (so the count can differ from `keep` by a token or
-        two), the middle being where its tasks put the least crucial text."""
+        two), the middle being where its tasks put the least crucial text. With `user_turn` (the
+        option `chat_user_turn`) the text so cut goes in a chat's user turn, as pred.py's `build_chat`
+        after its cut."""
         tokens = self.tok_encode(text)
-        if keep is None or len(tokens) <= keep:
-            return tokens
-        half = keep // 2
-        return self.tok_encode(self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:]))
+        if keep is not None and len(tokens) > keep:
+            half = keep // 2
+            text = self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:])
+            tokens = self.tok_encode(text)
+        if user_turn:
+            tokens = self.tok_encode(self.apply_chat_template(user_messages(text, self.system_instruction)))
+        return tokens
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         costs = self.token_costs("prompt", requests, lambda r: _prompt_key(r.args), self.prompt_tokens,
@@ -321,6 +343,7 @@ class PathEvalLM(TemplateLM):
         contexts, all_kwargs = zip(*batch)
         kwargs = normalize_gen_kwargs(all_kwargs[0], self.max_gen_toks)
         keep = kwargs.pop("truncate_middle", None)
+        user_turn = kwargs.pop("chat_user_turn", False)
         until = handle_stop_sequences(kwargs.pop("until", None), eos=eos_text)
         max_gen = kwargs.pop("max_gen_toks")
         do_sample = bool(kwargs.pop("do_sample", False))
@@ -333,7 +356,7 @@ class PathEvalLM(TemplateLM):
             raise PathEvalError(f"max_gen_toks={max_gen} leaves no room for context in max_length={self.max_length}")
         encoded = []
         for text in contexts:
-            tokens = encodings[(text, keep)]
+            tokens = encodings[(text, keep, user_turn)]
             if len(tokens) > max_context:
                 self.truncated_requests += 1
                 log.warning("a %d-token prompt exceeds max_length - max_gen_toks = %d: keeping its last %d "
@@ -380,7 +403,7 @@ class PathEvalLM(TemplateLM):
         return [row[width:].tolist() for row in out]
 
 
-def _prompt_key(args: tuple) -> tuple[str, int | None]:
-    """A generate_until request's prompt and middle-truncation length: what fixes its tokens."""
+def _prompt_key(args: tuple) -> tuple[str, int | None, bool]:
+    """A generate_until request's prompt, middle-truncation length and chat wrapping: what fixes its tokens."""
     context, gen_kwargs = args
-    return context, gen_kwargs.get("truncate_middle")
+    return context, gen_kwargs.get("truncate_middle"), gen_kwargs.get("chat_user_turn", False)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from path_eval.data import MissingDataFile
 from path_eval.errors import PathEvalError
 from path_eval.kinds import KINDS, Planning, sample_count
+from path_eval.models.chat_template import ChatTemplate, select_chat_template
 from path_eval.models.context import stated_context_length
 from path_eval.plan.models import ModelReference, resolve_models
 from path_eval.plan.names import check_log_names, check_model_names, check_suite_names
@@ -29,11 +30,41 @@ log = logging.getLogger("path_eval")
 
 class PlannedModel(ModelReference):
     """A resolved model reference (display name, local folder, source, hub revision) with the context
-    length it runs at."""
+    length it runs at and the chat template its prompts go through (None: none, a base model's)."""
 
     # The context length the model runs at; None only for a checkpoint whose config cannot be read,
     # which the model loader then reports.
     max_length: int | None
+    chat_template: ChatTemplate | None = None
+
+
+class ChatOptions(BaseModel):
+    """How a run prompts chat models (`--apply-chat-template [NAME]`, `--system-instruction`,
+    `--fewshot-as-multiturn`): the template's name among each tokenizer's (None: its default), the
+    system turn, and lm-eval's few-shot examples as turns of the chat."""
+
+    model_config = ConfigDict(extra="forbid")
+    template: str | None = None
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool = False
+
+    @classmethod
+    def from_arguments(cls, apply_chat_template: bool | str, system_instruction: str | None,
+                       fewshot_as_multiturn: bool) -> ChatOptions | None:
+        """The run's chat options from the command line's (and `evaluate`'s) arguments, None without a
+        template; a system instruction or multi-turn examples without one: one line."""
+        if apply_chat_template is False or apply_chat_template is None:
+            for given, flag in ((system_instruction is not None, "--system-instruction"),
+                                (fewshot_as_multiturn, "--fewshot-as-multiturn")):
+                if given:
+                    raise PathEvalError(f"{flag} shapes a chat: add --apply-chat-template (the checkpoint's chat "
+                                        "template), or drop it")
+            return None
+        if isinstance(apply_chat_template, str) and not apply_chat_template.strip():
+            raise PathEvalError("--apply-chat-template NAME names no template: give a name, or no value for the "
+                                "tokenizer's default")
+        return cls(template=apply_chat_template if isinstance(apply_chat_template, str) else None,
+                   system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn)
 
 
 class PlannedItem(BaseModel):
@@ -70,6 +101,7 @@ class ResolvedPlan(BaseModel):
     limit: int | None = None
     seed: int = 1234
     data_dir: Path
+    chat: ChatOptions | None = None
 
     def spec(self, item: PlannedItem) -> TaskSpec:
         return self.suite.task(item.task)
@@ -148,16 +180,19 @@ def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: li
 
 def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
                  lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
-                 data_dir: Path | None = None, max_length: int | None = None) -> ResolvedPlan:
+                 data_dir: Path | None = None, max_length: int | None = None,
+                 chat: ChatOptions | None = None) -> ResolvedPlan:
     """Everything before a model loads, each kind's items by its rules (path_eval/kinds/). The
     context length: --max-length, else the suite's, else the most any item needs (its kind's
     `context`: a corpus block, a flip-flop sequence, a generated sample and BOS), else each
-    checkpoint's own."""
+    checkpoint's own. With `chat`, each model's chat template (a checkpoint without one: one line)."""
     from path_eval.tasks.generated import sample_seeds
 
     check_suite_names(suite)
     references = resolve_models(models)
     check_model_names(references)
+    templates = {reference.name: select_chat_template(reference.path, reference.name, chat.template)[0]
+                 for reference in references} if chat else {}
     names = [reference.name for reference in references]
     selected = chosen_items(suite, tasks, lengths, limit, max_length)
     runs_on = {task.name: task_models(task, names) for task, _ in selected}
@@ -208,7 +243,8 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
         if run_length is None:
             for check in fits:
                 check(length)
-        planned_models.append(PlannedModel(**reference.model_dump(), max_length=length))
+        planned_models.append(PlannedModel(**reference.model_dump(), max_length=length,
+                                           chat_template=templates.get(reference.name)))
     return ResolvedPlan(suite=suite, models=planned_models, items=items,
                         skipped=[SkippedTask(task=n, reason=r) for n, r in skipped.items()],
-                        limit=limit, seed=seed, data_dir=data_dir)
+                        limit=limit, seed=seed, data_dir=data_dir, chat=chat)

@@ -1,7 +1,8 @@
 """What a run changed from its suite's protocol: `report` names every setting of a stored run (its
 plan.json) that differs from the built-in suite of the same name (for a suite of the user's own, from
 the suite the run stored), so that a table made with --limit, other lengths, fewer samples, another
-LongBench rule or a cut-down copy of a suite is never read as the suite's own numbers."""
+LongBench rule, a chat template where the paper prompted base models (or none where it used one) or a
+cut-down copy of a suite is never read as the suite's own numbers."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -64,7 +65,30 @@ def departures(plan: ResolvedPlan) -> list[str]:
         samples = sorted({item.samples for item in items if item.samples is not None})
         if samples and samples != [sample_count(protocol, reference, None)]:
             found.append(f"{name} samples {_text(samples)} (the protocol: {sample_count(protocol, reference, None)})")
+        chat = chat_departure(plan, task, protocol, reference)
+        if chat:
+            found.append(chat)
     return found
+
+
+def chat_departure(plan: ResolvedPlan, task, protocol, reference: SuiteSpec) -> str | None:
+    """A task prompted through a chat template where the paper's rows used none, or the reverse,
+    naming each model's template and its hash's first 12 hex digits."""
+    from path_eval.tasks.lm_eval_tasks import chat_reaches
+
+    paper = protocol.paper_chat_template if protocol.paper_chat_template is not None else reference.paper_chat_template
+    applied = plan.chat is not None and chat_reaches(task)
+    if applied == paper:
+        return None
+    if not applied:
+        return f"{task.name} prompted without a chat template (the protocol: the paper's rows used one)"
+    templates = ", ".join(dict.fromkeys(f"{m.chat_template.name} sha256 {m.chat_template.sha256[:12]}"
+                                        for m in plan.models if m.chat_template and m.name in _models_of(plan, task)))
+    return f"{task.name} prompted through chat template {templates} (the protocol: none, the paper's rows are a base model's)"
+
+
+def _models_of(plan: ResolvedPlan, task) -> set[str]:
+    return {name for item in plan.items if item.task == task.name for name in item.models}
 
 
 def _text(value) -> str:

@@ -114,8 +114,9 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
         shutil.rmtree(leftover, ignore_errors=True)
     tracker = EvaluationTracker(output_path=str(staging), **(hub_log_args or {}))
     config = tracker.general_config_tracker
-    config.log_experiment_args(model_source="path", model_args={"pretrained": model_name}, system_instruction=None,
-                               chat_template=None, fewshot_as_multiturn=False)
+    config.log_experiment_args(model_source="path", model_args={"pretrained": model_name},
+                               system_instruction=info.get("system_instruction"), chat_template=None,
+                               fewshot_as_multiturn=info.get("fewshot_as_multiturn", False))
     config.start_time = time.perf_counter() - info["wall_time_s"]  # the model's evaluation time, not the writer's
     # the model's folder as in samples/ (lm-eval's own sanitising keeps `..` and leading dots)
     config.model_name_sanitized = slug(model_name)

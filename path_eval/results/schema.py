@@ -74,6 +74,12 @@ class Provenance(BaseModel):
     sample_set: str | None = None
     prompt_parts: list[str] | None = None
     longbench_rule: str | None = None  # the suite's LongBench scoring rule (fox, thudm) of a LongBench task
+    # --apply-chat-template: the template's name among the tokenizer's and the sha256 of its text, the
+    # system instruction, lm-eval's few-shot examples as turns (None, None, None, False: no template)
+    chat_template: str | None = None
+    chat_template_sha256: str | None = None
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool = False
 
 
 class ResultRecord(BaseModel):

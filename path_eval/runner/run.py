@@ -18,7 +18,9 @@ from path_eval.evaluators.registry import evaluator_of
 from path_eval.kinds import KINDS
 from path_eval.lm import request_cache
 from path_eval.models.identity import model_identity, tokenizer_sha256
-from path_eval.plan import ResolvedPlan
+from path_eval.errors import PathEvalError
+from path_eval.models.chat_template import ChatLayout, select_chat_template, template_sha256
+from path_eval.plan import PlannedModel, ResolvedPlan
 from path_eval.results import ResultRecord, write_results
 from path_eval.results.lm_eval_layout import write_lm_eval_layout
 from path_eval.results.provenance import environment, run_provenance
@@ -66,6 +68,27 @@ def say_resuming(out: Path, model: str, saved: int) -> None:
             "they are reused, not computed again", file=sys.stderr)
 
 
+def chat_layout(plan: ResolvedPlan, model: PlannedModel, tokenizer) -> ChatLayout | None:
+    """The chat layout of the model's prompts under the run's chat options (None without), from the
+    template the plan chose, read again from the checkpoint: a file changed since is one line."""
+    if plan.chat is None:
+        return None
+    template, text = select_chat_template(model.path, model.name, plan.chat.template)
+    if template != model.chat_template:
+        raise PathEvalError(f"model {model.name}: its chat template {template.name} changed since the run's plan was "
+                            "made: start the run in a new --out folder")
+    return ChatLayout(tokenizer, text, plan.chat.system_instruction)
+
+
+def chat_settings(plan: ResolvedPlan, model: PlannedModel) -> dict:
+    """The chat settings that change a model's numbers: in its identity (the resume cache's key) and
+    the records' provenance; none for a run without a template, whose identity stays as it was."""
+    if plan.chat is None:
+        return {}
+    return {"chat_template": model.chat_template.name, "chat_template_sha256": model.chat_template.sha256,
+            "system_instruction": plan.chat.system_instruction, "fewshot_as_multiturn": plan.chat.fewshot_as_multiturn}
+
+
 def write_plan(plan: ResolvedPlan, out: Path) -> None:
     """OUT/plan.json (the plan) and OUT/suite.json (the suite it resolved, which reports read)."""
     write_json_atomic(json.loads(plan.model_dump_json()), run_folder.plan_file(out))
@@ -96,7 +119,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         began = time.perf_counter()
         tokenizer = load_tokenizer(model.path)
         tokenizer_hash = tokenizer_sha256(tokenizer)
-        context = EvaluationContext(plan, model, options.out, tokenizer_hash, options.bootstrap_iters)
+        chat = chat_layout(plan, model, tokenizer)
+        context = EvaluationContext(plan, model, options.out, tokenizer_hash, options.bootstrap_iters, chat)
         loading = processes.load_in_background(model.path, times, device=device, dtype=options.dtype,
                                                attention=options.attention)
         with processes.load_settled_on_error(loading):
@@ -107,9 +131,13 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
                 weights = loading.result()
         lm = PathEvalLM(str(model.path), model=weights, tokenizer=tokenizer, device=device, dtype=options.dtype,
                         attention=options.attention, batch_size=options.batch_size, max_length=model.max_length,
-                        parallel=parallel)
+                        parallel=parallel, chat_template_name=plan.chat.template if chat else None,
+                        system_instruction=plan.chat.system_instruction if chat else None)
         lm.started = began  # the provenance's wall time counts loading the model and freezing its samples
-        identity = model_identity(model.path, lm, options.device, tokenizer_hash)
+        if chat and template_sha256(lm.chat_template(lm.chat_template_name or True)) != chat.template_sha256:
+            raise PathEvalError(f"model {model.name}: the chat template its tokenizer resolves is not the one read "
+                                f"from {model.path}'s files: report this, with the checkpoint's tokenizer files")
+        identity = model_identity(model.path, lm, options.device, tokenizer_hash) | chat_settings(plan, model)
         log.info("%s: %s (%s) on %s, %s, attention backend %s, decoding %s, tokenizer %s, max_length %d, data %s",
                  model.name, identity["model_type"], identity["variant"] or "transformers", options.device,
                  identity["dtype"], identity["attention_backend"] or "transformers' own",

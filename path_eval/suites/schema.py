@@ -156,7 +156,9 @@ class TaskSpec(BaseModel):
     `prompt_edits` to its template (LongBench's first-line cut is the suite's `longbench_rule`).
     `optional`: a task whose input data is missing is skipped with a notice, not an error.
     `lengths`: the task's own context lengths, in place of the suite's. `models`: the models (their
-    names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model."""
+    names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model.
+    `paper_chat_template`: whether the paper's rows for the task were prompted through a chat
+    template (None: the suite's `paper_chat_template`); `report` names a run that differs."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -172,6 +174,7 @@ class TaskSpec(BaseModel):
     prompt_edits: list[PromptEdit] = []
     lengths: Lengths = []
     models: list[str] = []
+    paper_chat_template: bool | None = None
 
     # The task's kind (its name in KINDS) and what the task gives under the kind's key, validated by
     # the kind's `options` type.
@@ -319,6 +322,8 @@ class SuiteSpec(BaseModel):
     # LongBench scoring rules by name, and the one this suite scores with (`--longbench-rule` picks another)
     longbench_rules: dict[str, LongBenchRule] = {}
     longbench_rule: str | None = None
+    # Whether the paper's rows were prompted through a chat template (base models: no), unless a task says
+    paper_chat_template: bool = False
     _file: str | None = PrivateAttr(default=None)  # the path it was read from, as given; None: by name
 
     @property

@@ -2,7 +2,10 @@
 freeze, and hand lm-eval a `generate_until` task over the frozen file.
 
 The model is given `input + answer_prefix` (RULER's base template; PhoneBook has no prefix) and
-decodes greedily up to the sample's `max_new_tokens`; each metric of the suite (its entry in
+decodes greedily. Under a chat template (`--apply-chat-template`) `input` is the task's text in the user
+turn, rendered up to and including the assistant's header (`GenerationInputs.layout`), and the length
+budget counts it so (RULER's prepare.py formats the model template around the task template before
+generating); the frozen set's key holds the template's hash and the system instruction. The model up to the sample's `max_new_tokens`; each metric of the suite (its entry in
 `path_eval.metrics.registry`: scorer and reference field) scores the generation against the sample's
 references.
 """
@@ -21,8 +24,10 @@ from path_eval.tasks.lm_eval_tasks import LmEvalTask
 from path_eval.tasks.phonebook import DEFAULT_MAX_NEW_TOKENS, generate_phonebook
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays, missing_essays_fix
 from path_eval.tasks.ruler import aggregation, niah, qa, templates, variable_tracking
+from path_eval.tasks.ruler.common import unwrapped
 
 if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
+    from path_eval.models.chat_template import ChatLayout
     from path_eval.suites import TaskSpec
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class GenerationInputs:
     num_samples: int
     essays_folder: Path | None = None  # read only when samples are generated, not when reused
     qa_file: Path | None = None
+    layout: Callable[[str], str] = unwrapped  # the prompt as the model is asked it (a chat model: its user turn)
 
 
 @dataclass(frozen=True)
@@ -58,21 +64,24 @@ def _common(inputs: GenerationInputs) -> tuple:
 def _niah(task: str) -> Callable[[GenerationInputs], list]:
     def make(inputs: GenerationInputs) -> list:
         essays = load_essays(inputs.essays_folder) if inputs.essays_folder else None
-        return niah.generate_niah(task, *_common(inputs), essays=essays)
+        return niah.generate_niah(task, *_common(inputs), essays=essays, layout=inputs.layout)
     return make
 
 
 def _qa(dataset: str) -> Callable[[GenerationInputs], list]:
-    return lambda inputs: qa.generate_qa(dataset, *_common(inputs), documents_path=inputs.qa_file)
+    return lambda inputs: qa.generate_qa(dataset, *_common(inputs), documents_path=inputs.qa_file, layout=inputs.layout)
 
 
 # RULER's 13 tasks, their one list: how each makes its samples, and the template whose answer
 # tokens it leaves.
 RULER: dict[str, tuple[Callable[[GenerationInputs], list], templates.TaskTemplate]] = {
     **{task: (_niah(task), templates.NIAH) for task in niah.NIAH_TASKS},
-    "vt": (lambda inputs: variable_tracking.generate_vt(*_common(inputs)), templates.VARIABLE_TRACKING),
-    "cwe": (lambda inputs: aggregation.generate_cwe(*_common(inputs)), templates.COMMON_WORDS_EXTRACTION),
-    "fwe": (lambda inputs: aggregation.generate_fwe(*_common(inputs)), templates.FREQ_WORDS_EXTRACTION),
+    "vt": (lambda inputs: variable_tracking.generate_vt(*_common(inputs), layout=inputs.layout),
+           templates.VARIABLE_TRACKING),
+    "cwe": (lambda inputs: aggregation.generate_cwe(*_common(inputs), layout=inputs.layout),
+            templates.COMMON_WORDS_EXTRACTION),
+    "fwe": (lambda inputs: aggregation.generate_fwe(*_common(inputs), layout=inputs.layout),
+            templates.FREQ_WORDS_EXTRACTION),
     "qa_1": (_qa("squad"), templates.QA),
     "qa_2": (_qa("hotpotqa"), templates.QA),
 }
@@ -88,7 +97,8 @@ def _ruler(task: str) -> Generator:
 
 def _phonebook(inputs: GenerationInputs) -> list[dict]:
     return [{**sample, "answer_prefix": "", "outputs": [sample["answer"]]}
-            for sample in generate_phonebook(inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples)]
+            for sample in generate_phonebook(inputs.length, inputs.tokenizer, inputs.seed, inputs.num_samples,
+                                             layout=inputs.layout)]
 
 
 # Every generated task, by the name a suite gives under `generator:`.
@@ -147,18 +157,22 @@ def _prompt(doc: dict) -> str:
 
 
 def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, tokenizer_hash: str,
-                         num_samples: int, data_dir: Path, suite: str, frozen_root: Path | None = None) -> LmEvalTask:
-    """Freeze (or reuse) the samples of `spec` at `length` for this tokenizer and seed, and the
-    lm-eval task config that evaluates them."""
+                         num_samples: int, data_dir: Path, suite: str, frozen_root: Path | None = None,
+                         chat: ChatLayout | None = None) -> LmEvalTask:
+    """Freeze (or reuse) the samples of `spec` at `length` for this tokenizer and seed (and chat
+    layout: a template's samples are another set), and the lm-eval task config that evaluates them."""
     files = input_files(spec, data_dir, suite)
     generator = GENERATORS[spec.generator]
     key = {"task": spec.generator, "length": length, "tokenizer_sha256": tokenizer_hash, "seed": seed,
            "samples": num_samples, "generator_version": generator.version,
            "packages": {name: version(name) for name in generator.data_packages},
            "data_fingerprint": fingerprint(files) if files else None}
+    if chat is not None:  # only then: a base model's sets keep the key (and file) they always had
+        key |= {"chat_template_sha256": chat.template_sha256, "system_instruction": chat.system_instruction}
     inputs = GenerationInputs(length, tokenizer, seed, num_samples,
                               essays_folder=Path(data_dir) / ESSAYS_FOLDER if generator.essays else None,
-                              qa_file=files[0] if spec.data is not None else None)
+                              qa_file=files[0] if spec.data is not None else None,
+                              layout=chat.user_turn if chat is not None else unwrapped)
     frozen = freeze(key, lambda: generator.make(inputs), frozen_root)
     first = first_frozen(frozen)
     name = lm_eval_name(spec, length, seed)
@@ -173,7 +187,9 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
         "num_fewshot": 0, "repeats": 1,
         "metadata": {"version": generator.version, "frozen_key": key},
     }
-    return LmEvalTask(spec, config, [], [frozen, *files], length=length, seed=seed, lm_eval_name=name)
+    # the samples hold the chat layout already: lm-eval hands them to the model as they are
+    return LmEvalTask(spec, config, [], [frozen, *files], length=length, seed=seed, lm_eval_name=name,
+                      chat_by_lm_eval=False)
 
 
 def lm_eval_name(spec: TaskSpec, length: int, seed: int) -> str:

@@ -103,6 +103,9 @@ class LmEvalTask:
     seed: int | None = None
     lm_eval_name: str | None = None
     protocol: dict = field(default_factory=dict)  # the adapter's choices the provenance records (BABILong's options, LongBench's scoring rule)
+    # Under a chat template: whether lm-eval renders the prompts through it (else they hold it already,
+    # as generated samples, or the adapter does after cutting them, as LongBench's)
+    chat_by_lm_eval: bool = True
 
     @property
     def name(self) -> str:
@@ -162,11 +165,18 @@ def adapter_protocol(spec: TaskSpec, suite: SuiteSpec, length: int | None) -> di
     return {}
 
 
+def chat_reaches(spec: TaskSpec) -> bool:
+    """Whether a run with a chat template prompts this task through it: every task but the LongBench
+    datasets the original leaves unwrapped."""
+    return spec.adapter != "longbench" or longbench.chat_wrapped(spec)
+
+
 def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | None = None, seed: int = 1234,
-               limit: int | None = None) -> LmEvalTask:
+               limit: int | None = None, chat: bool = False) -> LmEvalTask:
     """The task's lm-eval config reading the local data; at a context length (a suite with lengths) one
     task per length, named `<task>_<length>` (lm-eval keys results and its request cache by name).
-    Regenerated BABILong rows are made (or reused) here, from `seed`, `limit` of them if given."""
+    Regenerated BABILong rows are made (or reused) here, from `seed`, `limit` of them if given. `chat`:
+    the run applies a chat template (LongBench's prompts then go to the adapter to cut and wrap)."""
     if spec.adapter is not None and spec.adapter not in ADAPTERS:
         raise PathEvalError(f"task {spec.name}: unknown adapter {spec.adapter!r}: choose one of "
                             f"{', '.join(ADAPTERS)}")
@@ -193,5 +203,7 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
                  num_fewshot=spec.num_fewshot)
     if spec.num_fewshot and len(splits) > 1:
         local["fewshot_split"] = splits[1].split
+    if chat and spec.adapter == "longbench":
+        local = longbench.with_chat(local, spec)
     return LmEvalTask(spec, local, splits, read, length=length, lm_eval_name=None if length is None else name,
-                      protocol=adapter_protocol(spec, suite, length))
+                      protocol=adapter_protocol(spec, suite, length), chat_by_lm_eval=spec.adapter != "longbench")

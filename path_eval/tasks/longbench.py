@@ -12,6 +12,9 @@ move with it:
   leading newlines when scoring), greedy;
 - truncation: prompts longer than the suite's `truncate_middle` tokens keep their first and last
   halves (the model adapter does it; lm-eval would cut the left);
+- chat (`--apply-chat-template`): as pred.py, the raw prompt is cut first and only then put in the
+  user turn (`build_chat`), by the model adapter (lm-eval would wrap first, and the cut would then
+  fall on the template's text); the six datasets pred.py leaves unwrapped stay so;
 - metrics: `path_eval.metrics.longbench` (the original's), the first-line cut where the suite's
   LongBench rule says so (`fox`: every dataset, as the FoX repository's eval.py; `thudm`: trec,
   triviaqa and samsum, as THUDM's).
@@ -69,6 +72,24 @@ def metric_list(spec: TaskSpec, benchmark: str) -> list[dict]:
         raise PathEvalError(f"task {spec.name}: unknown {benchmark} metric {unknown[0]!r}: choose one of "
                             f"{', '.join(known)}")
     return lm_eval_metric_list([m.name for m in spec.metrics])
+
+
+# pred.py: "chat models are better off without build prompts on these tasks"
+UNWRAPPED_DATASETS = ("trec", "triviaqa", "samsum", "lsht", "lcc", "repobench-p")
+
+
+def chat_wrapped(spec: TaskSpec) -> bool:
+    """Whether pred.py prompts a chat model with this dataset through its template (lm-eval's task
+    `longbench_<dataset>[_e]`)."""
+    return spec.lm_eval_task.removeprefix("longbench_").removesuffix("_e") not in UNWRAPPED_DATASETS
+
+
+def with_chat(config: dict, spec: TaskSpec) -> dict:
+    """The adapted config under a chat template: its prompts cut, then put in the user turn, by the
+    model adapter (the generation option `chat_user_turn`), for the datasets pred.py wraps."""
+    if not chat_wrapped(spec):
+        return config
+    return config | {"generation_kwargs": config["generation_kwargs"] | {"chat_user_turn": True}}
 
 
 def adapt_config(config: dict, spec: TaskSpec, suite: SuiteSpec) -> dict:

@@ -22,9 +22,10 @@ import importlib.resources
 import random
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.common import Tokenizer
+from path_eval.tasks.ruler.common import Tokenizer, unwrapped
 
 # The prompt layout, from microsoft/ArchScale eval_phonebook.py (`rand_num`, default branch:
 # neither jrt, sandwitch nor verbose): entries joined by "\n", "\n\n", two example entries
@@ -130,16 +131,17 @@ class _GrowingBook:
         return build_prompt(self.entries[:count], rng.sample(range(count), EXAMPLES_AND_QUERY))
 
 
-def _fitted_sample(rng: random.Random, tokenizer: Tokenizer, budget: int) -> tuple[str, str, int, int]:
-    """(prompt, answer, entry count, prompt tokens) with the largest count whose prompt has at most
-    `budget` tokens. The book alone is counted incrementally until it overflows; from there exact
+def _fitted_sample(rng: random.Random, tokenizer: Tokenizer, budget: int,
+                   layout: Callable[[str], str]) -> tuple[str, str, int, int]:
+    """(prompt laid out by `layout`, answer, entry count, prompt tokens) with the largest count whose
+    laid-out prompt has at most `budget` tokens. The book alone is counted incrementally until it overflows; from there exact
     counts of whole prompts step down to the largest fitting count, so that count fits and one
     more entry does not (the step up covers a tokenizer that the incremental count overestimates)."""
     book = _GrowingBook(rng, tokenizer)
     scratch = random.Random()
 
     def exact_tokens(count: int) -> int:
-        return book.count_tokens(book.finish(count, scratch)[0])
+        return book.count_tokens(layout(book.finish(count, scratch)[0]))
 
     while len(book.entries) < EXAMPLES_AND_QUERY or book.book_tokens <= budget:
         book.grow()
@@ -149,20 +151,21 @@ def _fitted_sample(rng: random.Random, tokenizer: Tokenizer, budget: int) -> tup
         tokens = exact_tokens(count)
         if tokens <= budget:
             prompt, answer = book.finish(count, rng)
-            return prompt, answer, count, tokens
+            return layout(prompt), answer, count, tokens
     raise PathEvalError(f"PhoneBook: a book of {EXAMPLES_AND_QUERY} entries does not fit in {budget} prompt tokens: "
                         "choose a longer length")
 
 
 def generate_phonebook(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
-                       max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> list[dict]:
-    """`num_samples` prompts of at most `length - max_new_tokens` tokens (no BOS), one stream
+                       max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, layout: Callable[[str], str] = unwrapped) -> list[dict]:
+    """`num_samples` prompts of at most `length - max_new_tokens` tokens (no BOS; laid out by `layout`:
+    a chat model's in the user turn, up to the assistant's header), one stream
     `random.Random(seed)` for all of them. `length` in each record counts the prompt's tokens plus
     `max_new_tokens` (as RULER's records do), so it is at most the requested length."""
     rng = random.Random(seed)
     samples = []
     for index in range(num_samples):
-        prompt, answer, count, tokens = _fitted_sample(rng, tokenizer, length - max_new_tokens)
+        prompt, answer, count, tokens = _fitted_sample(rng, tokenizer, length - max_new_tokens, layout)
         samples.append({"index": index, "input": prompt, "answer": answer, "num_entries": count,
                         "length": tokens + max_new_tokens, "max_new_tokens": max_new_tokens})
     return samples

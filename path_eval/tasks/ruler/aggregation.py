@@ -22,12 +22,13 @@ import importlib.resources
 import math
 import random
 import string
+from typing import Callable
 
 import numpy as np
 
 from path_eval.errors import PathEvalError
 from path_eval.tasks.ruler.common import (RulerSample, Tokenizer, count_tokens, fitted_samples, prompt_counter,
-                                          searched_size)
+                                          searched_size, unwrapped)
 from path_eval.tasks.ruler.templates import COMMON_WORDS_EXTRACTION, FREQ_WORDS_EXTRACTION
 
 COMMON_WORDS = 10
@@ -75,8 +76,11 @@ def _word_list(words: list[str], count: int, common_repeats: int, uncommon_repea
     return _numbered(listing), common
 
 
-def _cwe_prompt(count: int, length: int, words: list[str], rng: random.Random, seed: int) -> tuple[str, str, list[str]]:
-    """(solved example + newline + prompt, answer prefix, the common words) for a `count`-word list."""
+def _cwe_prompt(count: int, length: int, words: list[str], rng: random.Random, seed: int,
+                layout: Callable[[str], str]) -> tuple[str, str, list[str]]:
+    """(solved example + newline + prompt, answer prefix, the common words) for a `count`-word list.
+    Example and prompt are each laid out by `layout` (the original formats both with the whole
+    template, model template included: under a chat template the example is a turn of its own)."""
     if length < SHORT_LENGTH:
         example = _word_list(words, SHORT_EXAMPLE_WORDS, SHORT_EXAMPLE_COMMON_REPEATS, SHORT_EXAMPLE_UNCOMMON_REPEATS,
                              rng, seed)
@@ -84,13 +88,15 @@ def _cwe_prompt(count: int, length: int, words: list[str], rng: random.Random, s
     else:
         example = _word_list(words, EXAMPLE_WORDS, EXAMPLE_COMMON_REPEATS, EXAMPLE_UNCOMMON_REPEATS, rng, seed)
         context, common = _word_list(words, count, COMMON_REPEATS, UNCOMMON_REPEATS, rng, seed)
-    solved = COMMON_WORDS_EXTRACTION.full.format(context=example[0]) + " " + _numbered(example[1])
-    prompt = solved + "\n" + COMMON_WORDS_EXTRACTION.template.format(context=context)
+    template, prefix = COMMON_WORDS_EXTRACTION.template, COMMON_WORDS_EXTRACTION.answer_prefix
+    solved = layout(template.format(context=example[0])) + prefix + " " + _numbered(example[1])
+    prompt = solved + "\n" + layout(template.format(context=context))
     return prompt, COMMON_WORDS_EXTRACTION.answer_prefix, common
 
 
-def generate_cwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int) -> list[RulerSample]:
-    """`num_samples` cwe samples whose prompt (answer prefix included) plus 120 generated tokens fit
+def generate_cwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
+                 layout: Callable[[str], str] = unwrapped) -> list[RulerSample]:
+    """`num_samples` cwe samples whose prompt (laid out by `layout`, answer prefix included) plus 120 generated tokens fit
     `length` tokens, the list as long as NVIDIA's search makes it."""
     rng = random.Random(seed)
     words = list(_wonderwords_sorted())
@@ -98,7 +104,7 @@ def generate_cwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int)
     budget = length - COMMON_WORDS_EXTRACTION.tokens_to_generate
 
     def draw(count: int) -> tuple[str, str, list[str]]:
-        return _cwe_prompt(count, length, words, rng, seed)
+        return _cwe_prompt(count, length, words, rng, seed, layout)
 
     prompt_tokens = prompt_counter(tokenizer)
     tokens_per_word = prompt_tokens(draw(CWE_PROBE_WORDS)) / CWE_PROBE_WORDS
@@ -126,15 +132,16 @@ def _zeta_counts(num_words: int, vocabulary_size: int) -> np.ndarray:
     return (num_words * (ranks**-ZETA_ALPHA) / ZETA_OF_ALPHA).astype(int)
 
 
-def _coded_prompt(num_words: int, vocabulary: list[str], seed: int) -> str:
-    """Prompt with answer prefix (the original formats and counts them together)."""
+def _coded_prompt(num_words: int, vocabulary: list[str], seed: int, layout: Callable[[str], str]) -> str:
+    """Prompt laid out by `layout`, with answer prefix (the original formats and counts them together)."""
     text = [word for word, count in zip(vocabulary, _zeta_counts(num_words, len(vocabulary))) for _ in range(count)]
     random.Random(seed).shuffle(text)
-    return FREQ_WORDS_EXTRACTION.full.format(context=" ".join(text))
+    return layout(FREQ_WORDS_EXTRACTION.template.format(context=" ".join(text))) + FREQ_WORDS_EXTRACTION.answer_prefix
 
 
-def generate_fwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int) -> list[RulerSample]:
-    """`num_samples` fwe samples whose prompt (answer prefix included) plus 50 generated tokens fit
+def generate_fwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
+                 layout: Callable[[str], str] = unwrapped) -> list[RulerSample]:
+    """`num_samples` fwe samples whose prompt (laid out by `layout`, answer prefix included) plus 50 generated tokens fit
     `length` tokens."""
     rng = random.Random(seed)
     budget = length - FREQ_WORDS_EXTRACTION.tokens_to_generate
@@ -146,7 +153,7 @@ def generate_fwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int)
     # the word count: grown from budget // 6 until the text reaches the budget, then one step back
     vocabulary = _coded_vocabulary(vocabulary_size, rng, seed)
     num_words = budget // CODED_WORD_LETTERS
-    while count_tokens(tokenizer, _coded_prompt(num_words, vocabulary, seed)) < budget:
+    while count_tokens(tokenizer, _coded_prompt(num_words, vocabulary, seed, layout)) < budget:
         num_words += step
     num_words -= step
 
@@ -155,13 +162,13 @@ def generate_fwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int)
     for index in range(num_samples):  # each with a new vocabulary, stepped down while too long
         vocabulary = _coded_vocabulary(vocabulary_size, rng, seed)
         used = num_words
-        prompt = _coded_prompt(used, vocabulary, seed)
+        prompt = _coded_prompt(used, vocabulary, seed, layout)
         tokens = count_tokens(tokenizer, prompt)
         while tokens > budget:
             used -= step
             if used <= 0:
                 raise PathEvalError(f"fwe cannot fit {length} tokens: choose a longer length")
-            prompt = _coded_prompt(used, vocabulary, seed)
+            prompt = _coded_prompt(used, vocabulary, seed, layout)
             tokens = count_tokens(tokenizer, prompt)
         samples.append(RulerSample(index=index, input=prompt[: -len(prefix)], outputs=vocabulary[1:4],
                                    answer_prefix=prefix, max_new_tokens=FREQ_WORDS_EXTRACTION.tokens_to_generate,

@@ -30,6 +30,14 @@ class RulerSample:
         return asdict(self)
 
 
+def unwrapped(text: str) -> str:
+    """A base model's prompt layout: the task's text as is. A chat model's (`models.chat_template.
+    UserTurn`) puts the text in the user turn, up to the assistant's header; the generators count,
+    and store as `input`, the text so laid out, the answer prefix after it (RULER's prepare.py formats
+    the model template around the task template before generating, so its counts include it)."""
+    return text
+
+
 def count_tokens(tokenizer: Tokenizer, text: str) -> int:
     """Tokens of `text` as the model reads it (no BOS, as NVIDIA's `text_to_tokens`)."""
     return len(tokenizer.encode(text, add_special_tokens=False))

@@ -19,12 +19,13 @@ import random
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 from importlib.resources import files
 
 import numpy as np
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.common import RulerSample, Tokenizer, count_tokens, first_fitting, searched_size
+from path_eval.tasks.ruler.common import RulerSample, Tokenizer, count_tokens, first_fitting, searched_size, unwrapped
 from path_eval.tasks.ruler.haystack import MISSING_ESSAYS_FIX, EssayHaystack
 from path_eval.tasks.ruler.templates import NIAH, NIAH_NEEDLE, NOISE_HAYSTACK
 
@@ -147,10 +148,12 @@ class _Draw:
 
 
 class _NiahGenerator:
-    def __init__(self, config: NiahConfig, seed: int, essays: EssayHaystack | None):
+    def __init__(self, config: NiahConfig, seed: int, essays: EssayHaystack | None,
+                 layout: Callable[[str], str] = unwrapped):
         self.config = config
         self.seed = seed
         self.essays = essays
+        self.layout = layout
 
     def needle(self, key: str, value: str) -> str:
         return NIAH_NEEDLE.format(type_needle_v=self.config.value_type, key=key, value=value)
@@ -183,7 +186,8 @@ class _NiahGenerator:
                 template, answer_prefix = template.replace(old, new), answer_prefix.replace(old, new)
             value_type = value_type[:-1]
         fields = dict(type_needle_v=value_type, context=context, query=query)
-        return _Draw(template.format(**fields), answer_prefix.format(**fields), outputs, queries)
+        # the singular wording applies to RULER's text alone (the original replaces in the model template too)
+        return _Draw(self.layout(template.format(**fields)), answer_prefix.format(**fields), outputs, queries)
 
     def essay_context(self, size: int, needles: list[str], rng: random.Random) -> str:
         """Needles between the sentences of the first `size` essay words, at depths drawn from DEPTHS."""
@@ -222,18 +226,20 @@ def draw_niah(config: NiahConfig, size: int, rng: random.Random, seed: int, essa
 
 
 def generate_niah(
-    task: str, length: int, tokenizer: Tokenizer, seed: int, num_samples: int, essays: str | None
+    task: str, length: int, tokenizer: Tokenizer, seed: int, num_samples: int, essays: str | None,
+    layout: Callable[[str], str] = unwrapped,
 ) -> list[RulerSample]:
-    """`num_samples` samples of NIAH `task` whose prompt (answer prefix included) plus the generated
-    tokens fit `length` tokens of `tokenizer`. `essays` (see haystack.load_essays) is needed only
-    for the essay haystack."""
+    """`num_samples` samples of NIAH `task` whose prompt (laid out by `layout`, answer prefix included)
+    plus the generated tokens fit `length` tokens of `tokenizer`. `essays` (see haystack.load_essays)
+    is needed only for the essay haystack."""
     try:
         config = NIAH_TASKS[task]
     except KeyError:
         raise KeyError(f"unknown NIAH task {task!r}; known: {', '.join(NIAH_TASKS)}") from None
     if config.haystack == "essay" and essays is None:
         raise PathEvalError(f"{task} needs the Paul Graham essays: {MISSING_ESSAYS_FIX}")
-    generator = _NiahGenerator(config, seed, EssayHaystack.from_text(essays) if config.haystack == "essay" else None)
+    generator = _NiahGenerator(config, seed, EssayHaystack.from_text(essays) if config.haystack == "essay" else None,
+                               layout)
     budget = length - NIAH.tokens_to_generate
     step = haystack_step(config, length)
     rng = random.Random(seed)

@@ -20,9 +20,10 @@ import random
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from path_eval.errors import PathEvalError
-from path_eval.tasks.ruler.common import RulerSample, Tokenizer, count_tokens, first_fitting, searched_size
+from path_eval.tasks.ruler.common import RulerSample, Tokenizer, count_tokens, first_fitting, searched_size, unwrapped
 from path_eval.tasks.ruler.templates import QA, QA_DOCUMENT_PROMPT
 
 QA_STEP = 10
@@ -142,18 +143,19 @@ def _chosen_documents(qa_set: QaSet, question: QaQuestion, num_docs: int, rng: r
     return [documents[i] for i in chosen]
 
 
-def _prompt(qa_set: QaSet, question: QaQuestion, num_docs: int, rng: random.Random, seed: int) -> str:
-    """Prompt with answer prefix (the original formats and counts them together)."""
+def _prompt(qa_set: QaSet, question: QaQuestion, num_docs: int, rng: random.Random, seed: int,
+            layout: Callable[[str], str]) -> str:
+    """Prompt laid out by `layout`, with answer prefix (the original formats and counts them together)."""
     chosen = _chosen_documents(qa_set, question, num_docs, rng)
     random.Random(seed).shuffle(chosen)
     context = "\n\n".join(QA_DOCUMENT_PROMPT.format(i=i + 1, document=document) for i, document in enumerate(chosen))
-    return QA.full.format(context=context, query=question.query)
+    return layout(QA.template.format(context=context, query=question.query)) + QA.answer_prefix
 
 
 def generate_qa(dataset: str, length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
-                documents_path: Path) -> list[RulerSample]:
-    """`num_samples` samples of qa_1 (dataset "squad") or qa_2 ("hotpotqa") whose prompt (answer
-    prefix included) plus 32 generated tokens fit `length` tokens, from the dev json at
+                documents_path: Path, layout: Callable[[str], str] = unwrapped) -> list[RulerSample]:
+    """`num_samples` samples of qa_1 (dataset "squad") or qa_2 ("hotpotqa") whose prompt (laid out by
+    `layout`, answer prefix included) plus 32 generated tokens fit `length` tokens, from the dev json at
     `documents_path`; outputs are the question's answers."""
     if dataset not in LOADERS:
         raise PathEvalError(f"unknown RULER QA dataset {dataset!r}: use one of {', '.join(LOADERS)}")
@@ -168,7 +170,7 @@ def generate_qa(dataset: str, length: int, tokenizer: Tokenizer, seed: int, num_
         return count_tokens(tokenizer, prompt)
 
     def first_question(num_docs: int) -> str:
-        return _prompt(qa_set, qa_set.questions[0], num_docs, rng, seed)
+        return _prompt(qa_set, qa_set.questions[0], num_docs, rng, seed, layout)
 
     tokens_per_document = prompt_tokens(first_question(QA_STEP)) / QA_STEP
     upper = max(int((length / tokens_per_document) * 3), QA_STEP * 2)
@@ -181,7 +183,7 @@ def generate_qa(dataset: str, length: int, tokenizer: Tokenizer, seed: int, num_
     samples = []
     for index, question in enumerate(qa_set.questions[:num_samples]):
         def draw(num_docs: int) -> str:
-            return _prompt(qa_set, question, num_docs, rng, seed)
+            return _prompt(qa_set, question, num_docs, rng, seed, layout)
 
         prompt, tokens, used = first_fitting(draw, prompt_tokens, size, QA_STEP, budget)
         samples.append(RulerSample(index=index, input=prompt[: -len(QA.answer_prefix)], outputs=question.answers,

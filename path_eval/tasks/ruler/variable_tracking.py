@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import random
 import string
+from typing import Callable
 
 import numpy as np
 
 from path_eval.tasks.ruler.common import (RulerSample, Tokenizer, count_tokens, first_fitting, fitted_samples, prompt_counter,
-                                          searched_size)
+                                          searched_size, unwrapped)
 from path_eval.tasks.ruler.templates import NOISE_HAYSTACK, VARIABLE_TRACKING
 
 NUM_HOPS = 4  # synthetic.yaml; one chain
@@ -83,9 +84,12 @@ def _redrawn_example(example: str, rng: random.Random, np_rng: np.random.RandomS
     return example.replace(EXAMPLE_VALUE, str(np_rng.randint(10000, 99999)))
 
 
-def generate_vt(length: int, tokenizer: Tokenizer, seed: int, num_samples: int) -> list[RulerSample]:
-    """`num_samples` vt samples whose prompt (example and answer prefix included) plus 30 generated
-    tokens fit `length` tokens, the haystack as large as NVIDIA's search makes it."""
+def generate_vt(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
+                layout: Callable[[str], str] = unwrapped) -> list[RulerSample]:
+    """`num_samples` vt samples whose prompt (laid out by `layout`, example and answer prefix included)
+    plus 30 generated tokens fit `length` tokens, the haystack as large as NVIDIA's search makes it.
+    The example is made and counted as a base model's (the original strips the model template from
+    it) and goes inside the laid-out prompt, before the task's text (where the original inserts it)."""
     rng, np_rng = random.Random(seed), np.random.RandomState(seed)
     budget = length - VARIABLE_TRACKING.tokens_to_generate
     step = SHORT_STEP if length < SHORT_LENGTH else STEP
@@ -95,15 +99,19 @@ def generate_vt(length: int, tokenizer: Tokenizer, seed: int, num_samples: int) 
     def draw(size: int) -> tuple[str, str, list[str]]:
         return _prompt(size, NAME_LETTERS, rng, np_rng, example=False)
 
+    def laid_out(size: int) -> tuple[str, str, list[str]]:
+        prompt, prefix, names = draw(size)
+        return layout(prompt), prefix, names
+
     prompt_tokens = prompt_counter(tokenizer)
 
-    tokens_per_line = prompt_tokens(draw(step)) / step
+    tokens_per_line = prompt_tokens(laid_out(step)) / step
     upper = max(int((length / tokens_per_line) * 3), step * 2)
-    size = searched_size(lambda size: prompt_tokens(draw(size)) + example_tokens <= budget, step, upper)
+    size = searched_size(lambda size: prompt_tokens(laid_out(size)) + example_tokens <= budget, step, upper)
 
     def draw_with_example(size: int) -> tuple[str, str, list[str]]:
         prompt, prefix, names = draw(size)
-        return _redrawn_example(example, rng, np_rng) + "\n" + prompt, prefix, names
+        return layout(_redrawn_example(example, rng, np_rng) + "\n" + prompt), prefix, names
 
     return fitted_samples(draw_with_example, prompt_tokens, size, step, budget, num_samples,
                           VARIABLE_TRACKING.tokens_to_generate)
