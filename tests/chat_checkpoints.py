@@ -46,9 +46,10 @@ def chat_llama(path: Path, chat_template=CHATML, max_position_embeddings: int = 
 
 
 def chat_zoo_model(path: Path, name: str, chat_template=CHATML) -> Path:
-    """Zoo checkpoint `name` copied to `path`, with the Mistral v1 tokenizer it reads and a template."""
+    """Zoo checkpoint `name` copied to `path`, its own tokenizer's config holding a template."""
     from path_eval.models.zoo import zoo_models
 
     shutil.copytree(zoo_models(name)[0], path)
-    tokenizer_files(path, chat_template)
+    config = json.loads((path / "tokenizer_config.json").read_text())
+    (path / "tokenizer_config.json").write_text(json.dumps(config | {"chat_template": chat_template}))
     return path
