@@ -72,7 +72,8 @@ class Kind:
     suite, lengths)`: the Hugging Face splits `download` fetches for the task (default none).
     `sample_scorer(task, suite)`: doc, [generation] -> {metric: score}, for a task `rescore` scores
     again from its logged generations (None: its records are kept as they are); `log_scorer`, for a
-kind `rescore` scores from its own logs' rows. What `report`
+kind `rescore` scores from its own logs' rows. `prompts_chat(task)`: whether its prompts go through a
+    chat template under `--apply-chat-template` (docs/chat-templates.md). What `report`
     compares with the suite's protocol follows from `key` and `reads` (`protocol_settings`)."""
 
     name: str
@@ -104,6 +105,9 @@ kind `rescore` scores from its own logs' rows. What `report`
     # `log_scorer(task, rows, seeds)`: per metric, (value, stderr) per seed, from the rows of an item's
     # logs alone, for a kind whose metrics are not means of per-sample scores (token tagging's ratios).
     log_scorer: Callable[[TaskSpec, list[dict], list[int]], dict[str, list[tuple[float, float | None]]]] | None = None
+    # Whether a run with --apply-chat-template prompts the task through the chat template (text prompts;
+    # a corpus, flip-flop or tagging task scores token sequences: never)
+    prompts_chat: Callable[[TaskSpec], bool] = lambda task: False
 
     def fetches_data(self, task: TaskSpec, suite: SuiteSpec) -> bool:
         """Whether `download` fetches a split for the task at its lengths (`list` says so)."""

@@ -46,4 +46,4 @@ KIND = Kind(name="generated", key="generator", options=str,
             sampled=True, reads=frozenset({"stop", "data"}),
             context=lambda length: length + 1,  # a sample fills its length without BOS; the model reads BOS
             check=check, check_length=check_length, splits=lambda task, suite, lengths: data_split(task),
-            sample_scorer=sample_scorer)
+            sample_scorer=sample_scorer, prompts_chat=lambda task: True)

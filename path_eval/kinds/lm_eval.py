@@ -43,6 +43,16 @@ def plan(task: TaskSpec, length: int | None, planning: Planning) -> PlannedField
                          fits=lambda max_length: check_room_for_generation([built], max_length))
 
 
+def prompts_chat(task: TaskSpec) -> bool:
+    """Every task's prompts go through a chat template, but the LongBench datasets' its pred.py leaves
+    unwrapped."""
+    if task.adapter != "longbench":
+        return True
+    from path_eval.tasks import longbench
+
+    return longbench.chat_wrapped(task)
+
+
 def splits(task: TaskSpec, suite: SuiteSpec, lengths: list[int] | None):
     """lm-eval's own splits of the task (its adapter's `data` in their place), at each length
     (BABILong: one config per length, none when it regenerates its rows)."""
@@ -71,4 +81,4 @@ KIND = Kind(name="lm_eval", key="lm_eval_task", options=str, evaluator="path_eva
             describe=lambda task: f"lm-eval {task.options}", plan=plan, log_names=lm_eval_log_names,
             needs_lengths=False, validate=validate, reads=frozenset({"num_fewshot", "stop", "data", "adapter",
                                                                     "prompt_edits"}),
-            splits=splits, fetches=fetches, sample_scorer=sample_scorer)
+            splits=splits, fetches=fetches, sample_scorer=sample_scorer, prompts_chat=prompts_chat)

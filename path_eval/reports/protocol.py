@@ -74,10 +74,12 @@ def departures(plan: ResolvedPlan) -> list[str]:
 def chat_departure(plan: ResolvedPlan, task, protocol, reference: SuiteSpec) -> str | None:
     """A task prompted through a chat template where the paper's rows used none, or the reverse,
     naming each model's template and its hash's first 12 hex digits."""
-    from path_eval.tasks.lm_eval_tasks import chat_reaches
+    from path_eval.kinds import KINDS
 
+    if not KINDS[task.kind].prompts_chat(task):
+        return None  # no prompt a template could reach: the paper's choice does not bear on it
     paper = protocol.paper_chat_template if protocol.paper_chat_template is not None else reference.paper_chat_template
-    applied = plan.chat is not None and chat_reaches(task)
+    applied = plan.chat is not None
     if applied == paper:
         return None
     if not applied:

@@ -22,11 +22,17 @@ from path_eval.suites import SuiteSpec
 TASK_RESULT_FIELDS = {"data_fingerprint", "data_files", "num_fewshot", "truncate_middle"}
 
 
-def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_info: dict) -> list[ResultRecord]:
-    """A task run under several seeds gives one record per metric: the mean over seeds, with their spread."""
+def task_records(suite: SuiteSpec, model: str, results: list[TaskResult], model_info: dict,
+                 chat: dict | None = None) -> list[ResultRecord]:
+    """A task run under several seeds gives one record per metric: the mean over seeds, with their spread.
+    `chat`: the run's chat template settings, in the provenance of the tasks its template reached."""
+    from path_eval.kinds import KINDS
+
     records = []
     for result in results:
-        provenance = Provenance(**model_info, data_fingerprint=result.data_fingerprint,
+        spec = suite.task(result.task)
+        prompted = chat if chat and KINDS[spec.kind].prompts_chat(spec) else {}
+        provenance = Provenance(**model_info, **prompted, data_fingerprint=result.data_fingerprint,
                                 data_files=[str(f) for f in result.data_files], num_fewshot=result.num_fewshot,
                                 truncate_middle=result.truncate_middle, **result.protocol)
         source = record_source(result)

@@ -81,8 +81,9 @@ def chat_layout(plan: ResolvedPlan, model: PlannedModel, tokenizer) -> ChatLayou
 
 
 def chat_settings(plan: ResolvedPlan, model: PlannedModel) -> dict:
-    """The chat settings that change a model's numbers: in its identity (the resume cache's key) and
-    the records' provenance; none for a run without a template, whose identity stays as it was."""
+    """The chat settings that change a model's numbers: in the resume cache's key (with its identity)
+    and the provenance of the records of tasks the template reached; none for a run without a
+    template, whose cache key stays as it was."""
     if plan.chat is None:
         return {}
     return {"chat_template": model.chat_template.name, "chat_template_sha256": model.chat_template.sha256,
@@ -137,12 +138,13 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         if chat and template_sha256(lm.chat_template(lm.chat_template_name or True)) != chat.template_sha256:
             raise PathEvalError(f"model {model.name}: the chat template its tokenizer resolves is not the one read "
                                 f"from {model.path}'s files: report this, with the checkpoint's tokenizer files")
-        identity = model_identity(model.path, lm, options.device, tokenizer_hash) | chat_settings(plan, model)
+        identity = model_identity(model.path, lm, options.device, tokenizer_hash)
+        chat_provenance = chat_settings(plan, model)
         log.info("%s: %s (%s) on %s, %s, attention backend %s, decoding %s, tokenizer %s, max_length %d, data %s",
                  model.name, identity["model_type"], identity["variant"] or "transformers", options.device,
                  identity["dtype"], identity["attention_backend"] or "transformers' own",
                  identity["decoding"] or "transformers' generate", identity["tokenizer"], lm.max_length, plan.data_dir)
-        lm.use_request_cache(resume_cache(options.out, model.name, identity, lm.process_index))
+        lm.use_request_cache(resume_cache(options.out, model.name, identity | chat_provenance, lm.process_index))
         caches.append(lm.request_cache)
         saved = sum(lm.gather_object(len(lm.request_cache)))
         if writes:
@@ -156,7 +158,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             run_folder.check_still_there(options.out)
             info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
                 "model_source": model.source, "model_revision": model.revision}
-            records += task_records(plan.suite, model.name, results, info)
+            records += task_records(plan.suite, model.name, results, info, chat_provenance)
             write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args)
         del lm, weights
     with times.phase("write"):

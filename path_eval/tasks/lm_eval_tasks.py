@@ -165,12 +165,6 @@ def adapter_protocol(spec: TaskSpec, suite: SuiteSpec, length: int | None) -> di
     return {}
 
 
-def chat_reaches(spec: TaskSpec) -> bool:
-    """Whether a run with a chat template prompts this task through it: every task but the LongBench
-    datasets the original leaves unwrapped."""
-    return spec.adapter != "longbench" or longbench.chat_wrapped(spec)
-
-
 def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | None = None, seed: int = 1234,
                limit: int | None = None, chat: bool = False) -> LmEvalTask:
     """The task's lm-eval config reading the local data; at a context length (a suite with lengths) one

@@ -120,3 +120,43 @@ def test_named_template_is_the_one_applied(tmp_path):
     chat = [{"role": "user", "content": "Hi"}]
     assert PathEvalLM(str(checkpoint)).apply_chat_template(chat) == "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     assert PathEvalLM(str(checkpoint), chat_template_name="inst").apply_chat_template(chat) == "<s>[INST] Hi [/INST]"
+
+
+def test_longbench_run_cuts_then_wraps_where_pred_py_wraps(checkpoint, tmp_path, monkeypatch):
+    """A LongBench-E run under a template: qasper's prompt cut to truncate_middle, then put in the user
+    turn by the adapter (lm-eval passes it on unwrapped); trec, which pred.py leaves unwrapped, is cut
+    only. The tokens the model reads are recorded as the adapter makes them."""
+    from path_eval.lm import PathEvalLM
+    from path_eval.suites import load_suite
+    from tests.helpers import write_longbench_e
+
+    data = write_longbench_e(tmp_path / "data", datasets=("qasper", "trec"))
+    suite = load_suite("longbench_e").model_copy(update={"truncate_middle": 48, "max_length": 1024})
+    seen = {}
+    own = PathEvalLM.prompt_tokens
+
+    def recorded(self, text, keep=None, user_turn=False):
+        tokens = own(self, text, keep, user_turn)
+        seen[text] = (keep, user_turn, self.tok_decode(tokens, skip_special_tokens=False))
+        return tokens
+
+    monkeypatch.setattr(PathEvalLM, "prompt_tokens", recorded)
+    plan = resolve_plan(suite, [str(checkpoint)], tasks=["qasper", "trec"], limit=1, data_dir=data,
+                        chat=ChatOptions(system_instruction=SYSTEM))
+    records = run(plan, RunOptions(out=tmp_path / "out", bootstrap_iters=0))
+    assert {r.task for r in records} >= {"qasper", "trec"}
+    for task, wrapped in (("qasper", True), ("trec", False)):
+        sample = json.loads((tmp_path / "out" / "samples" / checkpoint.name / f"{task}.jsonl").read_text()
+                            .splitlines()[0])
+        context, options = sample["request"][0]
+        assert "<|im_start|>" not in context  # lm-eval handed the raw prompt on
+        assert options.get("chat_user_turn", False) is wrapped
+        keep, user_turn, read = seen[context]
+        assert (keep, user_turn) == (48, wrapped)
+        if wrapped:
+            assert read.startswith(f"<s><|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n")
+            assert read.endswith("<|im_end|>\n<|im_start|>assistant\n")
+        else:
+            assert "<|im_start|>" not in read
+        prompt = [r for r in records if r.task == task][0].provenance
+        assert prompt.chat_template_sha256 == (plan.models[0].chat_template.sha256 if wrapped else None)

@@ -164,23 +164,31 @@ def test_zoo_models_are_refused_before_loading(tmp_path):
 
 
 def test_zoo_checkpoint_with_a_template_end_to_end(tmp_path):
-    """A zoo checkpoint copied with a template: NIAH and PhoneBook through it, the template's hash in
-    plan.json and the records, and `report` naming the departure from the paper's base-model rows."""
+    """A zoo checkpoint copied with a template: NIAH and PhoneBook through it (held-out perplexity, a
+    corpus, as it was), the template's hash in plan.json and the records of the prompted tasks, and
+    `report` naming the departure from the paper's base-model rows; the same folder without the
+    template is another run's, so its resume cache is never reused."""
     model = chat_zoo_model(tmp_path / "rope", "rope")
     out = tmp_path / "out"
-    result = run_cli("run", "--suite", "ci", "--tasks", "niah_single_1,phonebook", "--lengths", "1024", "--limit", "1",
-                     "--model", str(model), "--apply-chat-template", "--quiet", "--out", str(out))
+    command = ["run", "--suite", "ci", "--tasks", "niah_single_1,phonebook,heldout", "--lengths", "1024", "--limit",
+               "1", "--model", str(model), "--quiet", "--out", str(out)]
+    result = run_cli(*command, "--apply-chat-template")
     assert result.returncode == 0, result.stderr
     digest = select_chat_template(model, "rope", None)[0].sha256
     plan = json.loads((out / "plan.json").read_text())
     assert plan["models"][0]["chat_template"] == {"name": "default", "sha256": digest}
     records = json.loads((out / "results.json").read_text())
-    assert {r["provenance"]["chat_template_sha256"] for r in records} == {digest}
+    assert {r["task"]: r["provenance"]["chat_template_sha256"] for r in records if r["task"] != "heldout"} == \
+        {"niah_single_1": digest, "phonebook": digest}
+    assert {r["provenance"]["chat_template"] for r in records if r["task"] == "heldout"} == {None}
     for name in ("niah_single_1_1024_s1234", "phonebook_1024_s1234"):
         sample = json.loads((out / "samples" / "rope" / f"{name}.jsonl").read_text().splitlines()[0])
         assert sample["request"][0][0].startswith("<s><|im_start|>user\n")  # the zoo tokenizer adds no BOS itself
     report = run_cli("report", str(out), "--format", "markdown")
     assert f"niah_single_1 prompted through chat template default sha256 {digest[:12]}" in report.stdout
+    assert "heldout prompted" not in report.stdout
+    again = run_cli(*command)
+    assert again.returncode == 2 and "another run" in again.stderr, again.stderr
 
 
 def test_report_names_chat_departures_both_ways(checkpoint, tmp_path):
