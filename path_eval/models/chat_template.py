@@ -82,7 +82,8 @@ def select_chat_template(checkpoint: Path, model: str, name: str | None) -> tupl
     return ChatTemplate(name=wanted, sha256=template_sha256(templates[wanted])), templates[wanted]
 
 
-def render_chat(tokenizer, template: str, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+def render_chat(tokenizer, template: str, chat_history: list[dict[str, str]],
+                add_generation_prompt: bool = True) -> str:
     """`chat_history` through `template` as lm-eval's hf model renders it (0.4.13's
     `HFLM.apply_chat_template`): the generation prompt opened, else the last message continued;
     where the template refuses a system turn (a jinja TemplateError), the chat without it."""

@@ -11,10 +11,10 @@ regressions, unless the tolerance says
 beyond the measured drift means the evaluation or the model changed).
 
 Records are matched by display name (`--model NAME=...`), task, length, bucket and metric. A
-different protocol (tokenizer, data, seed, limit, few-shot, max_length, prompt cut) makes them
-incomparable; so does a named difference (dtype, device class, attention backend, harness or
-lm-eval version), unless the caller accepts it by name (`--allow-difference device,attention`):
-then the tolerances decide.
+different protocol (tokenizer, data, seed, limit, few-shot, max_length, prompt cut, chat template,
+system instruction, few-shot turns) makes them incomparable; so does a named difference (dtype,
+device class, attention backend, harness or lm-eval version), unless the caller accepts it by name
+(`--allow-difference device,attention`): then the tolerances decide.
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ from path_eval.results.store import check_schema_version, refuse_duplicates
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
-                   "truncate_middle", "data_source", "sample_set", "prompt_parts", "longbench_rule")
+                   "truncate_middle", "data_source", "sample_set", "prompt_parts", "longbench_rule",
+                   "chat_template_sha256", "system_instruction", "fewshot_as_multiturn")
 # Settings that move the numbers without changing the protocol: a difference is named, and accepted
 # only by that name. The device class: cuda:1 and cuda are one.
 NAMED_DIFFERENCES: dict[str, Callable] = {

@@ -86,7 +86,8 @@ def chat_departure(plan: ResolvedPlan, task, protocol, reference: SuiteSpec) -> 
         return f"{task.name} prompted without a chat template (the protocol: the paper's rows used one)"
     templates = ", ".join(dict.fromkeys(f"{m.chat_template.name} sha256 {m.chat_template.sha256[:12]}"
                                         for m in plan.models if m.chat_template and m.name in _models_of(plan, task)))
-    return f"{task.name} prompted through chat template {templates} (the protocol: none, the paper's rows are a base model's)"
+    return (f"{task.name} prompted through chat template {templates} (the protocol: none, the paper's rows are "
+            "a base model's)")
 
 
 def _models_of(plan: ResolvedPlan, task) -> set[str]:

@@ -2,12 +2,14 @@
 freeze, and hand lm-eval a `generate_until` task over the frozen file.
 
 The model is given `input + answer_prefix` (RULER's base template; PhoneBook has no prefix) and
-decodes greedily. Under a chat template (`--apply-chat-template`) `input` is the task's text in the user
-turn, rendered up to and including the assistant's header (`GenerationInputs.layout`), and the length
-budget counts it so (RULER's prepare.py formats the model template around the task template before
-generating); the frozen set's key holds the template's hash and the system instruction. The model up to the sample's `max_new_tokens`; each metric of the suite (its entry in
+decodes greedily up to the sample's `max_new_tokens`; each metric of the suite (its entry in
 `path_eval.metrics.registry`: scorer and reference field) scores the generation against the sample's
 references.
+
+Under a chat template (`--apply-chat-template`) `input` is the task's text in the user turn, rendered
+up to and including the assistant's header (`GenerationInputs.layout`), and the length budget counts
+it so (RULER's prepare.py formats the model template around the task template before generating);
+the frozen set's key holds the template's hash and the system instruction.
 """
 from __future__ import annotations
 

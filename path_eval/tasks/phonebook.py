@@ -134,9 +134,10 @@ class _GrowingBook:
 def _fitted_sample(rng: random.Random, tokenizer: Tokenizer, budget: int,
                    layout: Callable[[str], str]) -> tuple[str, str, int, int]:
     """(prompt laid out by `layout`, answer, entry count, prompt tokens) with the largest count whose
-    laid-out prompt has at most `budget` tokens. The book alone is counted incrementally until it overflows; from there exact
-    counts of whole prompts step down to the largest fitting count, so that count fits and one
-    more entry does not (the step up covers a tokenizer that the incremental count overestimates)."""
+    laid-out prompt has at most `budget` tokens. The book alone is counted incrementally until it
+    overflows; from there exact counts of whole prompts step down to the largest fitting count, so
+    that count fits and one more entry does not (the step up covers a tokenizer that the incremental
+    count overestimates)."""
     book = _GrowingBook(rng, tokenizer)
     scratch = random.Random()
 
@@ -157,7 +158,8 @@ def _fitted_sample(rng: random.Random, tokenizer: Tokenizer, budget: int,
 
 
 def generate_phonebook(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
-                       max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, layout: Callable[[str], str] = unwrapped) -> list[dict]:
+                       max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+                       layout: Callable[[str], str] = unwrapped) -> list[dict]:
     """`num_samples` prompts of at most `length - max_new_tokens` tokens (no BOS; laid out by `layout`:
     a chat model's in the user turn, up to the assistant's header), one stream
     `random.Random(seed)` for all of them. `length` in each record counts the prompt's tokens plus

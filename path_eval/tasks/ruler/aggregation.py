@@ -96,8 +96,8 @@ def _cwe_prompt(count: int, length: int, words: list[str], rng: random.Random, s
 
 def generate_cwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
                  layout: Callable[[str], str] = unwrapped) -> list[RulerSample]:
-    """`num_samples` cwe samples whose prompt (laid out by `layout`, answer prefix included) plus 120 generated tokens fit
-    `length` tokens, the list as long as NVIDIA's search makes it."""
+    """`num_samples` cwe samples whose prompt (laid out by `layout`, answer prefix included) plus 120
+    generated tokens fit `length` tokens, the list as long as NVIDIA's search makes it."""
     rng = random.Random(seed)
     words = list(_wonderwords_sorted())
     random.Random(seed).shuffle(words)
@@ -141,8 +141,8 @@ def _coded_prompt(num_words: int, vocabulary: list[str], seed: int, layout: Call
 
 def generate_fwe(length: int, tokenizer: Tokenizer, seed: int, num_samples: int,
                  layout: Callable[[str], str] = unwrapped) -> list[RulerSample]:
-    """`num_samples` fwe samples whose prompt (laid out by `layout`, answer prefix included) plus 50 generated tokens fit
-    `length` tokens."""
+    """`num_samples` fwe samples whose prompt (laid out by `layout`, answer prefix included) plus 50
+    generated tokens fit `length` tokens."""
     rng = random.Random(seed)
     budget = length - FREQ_WORDS_EXTRACTION.tokens_to_generate
     vocabulary_size = budget // BUDGET_PER_VOCABULARY_WORD
