@@ -58,6 +58,26 @@ def test_ruler_prompt_is_the_task_template_in_the_user_turn_within_the_budget(ch
         assert sample.length > length - 100  # the haystack was grown to the budget, template included
 
 
+@pytest.mark.parametrize("task, turns", [("vt", 1), ("cwe", 2), ("fwe", 1)])
+def test_other_ruler_tasks_lay_out_as_the_original(chat_tokenizer, task, turns):
+    """vt's example inside the one user turn (the original inserts it after the model template), cwe's
+    solved example a turn of its own (the original formats it with the whole template), fwe's text in
+    the user turn; each within the budget by the count of its laid-out prompt."""
+    from path_eval.tasks.ruler import aggregation, variable_tracking
+
+    make = {"vt": variable_tracking.generate_vt, "cwe": aggregation.generate_cwe, "fwe": aggregation.generate_fwe}[task]
+    length = 1024
+    for sample in make(length, chat_tokenizer, 5, 2, layout=ChatLayout(chat_tokenizer, CHATML).user_turn):
+        assert sample.input.count("<|im_start|>user\n") == turns
+        assert sample.input.endswith("<|im_end|>\n<|im_start|>assistant\n")
+        last = sample.input.rsplit("<|im_start|>user\n", 1)[1].removesuffix("<|im_end|>\n<|im_start|>assistant\n")
+        assert sample.input.endswith(user_turn_of(chat_tokenizer, last).removeprefix("<s>"))
+        assert tokens(chat_tokenizer, sample.input + sample.answer_prefix) + sample.max_new_tokens == sample.length
+        assert sample.length <= length
+        if task == "vt":  # the example, then the task's own text, in the one turn
+            assert last.count("Memorize and track the chain(s)") == 2 and last.startswith("Memorize")
+
+
 def test_phonebook_prompt_is_the_user_turn(chat_tokenizer):
     from path_eval.tasks.phonebook import generate_phonebook
 
