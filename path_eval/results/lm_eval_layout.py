@@ -14,11 +14,15 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.evaluators import TASK_SECTIONS, TaskResult
 from path_eval.samples.logs import slug
+
+if TYPE_CHECKING:
+    from path_eval.models.chat_template import ChatLayout
 
 log = logging.getLogger("path_eval")
 
@@ -96,10 +100,13 @@ def log_to_wandb(output: dict, samples: dict, model_name: str, wandb_args: dict,
 
 
 def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], info: dict,
-                         wandb_args: dict | None = None, hub_log_args: dict | None = None) -> Path | None:
+                         wandb_args: dict | None = None, hub_log_args: dict | None = None,
+                         chat: ChatLayout | None = None, fewshot_as_multiturn: bool = False) -> Path | None:
     """OUT/lm_eval/<model>/ through lm-eval's EvaluationTracker, replacing any earlier one of the
     same model as a whole (a resumed or repeated run leaves one results file and one samples file
-    per task, never an appended copy); returns the folder (None when the model ran no task)."""
+    per task, never an appended copy); returns the folder (None when the model ran no task). `chat`:
+    the run's chat template and system instruction, which lm-eval's config records (with the
+    template's hash, lm-eval's own)."""
     from lm_eval.loggers import EvaluationTracker
 
     output = merged_output(results, info)
@@ -115,8 +122,8 @@ def write_lm_eval_layout(out: Path, model_name: str, results: list[TaskResult], 
     tracker = EvaluationTracker(output_path=str(staging), **(hub_log_args or {}))
     config = tracker.general_config_tracker
     config.log_experiment_args(model_source="path", model_args={"pretrained": model_name},
-                               system_instruction=info.get("system_instruction"), chat_template=None,
-                               fewshot_as_multiturn=info.get("fewshot_as_multiturn", False))
+                               system_instruction=chat.system_instruction if chat else None,
+                               chat_template=chat.template if chat else None, fewshot_as_multiturn=fewshot_as_multiturn)
     config.start_time = time.perf_counter() - info["wall_time_s"]  # the model's evaluation time, not the writer's
     # the model's folder as in samples/ (lm-eval's own sanitising keeps `..` and leading dots)
     config.model_name_sanitized = slug(model_name)

@@ -159,7 +159,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
                 "model_source": model.source, "model_revision": model.revision}
             records += task_records(plan.suite, model.name, results, info, chat_provenance)
-            write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args)
+            write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args,
+                                 chat, bool(plan.chat and plan.chat.fewshot_as_multiturn))
         del lm, weights
     with times.phase("write"):
         if writes:

@@ -201,6 +201,8 @@ def test_zoo_checkpoint_with_a_template_end_to_end(tmp_path):
     assert {r["task"]: r["provenance"]["chat_template_sha256"] for r in records if r["task"] != "heldout"} == \
         {"niah_single_1": digest, "phonebook": digest}
     assert {r["provenance"]["chat_template"] for r in records if r["task"] == "heldout"} == {None}
+    lm_eval_results = next((out / "lm_eval" / "rope").glob("results_*.json"))
+    assert json.loads(lm_eval_results.read_text())["chat_template_sha"] == digest  # lm-eval's own record of it
     for name in ("niah_single_1_1024_s1234", "phonebook_1024_s1234"):
         sample = json.loads((out / "samples" / "rope" / f"{name}.jsonl").read_text().splitlines()[0])
         assert sample["request"][0][0].startswith("<s><|im_start|>user\n")  # the zoo tokenizer adds no BOS itself
