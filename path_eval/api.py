@@ -129,7 +129,7 @@ def load_results(*runs) -> Results:
 def default_out(suite: SuiteSpec, longbench_rule: str | None, models: list[str], tasks: list[str] | None,
                 lengths: list[str] | None, limit: int | None, seed: int, data_dir: Path, device: str,
                 dtype: str | None, attention: str | None, max_length: int | None,
-                chat: ChatOptions | None = None) -> Path:
+                chat: ChatOptions | None = None, allow_code_execution: bool = False) -> Path:
     """runs/SUITE[-RULE]-KEY, KEY a hash of every argument that changes the results, the suite's whole
     definition among them: the same call (or command) finds its own folder again and resumes there,
     and two suite files that share a name (copies edited apart) never share a folder. The name is
@@ -143,6 +143,8 @@ def default_out(suite: SuiteSpec, longbench_rule: str | None, models: list[str],
            attention, max_length, suite.model_dump(mode="json")]
     if chat is not None:  # only then: a run without a template keeps the folder it always had
         key.append(chat.model_dump(mode="json"))
+    if allow_code_execution:  # another plan (code tasks run, not skipped): its own folder; runs without it keep theirs
+        key.append("allow_code_execution")
     return run_folder.default_folder("-".join(filter(None, [suite.name, longbench_rule])),
                                      hashlib.sha256(json.dumps(key).encode()).hexdigest()[:10])
 
@@ -163,7 +165,7 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
              bootstrap_iters: int = 100000, wandb_args: dict | None = None,
              hf_hub_log_args: dict | None = None, longbench_rule: str | None = None,
              apply_chat_template: bool | str = False, system_instruction: str | None = None,
-             fewshot_as_multiturn: bool = False) -> Results:
+             fewshot_as_multiturn: bool = False, allow_code_execution: bool = False) -> Results:
     """Run `suite` (a built-in name, a suite YAML path, or a SuiteSpec) on `models` (what `--model`
     takes: checkpoint folders, zoo:NAME, zoo) as `eval.py run` does, into the run folder `out`
     (default runs/SUITE-KEY, as the command line's); a killed call resumes when repeated.
@@ -172,7 +174,9 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     rule (`--longbench-rule`: fox, thudm), default the suite's. `apply_chat_template`: True (each
     tokenizer's default chat template) or a template's name prompts every task through it, as
     `--apply-chat-template [NAME]` (docs/chat-templates.md); `system_instruction` and
-    `fewshot_as_multiturn` as `--system-instruction` and `--fewshot-as-multiturn`."""
+    `fewshot_as_multiturn` as `--system-instruction` and `--fewshot-as-multiturn`. `allow_code_execution`
+    (`--allow-code-execution`): code tasks (HumanEval, MBPP) run the model's programs in the sandbox;
+    without it the plan skips them and nothing runs."""
     from path_eval.cpu_threads import configure_threads
     from path_eval.data import default_data_dir
     from path_eval.locations import stay_offline
@@ -205,11 +209,11 @@ def evaluate(suite, models, lengths=None, limit: int | None = None, device: str 
     check_dtype_name(dtype)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     plan = resolve_plan(spec, models or [], tasks=tasks, lengths=lengths, limit=limit, seed=seed, data_dir=data_dir,
-                        max_length=max_length, chat=chat)
+                        max_length=max_length, chat=chat, allow_code_execution=allow_code_execution)
     check_reach(plan, device, dtype, attention)  # lengths the CPU's memory or the kernels cannot reach
     if out is None:
         out = default_out(spec, longbench_rule, models, tasks, lengths, limit, seed, data_dir, device, dtype,
-                          attention, max_length, chat)
+                          attention, max_length, chat, allow_code_execution)
     out = Path(out)
     import logging
 

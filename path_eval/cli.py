@@ -97,7 +97,7 @@ def _run(args) -> None:
                      data_dir=_data_dir(args.data_dir), bootstrap_iters=args.bootstrap_iters,
                      wandb_args=args.wandb_args, hf_hub_log_args=args.hf_hub_log_args,
                      apply_chat_template=args.apply_chat_template, system_instruction=args.system_instruction,
-                     fewshot_as_multiturn=args.fewshot_as_multiturn)
+                     fewshot_as_multiturn=args.fewshot_as_multiturn, allow_code_execution=args.allow_code_execution)
     if not study.records:  # a data-parallel process other than the first: it wrote nothing
         return
     from path_eval import run_folder
@@ -118,7 +118,7 @@ def default_out(args, suite) -> Path:
     chat = ChatOptions.from_arguments(args.apply_chat_template, args.system_instruction, args.fewshot_as_multiturn)
     return api.default_out(suite, args.longbench_rule, args.model, _csv(args.tasks, "--tasks"),
                            _csv(args.lengths, "--lengths"), args.limit, args.seed, Path(args.data_dir), args.device,
-                           args.dtype, args.attention, args.max_length, chat)
+                           args.dtype, args.attention, args.max_length, chat, args.allow_code_execution)
 
 
 def _demo(args) -> None:
@@ -466,6 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lm-eval's EvaluationTracker arguments as its --hf_hub_log_args takes them "
                         "(hub_results_org=ORG,details_repo_name=NAME,...); the run writes the hub layout in "
                         "OUT/lm_eval and never pushes")
+    p.add_argument("--allow-code-execution", action="store_true",
+                   help="run the model's programs for code tasks (HumanEval, MBPP), each in a sandbox "
+                        "(docs/code-execution.md); without it the run skips those tasks")
     quiet_or_verbose(p)
     p.set_defaults(func=_run)
 

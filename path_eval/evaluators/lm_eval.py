@@ -117,12 +117,12 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
         for metric in spec.metrics:
             metrics[metric.name] = []
             for task in group:
-                found = output["results"][task.name]
-                if f"{metric.name},none" not in found:
+                found, key = output["results"][task.name], f"{metric.name},{task.filter_name}"
+                if key not in found:
                     raise PathEvalError(f"lm-eval reported no {metric.name} for {task.name}: check the suite's "
                                         "metric names")
-                stderr = found.get(f"{metric.name}_stderr,none")
-                metrics[metric.name].append((float(found[f"{metric.name},none"]),
+                stderr = found.get(f"{metric.name}_stderr,{task.filter_name}")
+                metrics[metric.name].append((float(found[key]),
                                              float(stderr) if isinstance(stderr, (int, float)) else None))
         files = [f for t in group for f in t.files]
         results.append(TaskResult(

@@ -73,7 +73,8 @@ class Kind:
     `sample_scorer(task, suite)`: doc, [generation] -> {metric: score}, for a task `rescore` scores
     again from its logged generations (None: its records are kept as they are); `log_scorer`, for a
 kind `rescore` scores from its own logs' rows. `prompts_chat(task)`: whether its prompts go through a
-    chat template under `--apply-chat-template` (docs/chat-templates.md). What `report`
+    chat template under `--apply-chat-template` (docs/chat-templates.md). `executes_code`: its tasks run
+    only where the run allows code execution. What `report`
     compares with the suite's protocol follows from `key` and `reads` (`protocol_settings`)."""
 
     name: str
@@ -108,6 +109,9 @@ kind `rescore` scores from its own logs' rows. `prompts_chat(task)`: whether its
     # Whether a run with --apply-chat-template prompts the task through the chat template (text prompts;
     # a corpus, flip-flop or tagging task scores token sequences: never)
     prompts_chat: Callable[[TaskSpec], bool] = lambda task: False
+    # Its evaluator runs model-written programs: the plan skips its tasks unless the run allows code
+    # execution (`--allow-code-execution`), and refuses the flag where the sandbox cannot run.
+    executes_code: bool = False
 
     def fetches_data(self, task: TaskSpec, suite: SuiteSpec) -> bool:
         """Whether `download` fetches a split for the task at its lengths (`list` says so)."""

@@ -70,6 +70,9 @@ REGISTRY: dict[str, Metric] = {entry.name: entry for entry in (
     Metric("token_accuracy", tagging.token_accuracy, True, "percent", "State tracking", aggregation="pooled"),
     Metric("sequence_accuracy", tagging.sequence_accuracy, True, "percent", "State tracking"),
     Metric("final_accuracy", tagging.final_accuracy, True, "percent", "State tracking"),
+    # Code benchmarks: whether a sample's one greedy program passed its tests, scored from its
+    # sandboxed verdict (path_eval/tasks/code.py), the mean over problems.
+    Metric("pass@1", None, True, "percent", "Code"),
     Metric("score", None, True, "percent"),
 )}
 

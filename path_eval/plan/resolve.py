@@ -102,6 +102,7 @@ class ResolvedPlan(BaseModel):
     seed: int = 1234
     data_dir: Path
     chat: ChatOptions | None = None
+    allow_code_execution: bool = False  # --allow-code-execution: code tasks run their programs in the sandbox
 
     def spec(self, item: PlannedItem) -> TaskSpec:
         return self.suite.task(item.task)
@@ -178,14 +179,37 @@ def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: li
             check(suite.task(item.task), by_name[name])
 
 
+# Why a task of a kind that executes code is skipped without --allow-code-execution.
+CODE_EXECUTION_OFF = "executes model-written programs: pass --allow-code-execution (docs/code-execution.md)"
+
+
+def code_execution_skips(tasks: list[TaskSpec], allowed: bool) -> dict[str, str]:
+    """The tasks that run model-written programs (their kind's `executes_code`), each with why it is
+    skipped, where the run does not allow code execution. Where it does, the sandbox must be able to
+    run them on this machine: one line otherwise, before any model loads."""
+    running = [task for task in tasks if KINDS[task.kind].executes_code]
+    if not allowed:
+        return {task.name: CODE_EXECUTION_OFF for task in running}
+    if running:
+        from path_eval.sandbox import unavailable_reason
+
+        reason = unavailable_reason()
+        if reason is not None:
+            raise PathEvalError(f"--allow-code-execution: task {running[0].name} runs model-written programs, which "
+                                f"cannot run safely here: {reason}")
+    return {}
+
+
 def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = None,
                  lengths: list[str] | None = None, limit: int | None = None, seed: int = 1234,
                  data_dir: Path | None = None, max_length: int | None = None,
-                 chat: ChatOptions | None = None) -> ResolvedPlan:
+                 chat: ChatOptions | None = None, allow_code_execution: bool = False) -> ResolvedPlan:
     """Everything before a model loads, each kind's items by its rules (path_eval/kinds/). The
     context length: --max-length, else the suite's, else the most any item needs (its kind's
     `context`: a corpus block, a flip-flop sequence, a generated sample and BOS), else each
-    checkpoint's own. With `chat`, each model's chat template (a checkpoint without one: one line)."""
+    checkpoint's own. With `chat`, each model's chat template (a checkpoint without one: one line).
+    Tasks of a kind that executes code are skipped unless `allow_code_execution`
+    (`code_execution_skips`)."""
     from path_eval.tasks.generated import sample_seeds
 
     check_suite_names(suite)
@@ -202,6 +226,10 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
     if not selected:
         raise PathEvalError(f"no chosen task of suite {suite.name} runs on {', '.join(names)}: each names its models "
                             "(models: in the suite; `python eval.py list` shows them)")
+    skipped |= code_execution_skips([task for task, _ in selected], allow_code_execution)
+    selected = [(task, length) for task, length in selected if task.name not in skipped]
+    if not selected:
+        raise PathEvalError(f"every chosen task of suite {suite.name} {CODE_EXECUTION_OFF}")
     if data_dir is None:
         raise PathEvalError("no data dir: give --data-dir DIR (filled by `python eval.py download`)")
     planning = Planning(suite, data_dir, seed, limit)
@@ -247,4 +275,5 @@ def resolve_plan(suite: SuiteSpec, models: list[str], tasks: list[str] | None = 
                                            chat_template=templates.get(reference.name)))
     return ResolvedPlan(suite=suite, models=planned_models, items=items,
                         skipped=[SkippedTask(task=n, reason=r) for n, r in skipped.items()],
-                        limit=limit, seed=seed, data_dir=data_dir, chat=chat)
+                        limit=limit, seed=seed, data_dir=data_dir, chat=chat,
+                        allow_code_execution=allow_code_execution)

