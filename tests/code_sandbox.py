@@ -8,6 +8,7 @@ import sys
 import tempfile
 import types
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -31,9 +32,10 @@ class Outcome:
 def _run_in_child(program: str, limits: Limits | None = None) -> Outcome:
     limits = limits or Limits()
     with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "program.py").write_text(program, errors="surrogateescape")  # a model's text may hold NUL
         try:
-            done = subprocess.run([sys.executable, "-c", program], cwd=folder, capture_output=True, text=True,
-                                  timeout=limits.wall_seconds)
+            done = subprocess.run([sys.executable, "program.py"], cwd=folder, capture_output=True, text=True,
+                                  errors="replace", timeout=limits.wall_seconds)
         except subprocess.TimeoutExpired:
             return Outcome(False, "timed out")
     last = (done.stderr.strip().splitlines() or [""])[-1][:200]

@@ -199,6 +199,6 @@ def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
                  filter_list=[{"name": FILTER_NAME, "filter": [
                      {"function": "custom", "filter_fn": run_programs(config, benchmark.tests)}]}],
                  process_results=pass_at_1, metric_list=lm_eval_metric_list(["pass@1"]))
-    return LmEvalTask(spec, local, [benchmark.split] if benchmark.split else [], files,
+    return LmEvalTask(spec, local, [benchmark.split] if benchmark.split else [], files, lm_eval_name=spec.name,
                       protocol={"allow_code_execution": True})
 

