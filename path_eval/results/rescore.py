@@ -1,7 +1,8 @@
 """Rescoring a finished run from its per-sample logs, without loading a model: each task whose
 per-sample scores we compute from a generation (LongBench-E through its adapter, RULER and PhoneBook)
 is scored again from the logged generations under the run's stored suite, optionally with another
-LongBench rule; a kind that scores its own logs (token tagging: A5, MQRAR-N) from their rows; the other records (lm-eval's own metrics, perplexities) are kept as they are; the
+LongBench rule; a kind that scores its own logs (token tagging: A5, MQRAR-N; code: the programs'
+logged verdicts, nothing runs again) from their rows; the other records (lm-eval's own metrics, perplexities) are kept as they are; the
 suite's aggregates are recomputed. Values and standard errors are computed as lm-eval computes them
 for a mean, so the run's own rule reproduces its records exactly (in a one-process run; lm-eval sums
 the scores of a data-parallel run in another order, which can move the last digit)."""
@@ -175,5 +176,5 @@ def rescore(run: Path, longbench_rule: str | None = None) -> tuple[list[ResultRe
         rescored += 1
     if not rescored:
         raise PathEvalError(f"the run in {run} holds no task scored from its generations (LongBench-E, RULER, "
-                            "PhoneBook) or from its own logs (A5, MQRAR-N): there is nothing to rescore")
+                            "PhoneBook) or from its own logs (A5, MQRAR-N, code): there is nothing to rescore")
     return out + aggregate(suite, out), suite

