@@ -131,3 +131,13 @@ def test_mbpps_instruct_form_runs_the_code_lm_evals_extraction_loses(monkeypatch
     assert verdict["passed"] and verdict["code"] == similar["code"] + "\n"
     fenced = "```python\n" + response  # a model that opens a fence of its own
     assert program_filter(task)([[fenced]], [similar])[0]["code"] == similar["code"] + "\n"
+
+
+def test_download_fetches_mbpps_and_mbpp_pluss_rows_and_nothing_for_humaneval():
+    from path_eval.cli import download_splits
+    from path_eval.suites import SuiteSpec
+
+    tasks = [spec("humaneval"), spec("mbpp", shots=3), spec("mbpp_plus", "instruct")]
+    suite = SuiteSpec(name="code", description="code", tasks=tasks)
+    assert [str(split) for split in download_splits(suite, tasks, None)] == [
+        "google-research-datasets/mbpp/full [test]", "evalplus/mbppplus [test]"]
