@@ -6,6 +6,7 @@ from path_eval.errors import PathEvalError
 from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult
 from path_eval.evaluators.lm_eval import evaluate_tasks
 from path_eval.plan import PlannedItem
+from path_eval.plan.resolve import CODE_EXECUTION_OFF
 from path_eval.tasks.code import build_code_task
 
 
@@ -16,7 +17,6 @@ class CodeEvaluator:
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
         plan = context.plan
         if not plan.allow_code_execution:  # the plan skips these items without the flag; never run them
-            raise PathEvalError("code tasks execute model-written programs: pass --allow-code-execution "
-                                "(docs/code-execution.md)")
+            raise PathEvalError(f"a code task {CODE_EXECUTION_OFF}")
         tasks = [build_code_task(plan.spec(item), plan.data_dir, plan.suite.command_name) for item in items]
         return evaluate_tasks(lm, tasks, context)

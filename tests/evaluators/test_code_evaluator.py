@@ -104,3 +104,16 @@ def test_the_flag_on_a_machine_without_a_sandbox_is_one_line_before_the_model_lo
         "error: --allow-code-execution: task humaneval runs model-written programs, which cannot run safely here: "
         "no unprivileged user namespaces (kernel.unprivileged_userns_clone=0)")
     assert not (folder / "refused" / "plan.json").exists()
+
+
+def test_the_evaluator_refuses_a_plan_that_does_not_allow_code_execution(monkeypatch):
+    """A plan made without the flag holds no code item; handed one anyway, the evaluator runs nothing."""
+    from types import SimpleNamespace
+
+    from path_eval.errors import PathEvalError
+    from path_eval.evaluators.code import CodeEvaluator
+
+    code_sandbox.install_forbidding(monkeypatch)
+    context = SimpleNamespace(plan=SimpleNamespace(allow_code_execution=False))
+    with pytest.raises(PathEvalError, match="^a code task executes model-written programs: pass --allow-code-execution"):
+        CodeEvaluator().run(lm=None, items=[], context=context)
