@@ -222,13 +222,12 @@ def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
     generation = {"max_gen_toks": LM_EVAL_MAX_GEN_TOKS, **config["generation_kwargs"]}
     if generation.get("do_sample") is not False:
         raise PathEvalError(f"lm-eval's {config['task']} does not decode greedily: pass@1 here takes one greedy sample")
+    execute = run_programs(candidates(config, benchmark, spec.options.prompt), benchmark.tests)
     local.update(task=spec.name, dataset_path="json", dataset_name=None,
                  dataset_kwargs={"data_files": {"test": str(files[0])}}, test_split="test", training_split=None,
                  validation_split=None, fewshot_split=None, num_fewshot=spec.num_fewshot,
                  generation_kwargs={**generation, "temperature": 0.0},
-                 filter_list=[{"name": FILTER_NAME, "filter": [
-                     {"function": "custom", "filter_fn": run_programs(candidates(config, benchmark, spec.options.prompt),
-                                                                      benchmark.tests)}]}],
+                 filter_list=[{"name": FILTER_NAME, "filter": [{"function": "custom", "filter_fn": execute}]}],
                  process_results=pass_at_1, metric_list=lm_eval_metric_list(["pass@1"]))
     return LmEvalTask(spec, local, [benchmark.split] if benchmark.split else [], files, lm_eval_name=spec.name,
                       protocol={"allow_code_execution": True})

