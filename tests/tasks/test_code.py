@@ -141,3 +141,25 @@ def test_download_fetches_mbpps_and_mbpp_pluss_rows_and_nothing_for_humaneval():
     suite = SuiteSpec(name="code", description="code", tasks=tasks)
     assert [str(split) for split in download_splits(suite, tasks, None)] == [
         "google-research-datasets/mbpp/full [test]", "evalplus/mbppplus [test]"]
+
+
+def test_mbpps_prompt_is_austin_et_als_three_shot_layout(tmp_path):
+    """lm-eval builds the prompt from our config: MBPP's published layout (task, three asserts,
+    [BEGIN], code, [DONE]) for each shot, then the problem up to [BEGIN]."""
+    from lm_eval.api.task import ConfigurableTask
+
+    problem = mbpp_plus_rows()[2]
+    row = {**problem, "text": problem["prompt"]}
+    file = code.BENCHMARKS["mbpp"].split.file(tmp_path)
+    file.parent.mkdir(parents=True)
+    file.write_text(json.dumps(row) + "\n")
+    config = code.build_code_task(spec("mbpp", shots=3), tmp_path, "unused").config
+    task = ConfigurableTask(config=config)
+
+    def block(text: str, tests: list[str]) -> str:
+        return (f"You are an expert Python programmer, and here is your task: {text} Your code should pass these "
+                "tests:\n\n" + "\n".join(tests) + "\n[BEGIN]\n")
+    shots = "".join(block(shot["text"], shot["test_list"]) + shot["code"] + "\n[DONE]\n\n"
+                    for shot in config["fewshot_config"]["samples"]())
+    [doc] = task.test_docs()
+    assert task.fewshot_context(doc, num_fewshot=3) == shots + block(row["text"], row["test_list"])
