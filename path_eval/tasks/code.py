@@ -44,6 +44,7 @@ PROGRAM_WORKERS = 4
 # The filter that runs the programs: its name keys lm-eval's results ("pass@1,execute") and logs.
 FILTER_NAME = "execute"
 LM_EVAL_MAX_GEN_TOKS = 256  # lm-eval's models' max_gen_toks, where a task's config gives none
+# The statuses of path_eval.sandbox's Outcome, which a logged verdict holds (read without the sandbox).
 VERDICT_STATUSES = ("passed", "failed", "timed out", "out of memory", "killed")
 
 
