@@ -7,7 +7,7 @@ from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskRes
 from path_eval.evaluators.lm_eval import evaluate_tasks
 from path_eval.plan import PlannedItem
 from path_eval.plan.resolve import CODE_EXECUTION_OFF
-from path_eval.tasks.code import build_code_task
+from path_eval.tasks.code import ProgramShare, build_code_task
 
 
 class CodeEvaluator:
@@ -18,5 +18,6 @@ class CodeEvaluator:
         plan = context.plan
         if not plan.allow_code_execution:  # the plan skips these items without the flag; never run them
             raise PathEvalError(f"a code task {CODE_EXECUTION_OFF}")
-        tasks = [build_code_task(plan.spec(item), plan.data_dir, plan.suite.command_name) for item in items]
+        share = ProgramShare(lm.process_index, lm.process_count, lm.gather_object)  # each program runs once
+        tasks = [build_code_task(plan.spec(item), plan.data_dir, plan.suite.command_name, share) for item in items]
         return evaluate_tasks(lm, tasks, context)

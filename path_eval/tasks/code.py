@@ -160,20 +160,34 @@ def candidates(config: dict, benchmark: Benchmark, prompt: str) -> Callable[[lis
     return lm_eval_task_function(step["filter_fn"])
 
 
-def run_programs(build: Callable[[list[list[str]], list[dict]], list[list[str]]],
-                 tests: Callable[[dict], str]) -> Callable[[list[list[str]], list[dict]], list[dict]]:
+@dataclass(frozen=True)
+class ProgramShare:
+    """Which programs this process runs, under data parallelism: every `count`-th from `index`, the
+    outcomes then gathered (`gather`: every process's object in rank order), so each program runs
+    once and every process holds every verdict (lm-eval scores on each, the first writes). One
+    process: all of them."""
+
+    index: int = 0
+    count: int = 1
+    gather: Callable[[object], list] = lambda mine: [mine]
+
+
+def run_programs(build: Callable[[list[list[str]], list[dict]], list[list[str]]], tests: Callable[[dict], str],
+                 share: ProgramShare = ProgramShare()) -> Callable[[list[list[str]], list[dict]], list[dict]]:
     """lm-eval's filter over all responses of the task: each candidate's program (`build`: its code,
-    then `tests`) run in the sandbox, PROGRAM_WORKERS at once; each sample's filtered response is its
-    verdict (`verdict`)."""
+    then `tests`) run in the sandbox, PROGRAM_WORKERS at once, this process's `share` of them; each
+    sample's filtered response is its verdict (`verdict`)."""
 
     def execute(resps: list[list[str]], docs: list[dict]) -> list[dict]:
         from path_eval.sandbox import run_python
 
         codes = [code[0] for code in build(resps, docs)]
         programs = [code + "\n" + tests(doc) for code, doc in zip(codes, docs)]
+        mine = range(share.index, len(programs), share.count)
         with ThreadPoolExecutor(max_workers=PROGRAM_WORKERS, thread_name_prefix="path-eval-program") as pool:
-            outcomes = list(pool.map(run_python, programs))
-        return [verdict(resp[0], code, outcome) for resp, code, outcome in zip(resps, codes, outcomes)]
+            ran = dict(zip(mine, pool.map(run_python, [programs[i] for i in mine])))
+        outcomes = {i: outcome for gathered in share.gather(ran) for i, outcome in gathered.items()}
+        return [verdict(resp[0], code, outcomes[i]) for i, (resp, code) in enumerate(zip(resps, codes))]
     return execute
 
 
@@ -208,9 +222,10 @@ def rescore_log(spec: TaskSpec, rows: list[dict], seeds: list[int]) -> dict[str,
     return {"pass@1": [(mean(passes), mean_stderr(passes) if len(passes) > 1 else None)]}
 
 
-def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
+def build_code_task(spec: TaskSpec, data_dir: Path, suite: str, share: ProgramShare = ProgramShare()) -> LmEvalTask:
     """The task's lm-eval config: lm-eval's own for the benchmark and prompt form (prompt, shots, stop
-    sequences, new tokens, greedy decoding), reading the local rows, scored by our programs' verdicts."""
+    sequences, new tokens, greedy decoding), reading the local rows, scored by our programs' verdicts
+    (this process running its `share` of the programs)."""
     benchmark = BENCHMARKS[spec.options.benchmark]
     check_shots(spec)
     files = data_files(spec, data_dir, suite)
@@ -223,7 +238,7 @@ def build_code_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
     generation = {"max_gen_toks": LM_EVAL_MAX_GEN_TOKS, **config["generation_kwargs"]}
     if generation.get("do_sample") is not False:
         raise PathEvalError(f"lm-eval's {config['task']} does not decode greedily: pass@1 here takes one greedy sample")
-    execute = run_programs(candidates(config, benchmark, spec.options.prompt), benchmark.tests)
+    execute = run_programs(candidates(config, benchmark, spec.options.prompt), benchmark.tests, share)
     local.update(task=spec.name, dataset_path="json", dataset_name=None,
                  dataset_kwargs={"data_files": {"test": str(files[0])}}, test_split="test", training_split=None,
                  validation_split=None, fewshot_split=None, num_fewshot=spec.num_fewshot,

