@@ -1,7 +1,9 @@
 """The `code` kind: code benchmarks scored by running the model's programs (`code: {benchmark: humaneval,
 prompt: completion}`; path_eval/tasks/code.py): HumanEval, MBPP and MBPP+ as lm-eval prompts them,
 each program run in the sandbox (path_eval/sandbox), scored by pass@1. Its tasks run only under
-`--allow-code-execution` (`executes_code`: the plan skips them otherwise, and nothing runs)."""
+`--allow-code-execution` (`executes_code`: the plan skips them otherwise, and nothing runs). Under
+`--apply-chat-template` lm-eval renders their prompts through the template, as it does its own tasks'
+(the instruct form: the problem in the user turn, the opened code fence after the assistant header)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
@@ -55,4 +57,4 @@ KIND = Kind(name="code", key="code", options=CodeOptions, evaluator="path_eval.e
             describe=lambda task: f"code {task.options.benchmark}, {task.options.prompt} prompt", plan=plan,
             log_names=lm_eval_log_names, needs_lengths=False, metrics=frozenset({"pass@1"}),
             reads=frozenset({"num_fewshot"}), check=check, splits=splits, log_scorer=log_scorer,
-            executes_code=True)
+            executes_code=True, prompts_chat=lambda task: True)  # lm-eval renders them, as its own tasks
