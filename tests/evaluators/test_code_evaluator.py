@@ -118,3 +118,27 @@ def test_the_evaluator_refuses_a_plan_that_does_not_allow_code_execution(monkeyp
     context = SimpleNamespace(plan=SimpleNamespace(allow_code_execution=False))
     with pytest.raises(PathEvalError, match="^a code task executes model-written programs: pass --allow-code-exec"):
         CodeEvaluator().run(lm=None, items=[], context=context)
+
+
+def test_the_instruct_form_under_a_chat_template_puts_the_problem_in_the_user_turn(tmp_path, monkeypatch):
+    """lm-eval's humaneval_instruct layout: the problem in the user turn, then after the assistant's
+    header the opened fence holding the prompt, which the model continues."""
+    from tests.chat_checkpoints import chat_llama
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    code_sandbox.install(monkeypatch)
+    chat_llama(tmp_path / "model")
+    tasks = "  - {name: humaneval, code: {benchmark: humaneval, prompt: instruct}, metrics: [pass@1]}\n"
+    assert main(["run", "--suite", suite(tmp_path, tasks), "--model", str(tmp_path / "model"), "--data-dir",
+                 str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--quiet", "--limit", "2",
+                 "--allow-code-execution", "--apply-chat-template"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "out" / "samples" / "model" / "humaneval.jsonl").open()]
+    for row in rows:
+        prompt = row["doc"]["prompt"]
+        user = ("Write a solution to the following problem and make sure that it passes the tests:\n```python\n"
+                f"{prompt}\n```\n")
+        assert row["request"][0][0] == (f"<s><|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+                                        f"Here is the completed function:\n```python\n{prompt}\n")
+        assert row["response"][0]["code"].startswith(prompt)  # the prompt, then the completion before ```
+    [record] = load_records(tmp_path / "out")
+    assert record.provenance.chat_template_sha256 is not None and record.provenance.allow_code_execution
