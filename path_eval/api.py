@@ -80,8 +80,15 @@ class Results:
 
             return state_tracking_report(self.runs, self.suites, format)
         if layout:
-            rendered = [render(header, rows, format, title, note)
-                        for title, header, rows, note in paper_layouts(layout, self.records)]
+            # as `variants` does: of several tables (Tables 4 and 5) a CSV names each in its first header
+            # cell; a LaTeX table comes after its title and note as comments
+            tables = paper_layouts(layout, self.records)
+            rendered = [render([title if format == "csv" and len(tables) > 1 else header[0]] + header[1:], rows,
+                               format, title, note) for title, header, rows, note in tables]
+            if format == "latex":
+                rendered = [f"% {title}\n% {note}\n{text}" for (title, _, _, note), text in zip(tables, rendered)]
+            if format != "terminal":
+                return "\n".join(rendered)
         else:
             rendered = []
             for name, suite in self.suites.items():

@@ -96,10 +96,29 @@ def paper_files() -> dict[str, dict]:
 def paper_layouts(name: str, records: list[ResultRecord]) -> list[tuple[str, list[str], list[list[str]], str]]:
     """(title, header, rows, note) of each paper table the layout `name` rebuilds: the tables of a
     group (`table_group`: "conversion" is Tables 4 and 5), else the one table `name`."""
-    group = {table: paper for table, paper in paper_files().items() if paper.get("table_group") == name}
+    group = [paper for paper in paper_files().values() if paper.get("table_group") == name]
     if group:
-        return [(f"PaTH paper {paper['title']}", *models_by_column(paper, records)) for paper in group.values()]
+        shown = tables_of_models(group, records)
+        return [(f"PaTH paper {paper['title']}", *models_by_column(paper, records, shown[i]))
+                for i, paper in enumerate(group)]
     return [(f"PaTH paper {name} layout", *paper_layout(name, records))]
+
+
+def tables_of_models(group: list[dict], records: list[ResultRecord]) -> list[set[str]]:
+    """The models each table of a group shows: those with a record of a column only that table has
+    (Table 4's code rows for a SmolLM2 checkpoint; GSM8K, in both tables, places no model); a model
+    with records of shared columns only, in every table holding one."""
+    tasks = [{c.get("task") for c in paper["columns"]} - {None} for paper in group]
+    held = {}
+    for record in records:
+        if record.suite in group[0]["suites"]:
+            held.setdefault(row_model(record), set()).add(record.task)
+    shown = [set() for _ in group]
+    for model, found in held.items():
+        own = [i for i, mine in enumerate(tasks) if found & (mine - set().union(*tasks[:i], *tasks[i + 1:]))]
+        for i in own or [i for i, mine in enumerate(tasks) if found & mine]:
+            shown[i].add(model)
+    return shown
 
 
 def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
@@ -121,10 +140,11 @@ def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], lis
     return suite_columns(paper, records)
 
 
-def models_by_column(paper: dict, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
+def models_by_column(paper: dict, records: list[ResultRecord],
+                     models: set[str] | None = None) -> tuple[list[str], list[list[str]], str]:
     """Tables 4 and 5's shape: models as rows, the paper's columns (each a task metric of the suite, or
     one the suite does not reproduce, shown "-"); the measured models that hold a record of any column
-    first, then the published rows, marked "(paper)". The note says what the paper leaves unsaid and
+    (of those in `models`, where given) first, then the published rows, marked "(paper)". The note says what the paper leaves unsaid and
     what the suite chose, which columns are not reproduced and why, and where the runs' protocol
     differs from the paper's."""
     columns = paper["columns"]
@@ -134,7 +154,7 @@ def models_by_column(paper: dict, records: list[ResultRecord]) -> tuple[list[str
         for column in columns:
             if (record.task, record.metric) == (column.get("task"), column.get("metric")):
                 cells.setdefault((row_model(record), column["label"]), record)
-    measured = list(dict.fromkeys(model for model, _ in cells))
+    measured = [model for model in dict.fromkeys(model for model, _ in cells) if models is None or model in models]
     rows = [[model] + [value_cell(cells.get((model, c["label"]))) for c in columns] for model in measured]
     rows += [[row["model"]] + [_number(row.get(c["key"])) for c in columns] for row in paper["rows"]]
     missing = [f"{c['label']} ({c['not_reproduced']})" for c in columns if c.get("not_reproduced")]
