@@ -171,8 +171,10 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
     assert main(["report", str(out), "--layout", "conversion", "--format", "csv"]) == 0
     table4, table5 = capsys.readouterr().out.strip().split("\n\n")
     # the run holds Table 5's rows (and GSM8K, both tables'): the model is a row of Table 5 only
-    assert table4.splitlines() == ["PaTH paper Table 4: SmolLM2-1.7B converted to PaTH,GSM8K,HumanEval,MBPP+"]
-    header, row = table5.splitlines()
+    assert table4.splitlines()[:2] == ["PaTH paper Table 4: SmolLM2-1.7B converted to PaTH,GSM8K,HumanEval,MBPP+",
+                                       "RoPE (paper),19.9,23.1,47.1"]
+    header, row, *paper = table5.splitlines()
+    assert [line.split(",")[0] for line in paper] == ["Teacher RoPE (paper)", "Student PaTH (paper)"]
     assert header == ("PaTH paper Table 5: Qwen2.5-7B-Instruct converted to PaTH,MMLU,HellaSwag,Winogrande,"
                       "GPQA Diamond,TheoremQA,GSM8K,MATH,HumanEval,MBPP,RULER 4K")
     shown = {key: f"{100 * records[key].value:.1f}" for key in records}
@@ -191,23 +193,13 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
     assert "Table 4: SmolLM2-1.7B" in terminal and "Table 5: Qwen2.5-7B-Instruct" in terminal
 
 
-def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows(tmp_path, monkeypatch):
+def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
     """Hand-made records: a SmolLM2-like model (Table 4's HumanEval and GSM8K), a Qwen-like one (MMLU's
-    and RULER's means, GSM8K) and one with GSM8K only; the paper's rows as a filled-in table would
-    hold them (the committed files record none: their note says why)."""
+    and RULER's means, GSM8K) and one with GSM8K only; the paper's rows from results/paper/."""
     from path_eval.reports.tables import paper_layouts, value_cell
     from path_eval.results import Provenance, ResultRecord
     from tests.helpers import PROVENANCE
 
-    folder = tmp_path / "paper"
-    shutil.copytree(ROOT / "results" / "paper", folder)
-    for table, row in (("table4", {"model": "SmolLM2 RoPE (paper)", "gsm8k/exact_match": 31.2,
-                                   "t4_mbpp_plus/pass@1": 35.0}),
-                       ("table5", {"model": "Qwen RoPE (paper)", "t5_mmlu/acc": 74.0, "t5_ruler/score": 90.5})):
-        paper = json.loads((folder / f"{table}.json").read_text())
-        assert paper["rows"] == [] and "no row was invented" in paper["note"]
-        (folder / f"{table}.json").write_text(json.dumps(paper | {"rows": [row]}))
-    monkeypatch.setattr("path_eval.reports.tables.paper_tables", lambda: folder)
     p = Provenance(**PROVENANCE)
     made = [("smol", "t4_humaneval", "pass@1", None, 0.25), ("smol", "gsm8k", "exact_match", None, 0.3),
             ("qwen", "t5_mmlu", "acc", None, 0.7), ("qwen", "t5_ruler", "score", 4096, 0.875),
@@ -217,10 +209,15 @@ def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows(tmp_pat
                             higher_is_better=True, provenance=p) for m, t, metric, n, v in made]
     (_, header4, rows4, note4), (_, header5, rows5, note5) = paper_layouts("conversion", records)
     assert header4 == ["model", "GSM8K", "HumanEval", "MBPP+"]
+    # the paper's Table 4 as printed in section 4.3 (RoPE, FoX, PaTH, Base)
     assert rows4 == [["smol", "30.0", value_cell(records[0]), "-"], ["only_gsm8k", "50.0", "-", "-"],
-                     ["SmolLM2 RoPE (paper)", "31.2", "-", "35.0"]]
-    assert [row[0] for row in rows5] == ["qwen", "only_gsm8k", "Qwen RoPE (paper)"]
+                     ["RoPE (paper)", "19.9", "23.1", "47.1"], ["FoX (paper)", "15.5", "21.3", "48.2"],
+                     ["PaTH (paper)", "20.1", "25.6", "51.3"], ["Base (paper)", "8.6", "16.4", "38.6"]]
+    assert [row[0] for row in rows5] == ["qwen", "only_gsm8k", "Teacher RoPE (paper)", "Student PaTH (paper)"]
     assert rows5[0] == ["qwen", "70.0", "-", "-", "-", "-", "80.0", "-", "-", "-", "87.5"]
-    assert rows5[2] == ["Qwen RoPE (paper)", "74.0"] + ["-"] * 8 + ["90.5"]
+    assert rows5[2:] == [["Teacher RoPE (paper)", "74.21", "85.2", "71.51", "33.33", "18.12", "80.29", "69.1", "82.32",
+                          "74.71", "94.37"],
+                         ["Student PaTH (paper)", "73.28", "84.83", "68.9", "34.34", "21.88", "80.67", "65.38", "77.44",
+                          "75.1", "93.24"]]
     assert "measured here: smol, only_gsm8k" in note4 and "not reproduced: TheoremQA" in note5
-    assert "CAUTION" not in note4 + note5
+    assert "the paper leaves unsaid" in note4 and "CAUTION" not in note4 + note5
