@@ -102,12 +102,12 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
         for metric in spec.metrics:
             metrics[metric.name] = []
             for task in group:
-                found, chosen = output["results"][task.name], spec.lm_eval_filter
-                if f"{metric.name},{chosen}" not in found:
-                    raise PathEvalError(f"lm-eval reported no {metric.name} under filter {chosen!r} for {task.name}: "
-                                        "check the suite's metric names and lm_eval_filter")
-                stderr = found.get(f"{metric.name}_stderr,{chosen}")
-                metrics[metric.name].append((float(found[f"{metric.name},{chosen}"]),
+                found, key = output["results"][task.name], f"{metric.name},{task.filter_name}"
+                if key not in found:
+                    raise PathEvalError(f"lm-eval reported no {metric.name} under filter {task.filter_name!r} for "
+                                        f"{task.name}: check the suite's metric names and lm_eval_filter")
+                stderr = found.get(f"{metric.name}_stderr,{task.filter_name}")
+                metrics[metric.name].append((float(found[key]),
                                              float(stderr) if isinstance(stderr, (int, float)) else None))
         files = [f for t in group for f in t.files]
         results.append(TaskResult(

@@ -155,7 +155,7 @@ class TaskSpec(BaseModel):
     "babilong") rewriting an lm-eval task's config to the original benchmark's rules, with
     `prompt_edits` to its template (LongBench's first-line cut is the suite's `longbench_rule`).
     `lm_eval_filter`: which of an lm-eval task's filters its metrics are read from (GSM8K's
-    "strict-match" or "flexible-extract"; "none" for a task without filters).
+    "strict-match" or "flexible-extract"; unset: its config's first, "none" without filters).
     `optional`: a task whose input data is missing is skipped with a notice, not an error.
     `lengths`: the task's own context lengths, in place of the suite's. `models`: the models (their
     names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model."""
@@ -172,7 +172,7 @@ class TaskSpec(BaseModel):
     optional: bool = False
     adapter: str | None = None
     prompt_edits: list[PromptEdit] = []
-    lm_eval_filter: str = Field(default="none", min_length=1)
+    lm_eval_filter: str | None = Field(default=None, min_length=1)
     lengths: Lengths = []
     models: list[str] = []
 

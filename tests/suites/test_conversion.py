@@ -221,3 +221,17 @@ def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
                           "75.1", "93.24"]]
     assert "measured here: smol, only_gsm8k" in note4 and "not reproduced: TheoremQA" in note5
     assert "the paper leaves unsaid" in note4 and "CAUTION" not in note4 + note5
+
+
+def test_a_filter_the_task_lacks_is_one_line_before_any_model_loads(suites, tmp_path, capsys):
+    suite = tmp_path / "gsm8k_filter.yaml"
+    suite.write_text("name: gsm8k_filter\ndescription: a filter lm-eval's gsm8k lacks\ntasks:\n"
+                     "  - {name: gsm8k, lm_eval_task: gsm8k, num_fewshot: 5, lm_eval_filter: last-number,\n"
+                     "     metrics: [exact_match]}\n")
+    (tmp_path / "model").mkdir()
+    assert main(["run", "--suite", str(suite), "--model", str(tmp_path / "model"),
+                 "--data-dir", str(conversion_data(tmp_path)), "--out", str(tmp_path / "run")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == ("error: task gsm8k: lm-eval's gsm8k has no filter 'last-number': choose one of strict-match, "
+                    "flexible-extract for lm_eval_filter")
+    assert not (tmp_path / "run" / "results.json").exists()
