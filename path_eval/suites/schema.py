@@ -289,13 +289,16 @@ class BabilongOptions(BaseModel):
 
 
 class AggregateSpec(BaseModel):
-    """A plain mean of other results, e.g. Table 2's Avg over six accuracies ("task/metric" each)."""
+    """A mean of other results ("task/metric" each): a plain one, each part alike (`weights: tasks`,
+    Table 2's Avg over six accuracies), or over samples, each part weighed by its sample count
+    (`weights: samples`: MMLU's subjects as lm-eval's mmlu group and the paper's numbers average them)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
     metric: str
     mean_of: list[str] = Field(min_length=1)
     label: str | None = None
+    weights: Literal["tasks", "samples"] = "tasks"
 
     @field_validator("metric")
     @classmethod

@@ -19,7 +19,10 @@ from tests.helpers import ROOT, fixture_data, save_tiny_model
 SUITE_FILE = ROOT / "suites" / "conversion.yaml"
 # The rows lm-eval tasks run (the code rows need `--allow-code-execution`; RULER's 4096-token prompts
 # are beyond a CPU test): one MMLU subject stands for the 57.
-LM_EVAL_ROWS = ["gsm8k", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande", "t5_gpqa_diamond", "t5_math"]
+MATH_SUBJECTS = ("algebra", "counting_and_prob", "geometry", "intermediate_algebra", "num_theory", "prealgebra",
+                 "precalc")
+LM_EVAL_ROWS = ["gsm8k", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande", "t5_gpqa_diamond",
+                *(f"t5_math_{s}" for s in MATH_SUBJECTS)]
 
 
 @pytest.fixture
@@ -82,7 +85,9 @@ def test_download_asks_for_each_split_the_lm_eval_rows_read(suites, tmp_path, mo
     # each config's evaluated split, and its shots' split where the row takes shots (lm-eval's YAMLs)
     assert found == {("openai/gsm8k", "main", "test"), ("openai/gsm8k", "main", "train"),
                      ("Rowan/hellaswag", None, "validation"), ("allenai/winogrande", "winogrande_xl", "validation"),
-                     ("Idavidrein/gpqa", "gpqa_diamond", "train"), ("HuggingFaceH4/MATH-500", "default", "test")} | \
+                     ("Idavidrein/gpqa", "gpqa_diamond", "train")} | \
+        {("EleutherAI/hendrycks_math", config, "test") for config in ("algebra", "counting_and_probability", "geometry",
+         "intermediate_algebra", "number_theory", "prealgebra", "precalculus")} | \
         {("cais/mmlu", t.lm_eval_task.removeprefix("mmlu_"), split) for t in lm_eval_rows
          if t.name.startswith("t5_mmlu_") for split in ("test", "dev")}
     ruler = [t for t in suite.tasks if t.kind == "generated"]
@@ -136,9 +141,15 @@ FIXTURE_ROWS = {
     "Idavidrein/gpqa/gpqa_diamond/train": [{"Question": f"What is {i} squared?", "Correct Answer": str(i * i),
                                             "Incorrect Answer 1": str(i + 1), "Incorrect Answer 2": str(2 * i + 3),
                                             "Incorrect Answer 3": str(i * i + 5)} for i in range(2, 4)],
-    "HuggingFaceH4/MATH-500/default/test": [{"problem": f"What is ${i}+{i}$?", "solution": f"$\\boxed{{{2 * i}}}$",
-                                             "answer": str(2 * i), "subject": "Algebra", "level": 1,
-                                             "unique_id": f"test/algebra/{i}.json"} for i in range(2)]}
+}
+# MATH: one problem in algebra, two in every other subject (so that t5_math's mean over problems differs
+# from the plain mean of the subjects)
+MATH_CONFIGS = dict(zip(MATH_SUBJECTS, ("algebra", "counting_and_probability", "geometry", "intermediate_algebra",
+                                        "number_theory", "prealgebra", "precalculus")))
+for subject, config in MATH_CONFIGS.items():
+    FIXTURE_ROWS[f"EleutherAI/hendrycks_math/{config}/test"] = [
+        {"problem": f"What is ${i}+{i}$?", "level": "Level 1", "type": config, "solution": f"$\\boxed{{{2 * i}}}$"}
+        for i in range(1 if subject == "algebra" else 2)]
 
 
 def conversion_data(folder):
@@ -162,8 +173,13 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
                  "--bootstrap-iters", "0"]) == 0
     records = {(r.task, r.metric): r for r in load_records(out)}
     assert set(records) == {("gsm8k", "exact_match"), ("t5_mmlu_anatomy", "acc"), ("t5_hellaswag", "acc_norm"),
-                            ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")}
-    assert {r.n for r in records.values()} == {2} and records["gsm8k", "exact_match"].provenance.num_fewshot == 5
+                            ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")} | \
+        {(f"t5_math_{s}", "exact_match") for s in MATH_SUBJECTS}
+    assert records["t5_math_algebra", "exact_match"].n == 1 and records["gsm8k", "exact_match"].provenance.num_fewshot == 5
+    # MATH's column: the mean over its problems, each subject weighed by its count (lm-eval's weight_by_size)
+    parts = [records[f"t5_math_{s}", "exact_match"] for s in MATH_SUBJECTS]
+    assert records["t5_math", "exact_match"].n == 13
+    assert records["t5_math", "exact_match"].value == pytest.approx(sum(p.n * p.value for p in parts) / 13)
     # GSM8K's value is lm-eval's own under the filter the suite names
     lm_eval_results = json.loads(next((out / "lm_eval").rglob("results_*.json")).read_text())["results"]
     assert records["gsm8k", "exact_match"].value == lm_eval_results["gsm8k"]["exact_match,flexible-extract"]
