@@ -207,6 +207,8 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
     assert main(["report", str(out), "--layout", "conversion"]) == 0
     terminal = capsys.readouterr().out
     assert "Table 4: SmolLM2-1.7B" in terminal and "Table 5: Qwen2.5-7B-Instruct" in terminal
+    page = load_results(out).html(tmp_path / "study.html", "conversion").read_text()
+    assert page.count("PaTH paper Table 4: SmolLM2-1.7B") == 1 and "Student PaTH (paper)" in page
 
 
 def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
