@@ -58,13 +58,14 @@ class Results:
         return pd.json_normalize([r.model_dump(mode="json") for r in self.records])
 
     def report(self, layout: str | None = None, format: str = "markdown", baseline: str | None = None):
-        """Each suite's table in its layout (or the paper table `layout`: table3, table7; or `variants`:
+        """Each suite's table in its layout (or the paper table `layout`: table3, table7, conversion
+        (Tables 4 and 5); or `variants`:
         each model against the model `baseline` at each length, paired tests marked; or
         `state_tracking`: the diagnostics in Figure 2's layout, the paper's directions tested) as the text of a
         Markdown, CSV or LaTeX table; `format="terminal"` gives the rich tables to print."""
         from rich.console import Group
 
-        from path_eval.reports.tables import paper_layout, render, suite_report
+        from path_eval.reports.tables import paper_layouts, render, suite_report
 
         if format not in REPORT_FORMATS:
             raise PathEvalError(f"unknown report format {format!r}: choose one of {', '.join(REPORT_FORMATS)}")
@@ -80,8 +81,15 @@ class Results:
 
             return state_tracking_report(self.runs, self.suites, format)
         if layout:
-            header, rows, note = paper_layout(layout, self.records)
-            rendered = [render(header, rows, format, f"PaTH paper {layout} layout", note)]
+            # as `variants` does: of several tables (Tables 4 and 5) a CSV names each in its first header
+            # cell; a LaTeX table comes after its title and note as comments
+            tables = paper_layouts(layout, self.records)
+            rendered = [render([title if format == "csv" and len(tables) > 1 else header[0]] + header[1:], rows,
+                               format, title, note) for title, header, rows, note in tables]
+            if format == "latex":
+                rendered = [f"% {title}\n% {note}\n{text}" for (title, _, _, note), text in zip(tables, rendered)]
+            if format != "terminal":
+                return "\n".join(rendered)
         else:
             rendered = []
             for name, suite in self.suites.items():

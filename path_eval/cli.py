@@ -505,7 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", help="results.json files or run folders")
     p.add_argument("--format", choices=formats, default="terminal")
     p.add_argument("--layout", help="a paper table rebuilt from results (table3: RULER, BABILong, PhoneBook, "
-                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket), "
+                                    "LongBench-E by length; table7: LongBench-E per dataset and length bucket; "
+                                    "conversion: Tables 4 and 5, the converted SmolLM2 and Qwen models), "
                                     "variants: per task metric, the models against --baseline at each length, or "
                                     "state_tracking: the diagnostics in Figure 2's layout, the paper's directions "
                                     "tested")

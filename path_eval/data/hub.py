@@ -16,6 +16,22 @@ from path_eval.errors import PathEvalError
 HUB_ARCHIVES = {"THUDM/LongBench": ("data.zip", "data/{config}.jsonl")}
 
 
+# Hub datasets whose files only an account that accepted their terms may read, with the page to accept
+# them on: refused, `download` says what the user needs (GPQA: its authors ask that it stay off the web).
+GATED_DATASETS = {"Idavidrein/gpqa": "https://huggingface.co/datasets/Idavidrein/gpqa"}
+
+
+def refusal(split: DatasetSplit, reason: str) -> str:
+    """The one line a failed fetch of `split` prints: for a gated dataset what access it needs, else
+    that download needs the internet."""
+    if split.path in GATED_DATASETS:
+        return (f"could not fetch {split} from the Hugging Face hub ({reason}): the dataset is gated: accept its "
+                f"terms at {GATED_DATASETS[split.path]} with your hub account, then give download that account's "
+                "token (HF_TOKEN=... or `hf auth login`) on a machine with internet")
+    return (f"could not fetch {split} from the Hugging Face hub ({reason}): download needs the internet; run it on "
+            "a machine that has it and copy the data folder")
+
+
 def archive_rows(split: DatasetSplit) -> list[dict]:
     """A config's rows out of the dataset's archive on the hub, as its loading script reads them."""
     import zipfile
@@ -44,8 +60,7 @@ def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSp
         except (OSError, ValueError, datasets.exceptions.DatasetNotFoundError) as err:
             # huggingface_hub's and requests' errors are OSErrors; datasets raises ValueError on a bad config
             reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
-            raise PathEvalError(f"could not fetch {split} from the Hugging Face hub ({reason}): download needs the "
-                                "internet; run it on a machine that has it and copy the data folder") from None
+            raise PathEvalError(refusal(split, reason)) from None
         target = split.file(data_dir)
         done.append((split, target, write_jsonl_atomic(iter(rows), target)))
     return done

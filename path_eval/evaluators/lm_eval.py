@@ -119,8 +119,8 @@ def results_from_output(tasks: list[LmEvalTask], output: dict, samples_dir) -> l
             for task in group:
                 found, key = output["results"][task.name], f"{metric.name},{task.filter_name}"
                 if key not in found:
-                    raise PathEvalError(f"lm-eval reported no {metric.name} for {task.name}: check the suite's "
-                                        "metric names")
+                    raise PathEvalError(f"lm-eval reported no {metric.name} under filter {task.filter_name!r} for "
+                                        f"{task.name}: check the suite's metric names and lm_eval_filter")
                 stderr = found.get(f"{metric.name}_stderr,{task.filter_name}")
                 metrics[metric.name].append((float(found[key]),
                                              float(stderr) if isinstance(stderr, (int, float)) else None))

@@ -80,5 +80,5 @@ def sample_scorer(task: TaskSpec, suite: SuiteSpec):
 KIND = Kind(name="lm_eval", key="lm_eval_task", options=str, evaluator="path_eval.evaluators.lm_eval:LmEvalEvaluator",
             describe=lambda task: f"lm-eval {task.options}", plan=plan, log_names=lm_eval_log_names,
             needs_lengths=False, validate=validate, reads=frozenset({"num_fewshot", "stop", "data", "adapter",
-                                                                    "prompt_edits"}),
+                                                                    "prompt_edits", "lm_eval_filter"}),
             splits=splits, fetches=fetches, sample_scorer=sample_scorer, prompts_chat=prompts_chat)

@@ -17,12 +17,16 @@ def mean_and_stderr(values: list[float]) -> tuple[float, float | None]:
     return mean, math.sqrt(variance / len(values))
 
 
-def plain_mean(values: list[float], stderrs: list[float | None]) -> tuple[float, float | None]:
-    """Mean of independent estimates; its stderr from theirs when all are known."""
-    mean = sum(values) / len(values)
+def plain_mean(values: list[float], stderrs: list[float | None],
+               weights: list[float] | None = None) -> tuple[float, float | None]:
+    """Mean of independent estimates, each weighing alike or by `weights` (an aggregate over samples:
+    each part by its sample count, as lm-eval's groups with weight_by_size); its stderr from theirs
+    (sqrt(sum (w_i se_i)^2) / sum w_i) when all are known."""
+    weights = [1.0] * len(values) if weights is None else weights
+    mean = sum(w * v for w, v in zip(weights, values)) / sum(weights)
     if any(s is None for s in stderrs):
         return mean, None
-    return mean, math.sqrt(sum(s * s for s in stderrs)) / len(values)
+    return mean, math.sqrt(sum((w * s) * (w * s) for w, s in zip(weights, stderrs))) / sum(weights)
 
 
 def perplexity_and_stderr(nll_sum: float, count: int, block_means: list[float]) -> tuple[float, float | None]:

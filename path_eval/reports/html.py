@@ -11,7 +11,7 @@ from pathlib import Path
 from path_eval.atomic_files import write_atomic
 from path_eval.reports.plots import StudyFigure
 from path_eval.reports.stored import StoredRun
-from path_eval.reports.tables import paper_layout, suite_table
+from path_eval.reports.tables import paper_layouts, suite_table
 from path_eval.results.records import TASK_RESULT_FIELDS
 from path_eval.suites import SuiteSpec
 from path_eval.version import __version__
@@ -157,9 +157,9 @@ def study_page(runs: list[StoredRun], suites: dict[str, SuiteSpec], figures: lis
                     + "".join(table(*t[1:3], title=t[0], note=t[3]) for t in tables)
                     + (f"<p>{html.escape(left_out_line(baseline, left_out))}</p>" if left_out else "") + "</section>")
     elif layout:
-        header, rows, note = paper_layout(layout, records)
         body.append(f'<section id="layout"><h2>PaTH paper {html.escape(layout)} layout</h2>'
-                    f"{table(header, rows, note=note)}</section>")
+                    + "".join(table(header, rows, title=title, note=note)
+                              for title, header, rows, note in paper_layouts(layout, records)) + "</section>")
     body += [suite_section(name, suite, runs, by_name) for name, suite in suites.items()]
     body.append("<h2>Runs: protocol and provenance</h2>")
     body += [run_section(i, run) for i, run in enumerate(runs, 1)]

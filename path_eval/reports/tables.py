@@ -86,20 +86,84 @@ def _suite_rows(records: list[ResultRecord], suite: SuiteSpec,
 STUDY_LAYOUTS = ("variants", "state_tracking")  # layouts of a study's runs, not of a paper table
 
 
+def paper_files() -> dict[str, dict]:
+    """The paper's published tables (`results/paper/<name>.json`) by name."""
+    return {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted(paper_tables().iterdir(),
+                                                                                    key=lambda p: p.name)
+            if p.name.endswith(".json")}
+
+
+def paper_layouts(name: str, records: list[ResultRecord]) -> list[tuple[str, list[str], list[list[str]], str]]:
+    """(title, header, rows, note) of each paper table the layout `name` rebuilds: the tables of a
+    group (`table_group`: "conversion" is Tables 4 and 5), else the one table `name`."""
+    group = [paper for paper in paper_files().values() if paper.get("table_group") == name]
+    if group:
+        shown = tables_of_models(group, records)
+        return [(f"PaTH paper {paper['title']}", *models_by_column(paper, records, shown[i]))
+                for i, paper in enumerate(group)]
+    return [(f"PaTH paper {name} layout", *paper_layout(name, records))]
+
+
+def tables_of_models(group: list[dict], records: list[ResultRecord]) -> list[set[str]]:
+    """The models each table of a group shows: those with a record of a column only that table has
+    (Table 4's code rows for a SmolLM2 checkpoint; GSM8K, in both tables, places no model); a model
+    with records of shared columns only, in every table holding one."""
+    tasks = [{c.get("task") for c in paper["columns"]} - {None} for paper in group]
+    held = {}
+    for record in records:
+        if record.suite in group[0]["suites"]:
+            held.setdefault(row_model(record), set()).add(record.task)
+    shown = [set() for _ in group]
+    for model, found in held.items():
+        own = [i for i, mine in enumerate(tasks) if found & (mine - set().union(*tasks[:i], *tasks[i + 1:]))]
+        for i in own or [i for i, mine in enumerate(tasks) if found & mine]:
+            shown[i].add(model)
+    return shown
+
+
 def paper_layout(name: str, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:
     """A table of the paper rebuilt from results, measured beside published: `results/paper/<name>.json`
-    with a `columns` map (Table 3: columns from several suites) or `layout: datasets_by_bucket`
-    (Table 7)."""
-    file = paper_tables() / f"{name}.json"
-    paper = json.loads(file.read_text()) if file.is_file() else {}
+    with a `columns` map (Table 3: columns from several suites), `layout: datasets_by_bucket`
+    (Table 7) or `layout: models_by_column` (Tables 4 and 5)."""
+    papers = paper_files()
+    paper = papers.get(name, {})
     records = [r for r in records if r.bucket is None]
     if paper.get("layout") == "datasets_by_bucket":
         return datasets_by_bucket(paper, records)
+    if paper.get("layout") == "models_by_column":
+        return models_by_column(paper, records)
     if "columns" not in paper:
-        layouts = sorted(p.name.removesuffix(".json") for p in paper_tables().iterdir() if p.name.endswith(".json")
-                         and {"columns", "layout"} & set(json.loads(p.read_text())))
-        raise PathEvalError(f"no layout {name!r}: choose one of {', '.join(layouts + list(STUDY_LAYOUTS))}")
+        layouts = [table for table, found in papers.items() if {"columns", "layout"} & set(found)
+                   and "table_group" not in found]
+        groups = list(dict.fromkeys(found["table_group"] for found in papers.values() if "table_group" in found))
+        raise PathEvalError(f"no layout {name!r}: choose one of {', '.join(layouts + groups + list(STUDY_LAYOUTS))}")
     return suite_columns(paper, records)
+
+
+def models_by_column(paper: dict, records: list[ResultRecord],
+                     models: set[str] | None = None) -> tuple[list[str], list[list[str]], str]:
+    """Tables 4 and 5's shape: models as rows, the paper's columns (each a task metric of the suite, or
+    one the suite does not reproduce, shown "-"); the measured models that hold a record of any column
+    (of those in `models`, where given) first, then the published rows, marked "(paper)". The note says what the paper leaves unsaid and
+    what the suite chose, which columns are not reproduced and why, and where the runs' protocol
+    differs from the paper's."""
+    columns = paper["columns"]
+    records = [r for r in records if r.bucket is None and r.suite in paper["suites"]]
+    cells: dict[tuple[str, str], ResultRecord] = {}
+    for record in records:
+        for column in columns:
+            if (record.task, record.metric) == (column.get("task"), column.get("metric")):
+                cells.setdefault((row_model(record), column["label"]), record)
+    measured = [model for model in dict.fromkeys(model for model, _ in cells) if models is None or model in models]
+    rows = [[model] + [value_cell(cells.get((model, c["label"]))) for c in columns] for model in measured]
+    rows += [[row["model"]] + [_number(row.get(c["key"])) for c in columns] for row in paper["rows"]]
+    missing = [f"{c['label']} ({c['not_reproduced']})" for c in columns if c.get("not_reproduced")]
+    note = "; ".join(filter(None, [
+        paper["source"], f"measured here: {', '.join(measured) or 'none'}", paper.get("note"),
+        f"the paper leaves unsaid: {paper['unsaid']}; the suite's choice: {paper['suite_choice']}",
+        f"not reproduced: {'; '.join(missing)}" if missing else None]))
+    return ["model"] + [c["label"] for c in columns], rows, note + "".join(
+        f"; CAUTION: {caution}" for caution in protocol_cautions(paper.get("protocol", {}), records))
 
 
 def suite_columns(paper: dict, records: list[ResultRecord]) -> tuple[list[str], list[list[str]], str]:

@@ -93,8 +93,8 @@ def bucket_records(suite: SuiteSpec, model: str, result: TaskResult, provenance:
 
 
 def aggregate(suite: SuiteSpec, records: list[ResultRecord]) -> list[ResultRecord]:
-    """The suite's aggregates (plain means), per model, length, length bucket and data source, where every part
-    is present (an aggregate missing a part is left out, never computed from fewer parts)."""
+    """The suite's aggregates (means of their parts, each part alike or by its sample count: the spec's
+    `weights`), per model, length, length bucket and data source, where every part is present (an aggregate missing a part is left out, never computed from fewer parts)."""
     out = []
     for spec in suite.aggregates:
         for model, length, length_bucket, source in dict.fromkeys((r.model, r.length, r.length_bucket, r.data_source)
@@ -107,7 +107,8 @@ def aggregate(suite: SuiteSpec, records: list[ResultRecord]) -> list[ResultRecor
                           and r.data_source == source]
             if len(parts) != len(spec.mean_of):
                 continue
-            value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts])
+            value, stderr = plain_mean([p.value for p in parts], [p.stderr for p in parts],
+                                       [p.n for p in parts] if spec.weights == "samples" else None)
             provenance = parts[0].provenance.model_copy(update={
                 "data_fingerprint": hashlib.sha256("".join(p.provenance.data_fingerprint or "" for p in parts)
                                                    .encode()).hexdigest(),

@@ -154,6 +154,8 @@ class TaskSpec(BaseModel):
     of its config's dataset), `num_fewshot`, and an `adapter` (path_eval/tasks: "longbench",
     "babilong") rewriting an lm-eval task's config to the original benchmark's rules, with
     `prompt_edits` to its template (LongBench's first-line cut is the suite's `longbench_rule`).
+    `lm_eval_filter`: which of an lm-eval task's filters its metrics are read from (GSM8K's
+    "strict-match" or "flexible-extract"; unset: its config's first, "none" without filters).
     `optional`: a task whose input data is missing is skipped with a notice, not an error.
     `lengths`: the task's own context lengths, in place of the suite's. `models`: the models (their
     names in the run: folder names, e.g. the zoo's) the task runs on; empty: every model.
@@ -172,6 +174,7 @@ class TaskSpec(BaseModel):
     optional: bool = False
     adapter: str | None = None
     prompt_edits: list[PromptEdit] = []
+    lm_eval_filter: str | None = Field(default=None, min_length=1)
     lengths: Lengths = []
     models: list[str] = []
     paper_chat_template: bool | None = None
@@ -289,13 +292,16 @@ class BabilongOptions(BaseModel):
 
 
 class AggregateSpec(BaseModel):
-    """A plain mean of other results, e.g. Table 2's Avg over six accuracies ("task/metric" each)."""
+    """A mean of other results ("task/metric" each): a plain one, each part alike (`weights: tasks`,
+    Table 2's Avg over six accuracies), or over samples, each part weighed by its sample count
+    (`weights: samples`: MMLU's subjects as lm-eval's mmlu group and the paper's numbers average them)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
     metric: str
     mean_of: list[str] = Field(min_length=1)
     label: str | None = None
+    weights: Literal["tasks", "samples"] = "tasks"
 
     @field_validator("metric")
     @classmethod

@@ -114,10 +114,9 @@ class LmEvalTask:
 
     @property
     def filter_name(self) -> str:
-        """The filter lm-eval keys the task's results by ("METRIC,NAME"): its config's first, else
-        lm-eval's default "none" (code tasks: the filter that runs the programs)."""
-        filters = self.config.get("filter_list") or [{"name": "none"}]
-        return filters[0]["name"]
+        """The filter lm-eval keys the task's results by ("METRIC,NAME"): the suite's `lm_eval_filter`,
+        else its config's first, else lm-eval's default "none"."""
+        return self.spec.lm_eval_filter or config_filters(self.config)[0]
 
     @property
     def truncate_middle(self) -> int | None:
@@ -163,6 +162,11 @@ def needed_splits(config: dict, num_fewshot: int) -> list[DatasetSplit]:
     return [DatasetSplit(config["dataset_path"], config.get("dataset_name"), n) for n in names]
 
 
+def config_filters(config: dict) -> list[str]:
+    """The names of an lm-eval config's filters, in its order; ["none"] (lm-eval's default) without."""
+    return [f["name"] for f in config.get("filter_list") or [{"name": "none"}]]
+
+
 def adapter_protocol(spec: TaskSpec, suite: SuiteSpec, length: int | None) -> dict:
     """The adapter's choices the provenance records: BABILong's options, LongBench's scoring rule."""
     if spec.adapter == "babilong":
@@ -193,6 +197,9 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
         files = [require(s, data_dir, suite.command_name, f"--lengths {length} " if beyond_suite else "") for s in splits]
         read = files
     local = ADAPTERS[spec.adapter](config, spec, suite) if spec.adapter else dict(config)
+    if spec.lm_eval_filter is not None and spec.lm_eval_filter not in config_filters(local):
+        raise PathEvalError(f"task {spec.name}: lm-eval's {spec.lm_eval_task} has no filter {spec.lm_eval_filter!r}: "
+                            f"choose one of {', '.join(config_filters(local))} for lm_eval_filter")
     if spec.data is not None:  # the suite's rows are the evaluated split
         local["test_split"] = spec.data.split
     for key in SPLIT_KEYS:

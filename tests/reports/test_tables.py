@@ -98,7 +98,8 @@ def test_table3_layout_joins_suites_by_length_beside_the_paper_rows():
     path_fox = next(r for r in paper["rows"] if r["variant"] == "path_fox")
     assert rows[4][0] == path_fox["model"] and rows[4][8:11] == ["89.6", "93.8", "66.6"]
     assert "measured here: RULER, PhoneBook" in note and "CAUTION" not in note
-    with pytest.raises(Exception, match="no layout 'table9': choose one of table3, table7, variants, state_tracking"):
+    with pytest.raises(Exception, match="no layout 'table9': choose one of table3, table7, conversion, "
+                                        "variants, state_tracking"):
         paper_layout("table9", measured)
 
 

@@ -1,0 +1,255 @@
+"""The `conversion` suite (the PaTH paper's Tables 4 and 5, issue 49): it loads with every row the
+paper has, `download` asks for exactly the splits its lm-eval tasks read (GPQA's gated refusal in one
+line), a run on a tiny random checkpoint from a data folder of a few rows per dataset gives its
+non-code rows, and `report --layout conversion` prints both tables in every format."""
+import json
+import shutil
+from pathlib import Path
+
+import datasets
+import lm_eval
+import pytest
+import yaml
+
+from path_eval.cli import main
+from path_eval.kinds import KINDS
+from path_eval.results import load_records
+from tests.helpers import ROOT, fixture_data, save_tiny_model
+
+SUITE_FILE = ROOT / "suites" / "conversion.yaml"
+# The rows lm-eval tasks run (the code rows need `--allow-code-execution`; RULER's 4096-token prompts
+# are beyond a CPU test): one MMLU subject stands for the 57.
+MATH_SUBJECTS = ("algebra", "counting_and_prob", "geometry", "intermediate_algebra", "num_theory", "prealgebra",
+                 "precalc")
+LM_EVAL_ROWS = ["gsm8k", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande", "t5_gpqa_diamond",
+                *(f"t5_math_{s}" for s in MATH_SUBJECTS)]
+
+
+@pytest.fixture
+def suites(tmp_path, monkeypatch):
+    """The built-in suites, read from a copy where the code kind is not registered yet (the code branch
+    of issue 49 adds it): conversion.yaml without its code rows, every other row as committed."""
+    if "code" in KINDS:
+        return ROOT / "suites"
+    folder = tmp_path / "suites"
+    shutil.copytree(ROOT / "suites", folder)
+    raw = yaml.safe_load(SUITE_FILE.read_text())
+    raw["tasks"] = [task for task in raw["tasks"] if "code" not in task]
+    (folder / "conversion.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    monkeypatch.setattr("path_eval.suites.loader.builtin_suites", lambda: folder)
+    return folder
+
+
+def test_the_suite_holds_every_column_of_both_tables(suites):
+    from path_eval.suites import load_suite
+
+    suite = load_suite("conversion")
+    raw = yaml.safe_load(SUITE_FILE.read_text())
+    code = {t["name"]: t["code"] for t in raw["tasks"] if "code" in t}
+    assert code == {"t4_humaneval": {"benchmark": "humaneval", "prompt": "completion"},
+                    "t4_mbpp_plus": {"benchmark": "mbpp_plus", "prompt": "completion"},
+                    "t5_humaneval": {"benchmark": "humaneval", "prompt": "instruct"},
+                    "t5_mbpp": {"benchmark": "mbpp", "prompt": "instruct"}}
+    names = {t.name for t in suite.tasks} | set(code) | {a.name for a in suite.aggregates}
+    for table in ("table4", "table5"):
+        paper = json.loads((ROOT / "results" / "paper" / f"{table}.json").read_text())
+        for column in paper["columns"]:
+            assert column.get("task") in names or column.get("not_reproduced"), column
+    # MMLU: every subject task lm-eval's mmlu group holds, 5 shots each, their mean the column
+    folder = Path(lm_eval.__file__).parent / "tasks/mmlu/default"
+    categories = yaml.safe_load((folder / "_mmlu.yaml").read_text())["task"]
+    tags = {yaml.safe_load((folder / f"_{c}.yaml").read_text())["task"][0] for c in categories}
+    subjects = sorted(yaml.safe_load(p.read_text())["task"].removeprefix("mmlu_") for p in folder.glob("mmlu_*.yaml")
+                      if yaml.safe_load(p.read_text())["tag"] in tags)
+    assert len(subjects) == 57
+    mmlu = [t for t in suite.tasks if t.name.startswith("t5_mmlu_")]
+    assert [(t.lm_eval_task, t.num_fewshot) for t in mmlu] == [(f"mmlu_{s}", 5) for s in subjects]
+    assert next(a for a in suite.aggregates if a.name == "t5_mmlu").mean_of == [f"t5_mmlu_{s}/acc" for s in subjects]
+    # RULER 4K: suites/ruler.yaml's 13 tasks at 4096 tokens only, their ruler_13 mean as the column
+    ruler = load_suite("ruler")
+    mine = [t for t in suite.tasks if t.name.startswith("t5_ruler_")]
+    assert [(t.generator, t.metrics, t.data, t.lengths) for t in mine] == \
+        [(t.generator, t.metrics, t.data, [4096]) for t in ruler.tasks]
+    [ruler_13] = [a for a in ruler.aggregates if a.name == "ruler_13"]
+    assert next(a for a in suite.aggregates if a.name == "t5_ruler").mean_of == [f"t5_ruler_{m}" for m in ruler_13.mean_of]
+    assert suite.task("gsm8k").lm_eval_filter == "flexible-extract"
+
+
+def test_download_asks_for_each_split_the_lm_eval_rows_read(suites, tmp_path, monkeypatch):
+    from path_eval.suites import load_suite
+    from path_eval.cli import download_splits
+
+    suite = load_suite("conversion")
+    lm_eval_rows = [t for t in suite.tasks if t.kind == "lm_eval"]
+    found = {(s.path, s.config, s.split) for s in download_splits(suite, lm_eval_rows, None)}
+    # each config's evaluated split, and its shots' split where the row takes shots (lm-eval's YAMLs)
+    assert found == {("openai/gsm8k", "main", "test"), ("openai/gsm8k", "main", "train"),
+                     ("Rowan/hellaswag", None, "validation"), ("allenai/winogrande", "winogrande_xl", "validation"),
+                     ("Idavidrein/gpqa", "gpqa_diamond", "train")} | \
+        {("EleutherAI/hendrycks_math", config, "test") for config in ("algebra", "counting_and_probability", "geometry",
+         "intermediate_algebra", "number_theory", "prealgebra", "precalculus")} | \
+        {("cais/mmlu", t.lm_eval_task.removeprefix("mmlu_"), split) for t in lm_eval_rows
+         if t.name.startswith("t5_mmlu_") for split in ("test", "dev")}
+    ruler = [t for t in suite.tasks if t.kind == "generated"]
+    assert {(s.path, s.config, s.split) for s in download_splits(suite, ruler, None)} == {
+        ("rajpurkar/squad_v2", "squad_v2", "validation"), ("hotpotqa/hotpot_qa", "distractor", "validation")}
+
+
+@pytest.mark.parametrize("error, needs", [
+    (OSError("Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it."),
+     "accept its terms at https://huggingface.co/datasets/Idavidrein/gpqa"),
+    (OSError("Failed to resolve 'huggingface.co'"), "download needs the internet")])
+def test_a_refused_fetch_is_one_line_saying_what_it_needs(suites, tmp_path, monkeypatch, capsys, error, needs):
+    def refuse(path, name=None, split=None, **kwargs):
+        if path == "Idavidrein/gpqa" or "resolve" in str(error):
+            raise error
+        return datasets.Dataset.from_list([{"x": 1}])
+
+    monkeypatch.setattr(datasets, "load_dataset", refuse)
+    assert main(["download", "--suite", "conversion", "--tasks", "t5_winogrande,t5_gpqa_diamond",
+                 "--data-dir", str(tmp_path / "data")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: could not fetch ") and needs in line and "Traceback" not in line
+    if "gated" in str(error):
+        assert "Idavidrein/gpqa/gpqa_diamond [train]" in line and "HF_TOKEN" in line
+        assert (tmp_path / "data/allenai/winogrande/winogrande_xl/validation.jsonl").is_file()
+
+
+def test_list_shows_the_suite_and_its_rows(suites, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "suite conversion: PaTH paper Tables 4 and 5" in out
+    assert "`eval.py download --suite conversion --data-dir DATA` first" in out
+    assert "task t5_gpqa_diamond (lm-eval gpqa_diamond_zeroshot): acc" in out
+    assert "task t5_ruler_qa_2 (" in out and "lengths 4096" in out
+
+
+# A few rows of each dataset the lm-eval rows read, in the fields of the hub's rows (hellaswag and
+# winogrande: the committed fixture folder's).
+def gsm8k_row(i):
+    return {"question": f"Tom has {i} apples and buys {i + 2} more. How many apples does he have?",
+            "answer": f"He has {i} + {i + 2} = {2 * i + 2} apples.\n#### {2 * i + 2}"}
+
+
+FIXTURE_ROWS = {
+    "openai/gsm8k/main/test": [gsm8k_row(i) for i in range(2)],
+    "openai/gsm8k/main/train": [gsm8k_row(i) for i in range(10, 16)],
+    "cais/mmlu/anatomy/test": [{"question": f"Which bone is number {i}?", "subject": "anatomy",
+                                "choices": ["femur", "tibia", "ulna", "radius"], "answer": i % 4} for i in range(2)],
+    "cais/mmlu/anatomy/dev": [{"question": f"Which organ is number {i}?", "subject": "anatomy",
+                               "choices": ["heart", "lung", "liver", "kidney"], "answer": i % 4} for i in range(5)],
+    "Idavidrein/gpqa/gpqa_diamond/train": [{"Question": f"What is {i} squared?", "Correct Answer": str(i * i),
+                                            "Incorrect Answer 1": str(i + 1), "Incorrect Answer 2": str(2 * i + 3),
+                                            "Incorrect Answer 3": str(i * i + 5)} for i in range(2, 4)],
+}
+# MATH: one problem in algebra, two in every other subject (so that t5_math's mean over problems differs
+# from the plain mean of the subjects)
+MATH_CONFIGS = dict(zip(MATH_SUBJECTS, ("algebra", "counting_and_probability", "geometry", "intermediate_algebra",
+                                        "number_theory", "prealgebra", "precalculus")))
+for subject, config in MATH_CONFIGS.items():
+    FIXTURE_ROWS[f"EleutherAI/hendrycks_math/{config}/test"] = [
+        {"problem": f"What is ${i}+{i}$?", "level": "Level 1", "type": config, "solution": f"$\\boxed{{{2 * i}}}$"}
+        for i in range(1 if subject == "algebra" else 2)]
+
+
+def conversion_data(folder):
+    data = fixture_data(folder / "data", "hellaswag", "winogrande")
+    for relpath, rows in FIXTURE_ROWS.items():
+        file = data / f"{relpath}.jsonl"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return data
+
+
+@pytest.mark.slow  # seven lm-eval tasks on a tiny model, two of them generating
+def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, monkeypatch, capsys):
+    from path_eval.api import load_results
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    save_tiny_model(tmp_path / "tiny", "path")
+    data, out = conversion_data(tmp_path), tmp_path / "run"
+    assert main(["run", "--suite", "conversion", "--tasks", ",".join(LM_EVAL_ROWS), "--model", str(tmp_path / "tiny"),
+                 "--data-dir", str(data), "--out", str(out), "--limit", "2", "--max-length", "2048", "--quiet",
+                 "--bootstrap-iters", "0"]) == 0
+    records = {(r.task, r.metric): r for r in load_records(out)}
+    assert set(records) == {("gsm8k", "exact_match"), ("t5_mmlu_anatomy", "acc"), ("t5_hellaswag", "acc_norm"),
+                            ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")} | \
+        {(f"t5_math_{s}", "exact_match") for s in MATH_SUBJECTS}
+    assert records["t5_math_algebra", "exact_match"].n == 1 and records["gsm8k", "exact_match"].provenance.num_fewshot == 5
+    # MATH's column: the mean over its problems, each subject weighed by its count (lm-eval's weight_by_size)
+    parts = [records[f"t5_math_{s}", "exact_match"] for s in MATH_SUBJECTS]
+    assert records["t5_math", "exact_match"].n == 13
+    assert records["t5_math", "exact_match"].value == pytest.approx(sum(p.n * p.value for p in parts) / 13)
+    # GSM8K's value is lm-eval's own under the filter the suite names
+    lm_eval_results = json.loads(next((out / "lm_eval").rglob("results_*.json")).read_text())["results"]
+    assert records["gsm8k", "exact_match"].value == lm_eval_results["gsm8k"]["exact_match,flexible-extract"]
+    capsys.readouterr()
+    assert main(["report", str(out), "--layout", "conversion", "--format", "csv"]) == 0
+    table4, table5 = capsys.readouterr().out.strip().split("\n\n")
+    # the run holds Table 5's rows (and GSM8K, both tables'): the model is a row of Table 5 only
+    assert table4.splitlines()[:2] == ["PaTH paper Table 4: SmolLM2-1.7B converted to PaTH,GSM8K,HumanEval,MBPP+",
+                                       "RoPE (paper),19.9,23.1,47.1"]
+    header, row, *paper = table5.splitlines()
+    assert [line.split(",")[0] for line in paper] == ["Teacher RoPE (paper)", "Student PaTH (paper)"]
+    assert header == ("PaTH paper Table 5: Qwen2.5-7B-Instruct converted to PaTH,MMLU,HellaSwag,Winogrande,"
+                      "GPQA Diamond,TheoremQA,GSM8K,MATH,HumanEval,MBPP,RULER 4K")
+    shown = {key: f"{100 * records[key].value:.1f}" for key in records}
+    assert row == ",".join(["tiny", "-", shown["t5_hellaswag", "acc_norm"], shown["t5_winogrande", "acc"],
+                            shown["t5_gpqa_diamond", "acc"], "-", shown["gsm8k", "exact_match"],
+                            shown["t5_math", "exact_match"], "-", "-", "-"])
+    md = load_results(out).report("conversion", "markdown")
+    assert "**PaTH paper Table 4: SmolLM2-1.7B converted to PaTH**" in md and "the paper leaves unsaid" in md
+    assert f"| tiny | - | {shown['t5_hellaswag', 'acc_norm']} |" in md
+    assert "not reproduced: TheoremQA" in md and "CAUTION: the runs used limit=['2'], the paper None" in md
+    latex = load_results(out).report("conversion", "latex")
+    assert latex.count(r"\begin{tabular}") == 2 and "% PaTH paper Table 5: Qwen2.5-7B-Instruct" in latex
+    assert f"tiny & - & {shown['t5_hellaswag', 'acc_norm']} &" in latex
+    assert main(["report", str(out), "--layout", "conversion"]) == 0
+    terminal = capsys.readouterr().out
+    assert "Table 4: SmolLM2-1.7B" in terminal and "Table 5: Qwen2.5-7B-Instruct" in terminal
+    page = load_results(out).html(tmp_path / "study.html", "conversion").read_text()
+    assert page.count("PaTH paper Table 4: SmolLM2-1.7B") == 1 and "Student PaTH (paper)" in page
+
+
+def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
+    """Hand-made records: a SmolLM2-like model (Table 4's HumanEval and GSM8K), a Qwen-like one (MMLU's
+    and RULER's means, GSM8K) and one with GSM8K only; the paper's rows from results/paper/."""
+    from path_eval.reports.tables import paper_layouts, value_cell
+    from path_eval.results import Provenance, ResultRecord
+    from tests.helpers import PROVENANCE
+
+    p = Provenance(**PROVENANCE)
+    made = [("smol", "t4_humaneval", "pass@1", None, 0.25), ("smol", "gsm8k", "exact_match", None, 0.3),
+            ("qwen", "t5_mmlu", "acc", None, 0.7), ("qwen", "t5_ruler", "score", 4096, 0.875),
+            ("qwen", "gsm8k", "exact_match", None, 0.8), ("only_gsm8k", "gsm8k", "exact_match", None, 0.5),
+            ("qwen", "t5_mmlu_anatomy", "acc", None, 0.6)]
+    records = [ResultRecord(suite="conversion", model=m, task=t, length=n, metric=metric, value=v, stderr=None, n=4,
+                            higher_is_better=True, provenance=p) for m, t, metric, n, v in made]
+    (_, header4, rows4, note4), (_, header5, rows5, note5) = paper_layouts("conversion", records)
+    assert header4 == ["model", "GSM8K", "HumanEval", "MBPP+"]
+    # the paper's Table 4 as printed in section 4.3 (RoPE, FoX, PaTH, Base)
+    assert rows4 == [["smol", "30.0", value_cell(records[0]), "-"], ["only_gsm8k", "50.0", "-", "-"],
+                     ["RoPE (paper)", "19.9", "23.1", "47.1"], ["FoX (paper)", "15.5", "21.3", "48.2"],
+                     ["PaTH (paper)", "20.1", "25.6", "51.3"], ["Base (paper)", "8.6", "16.4", "38.6"]]
+    assert [row[0] for row in rows5] == ["qwen", "only_gsm8k", "Teacher RoPE (paper)", "Student PaTH (paper)"]
+    assert rows5[0] == ["qwen", "70.0", "-", "-", "-", "-", "80.0", "-", "-", "-", "87.5"]
+    assert rows5[2:] == [["Teacher RoPE (paper)", "74.21", "85.2", "71.51", "33.33", "18.12", "80.29", "69.1", "82.32",
+                          "74.71", "94.37"],
+                         ["Student PaTH (paper)", "73.28", "84.83", "68.9", "34.34", "21.88", "80.67", "65.38", "77.44",
+                          "75.1", "93.24"]]
+    assert "measured here: smol, only_gsm8k" in note4 and "not reproduced: TheoremQA" in note5
+    assert "the paper leaves unsaid" in note4 and "CAUTION" not in note4 + note5
+
+
+def test_a_filter_the_task_lacks_is_one_line_before_any_model_loads(suites, tmp_path, capsys):
+    suite = tmp_path / "gsm8k_filter.yaml"
+    suite.write_text("name: gsm8k_filter\ndescription: a filter lm-eval's gsm8k lacks\ntasks:\n"
+                     "  - {name: gsm8k, lm_eval_task: gsm8k, num_fewshot: 5, lm_eval_filter: last-number,\n"
+                     "     metrics: [exact_match]}\n")
+    (tmp_path / "model").mkdir()
+    assert main(["run", "--suite", str(suite), "--model", str(tmp_path / "model"),
+                 "--data-dir", str(conversion_data(tmp_path)), "--out", str(tmp_path / "run")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == ("error: task gsm8k: lm-eval's gsm8k has no filter 'last-number': choose one of strict-match, "
+                    "flexible-extract for lm_eval_filter")
+    assert not (tmp_path / "run" / "results.json").exists()
