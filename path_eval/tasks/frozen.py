@@ -6,12 +6,18 @@ generator version, input-data fingerprint, plus the samples' sha256). The file n
 so a changed tokenizer, seed, generator version or input data selects another file and regenerates;
 before a frozen set is used its key file must match the key asked for and the samples must match the
 recorded sha256, so an edited or truncated set is regenerated rather than silently reused.
+
+Processes that need the same set at once (a study's models run side by side, sharing a tokenizer)
+make it once: the first holds `<stem>.lock` (an exclusive `flock`, dropped by the kernel with its
+holder) while it generates; the others wait on it and read what it wrote.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -54,13 +60,30 @@ def freeze(key: dict, generate: Callable[[], list[dict]], root: Path | None = No
     samples, key_file = frozen_paths(key, root or frozen_dir())
     if valid_frozen(key, samples, key_file):
         return samples
-    if samples.exists() or key_file.exists():
-        log.warning("frozen samples %s do not match their key: regenerating", samples)
-    log.info("generating %s at %d tokens (%d samples, seed %d)", key["task"], key["length"], key["samples"],
-             key["seed"])
-    write_jsonl_atomic(generate(), samples)
-    write_json_atomic({"key": key, "samples_sha256": file_sha256(samples)}, key_file)
+    with generating(samples):
+        if valid_frozen(key, samples, key_file):  # made by the process this one waited for
+            return samples
+        if samples.exists() or key_file.exists():
+            log.warning("frozen samples %s do not match their key: regenerating", samples)
+        log.info("generating %s at %d tokens (%d samples, seed %d)", key["task"], key["length"], key["samples"],
+                 key["seed"])
+        write_jsonl_atomic(generate(), samples)
+        write_json_atomic({"key": key, "samples_sha256": file_sha256(samples)}, key_file)
     return samples
+
+
+@contextmanager
+def generating(samples: Path):
+    """Hold the set's lock file while the block runs, waiting for a process (or thread) that holds it.
+    The empty lock file stays: removing it would let a third process lock a file no longer the one
+    the waiting ones hold."""
+    samples.parent.mkdir(parents=True, exist_ok=True)
+    with open(samples.with_suffix(".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def first_frozen(path: Path) -> dict:
