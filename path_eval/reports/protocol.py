@@ -43,7 +43,7 @@ def departures(plan: ResolvedPlan) -> list[str]:
     ran = [t.name for t in run.tasks if t.name in planned]  # in the suite's order, as its table lists them
     missing = [t.name for t in reference.tasks if t.name not in ran]
     if missing:
-        found.append(f"tasks not run: {', '.join(missing)}")
+        found.append(f"tasks not run: {_some(missing)}")
     for name in ran:
         task = run.task(name)
         protocol = next((t for t in reference.tasks if t.name == name), None)
@@ -92,6 +92,17 @@ def chat_departure(plan: ResolvedPlan, task, protocol, reference: SuiteSpec) -> 
 
 def _models_of(plan: ResolvedPlan, task) -> set[str]:
     return {name for item in plan.items if item.task == task.name for name in item.models}
+
+
+NAMES_LISTED = 12  # the task names a departure lists before it counts the rest
+
+
+def _some(names: list[str]) -> str:
+    """The names, or the first NAMES_LISTED and how many more (a run of one table of an 80-task suite
+    would otherwise print 80 names)."""
+    if len(names) <= NAMES_LISTED:
+        return ", ".join(names)
+    return f"{', '.join(names[:NAMES_LISTED])} and {len(names) - NAMES_LISTED} more"
 
 
 def _text(value) -> str:

@@ -10,7 +10,9 @@ import re
 from typing import TYPE_CHECKING
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import shown_as_percent
@@ -21,6 +23,7 @@ from path_eval.reports.protocol import departures_note
 from path_eval.reports.layout import column_of, column_title, row_model, rows_by_length, suite_labels
 from path_eval.results import ResultRecord
 from path_eval.suites import SuiteSpec
+from path_eval.terminal import printable
 
 if TYPE_CHECKING:
     from path_eval.plan import ResolvedPlan
@@ -375,18 +378,21 @@ def _is_number(cell: str) -> bool:
 
 def render(header: list[str], rows: list[list[str]], fmt: str, title: str = "", note: str | None = None,
            prose: tuple[str, ...] = ()):
-    """A rich Table for fmt 'terminal', else the text of a Markdown, CSV or LaTeX table."""
+    """A rich Table for fmt 'terminal' (with its note, a paragraph under it), else the text of a
+    Markdown, CSV or LaTeX table."""
     if fmt == "terminal":
         # A narrow terminal wraps cells between words, folds a word longer than its column and cuts
-        # nothing to "…"; the `prose` columns (a comparison's tests) give up their room first.
-        table = Table(title=title or None, caption=note, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        # nothing to "…"; the `prose` columns (a comparison's tests) give up their room first. The note
+        # runs the terminal's width: as the table's caption it was wrapped to the table's, a column of
+        # a few words a line under a one-column table.
+        table = Table(title=title or None, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for i, name in enumerate(header):
             numbers = all(_is_number(row[i]) for row in rows)
             table.add_column(name, justify="right" if numbers and i else "left", overflow="fold",
                              ratio=1 if name in prose else None, no_wrap=bool(prose) and name not in prose)
         for row in rows:
             table.add_row(*row)
-        return table
+        return Group(table, Text(printable(note), style="dim"), Text("")) if note else table  # a Text skips the console's escaping
     if fmt == "markdown":
         lines = [f"**{title}**", ""] if title else []
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -44,3 +44,12 @@ def test_report_prints_them_under_the_suites_table(tmp_path, capsys):
     assert ("CAUTION, settings that differ from the ci suite's protocol: limit 2 (the protocol: every sample); "
             "tasks not run: heldout, niah_multikey_2, phonebook, flipflop_in, flipflop_sparse, flipflop_dense, a5; "
             "niah_single_1 samples 2 (the protocol: 4)") in out
+
+
+def test_many_tasks_left_out_are_counted_past_the_first_few():
+    """A run of one table of a suite of 80 tasks (conversion) names a dozen and counts the rest."""
+    ci = load_suite("ci")
+    many = ci.model_copy(update={"name": "many", "tasks": [ci.task("flipflop_in").model_copy(update={"name": f"f{i}"})
+                                                           for i in range(20)]})
+    found = departures(ci_plan(many, tasks=["f0"]))
+    assert found == [f"tasks not run: {', '.join(f'f{i}' for i in range(1, 13))} and 7 more"]

@@ -196,3 +196,17 @@ def test_compare_of_two_zoo_runs_fits_the_terminal_uncut(tmp_path, width, capsys
     out = capsys.readouterr().out
     assert "…" not in out and max(map(len, out.splitlines())) <= width
     assert "flipflop_path_fox" in out and "unpaired z p=0.16" in out.replace("\n", " ")
+
+
+def test_a_terminal_tables_note_runs_the_terminals_width_and_is_escaped():
+    """Under a one-column table the note is a paragraph as wide as the terminal, not the table's
+    caption wrapped to a few words a line; text from a stored run in it is made printable."""
+    from path_eval.terminal import console
+
+    note = "CAUTION, settings that differ: " + "word " * 30 + "\x1b[2J"
+    out = console(width=100, record=True, file=open("/dev/null", "w"))
+    out.print(render(["model", "x"], [["m", "1.0"]], "terminal", "t", note))
+    text = out.export_text()
+    lines = [line for line in text.splitlines() if "word" in line]
+    assert len(lines) == 2 and len(lines[0]) > 80
+    assert "\\x1b[2J" in text and "\x1b" not in text
