@@ -176,10 +176,22 @@ def adapter_protocol(spec: TaskSpec, suite: SuiteSpec, length: int | None) -> di
     return {}
 
 
+def lm_eval_name(spec: TaskSpec, suite: SuiteSpec, length: int | None) -> str:
+    """The name lm-eval keys the task's results and request cache by: at a context length
+    `<task>_<length>`; else lm-eval's own task name, unless another task of the suite runs the same
+    lm-eval task (the conversion suite's GSM8K in Table 4 and, through a chat template, in Table 5),
+    where the suite's task name keeps their results apart. A suite without such a pair keeps lm-eval's
+    names, so its records and caches are unchanged."""
+    if length is not None:
+        return f"{spec.name}_{length}"
+    shared = sum(task.lm_eval_task == spec.lm_eval_task for task in suite.tasks) > 1
+    return spec.name if shared else spec.lm_eval_task
+
+
 def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | None = None, seed: int = 1234,
                limit: int | None = None, chat: bool = False) -> LmEvalTask:
     """The task's lm-eval config reading the local data; at a context length (a suite with lengths) one
-    task per length, named `<task>_<length>` (lm-eval keys results and its request cache by name).
+    task per length (lm-eval keys results and its request cache by name: `lm_eval_name`).
     Regenerated BABILong rows are made (or reused) here, from `seed`, `limit` of them if given. `chat`:
     the run applies a chat template (LongBench's prompts then go to the adapter to cut and wrap)."""
     if spec.adapter is not None and spec.adapter not in ADAPTERS:
@@ -205,7 +217,7 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
     for key in SPLIT_KEYS:
         if local.get(key) not in {s.split for s in splits}:
             local[key] = None
-    name = spec.lm_eval_task if length is None else f"{spec.name}_{length}"
+    name = lm_eval_name(spec, suite, length)
     local.update(task=name, dataset_path="json", dataset_name=None,
                  dataset_kwargs={"data_files": {s.split: str(f) for s, f in zip(splits, files)}},
                  num_fewshot=spec.num_fewshot)
@@ -213,5 +225,6 @@ def build_task(spec: TaskSpec, data_dir: Path, suite: SuiteSpec, length: int | N
         local["fewshot_split"] = splits[1].split
     if chat and spec.adapter == "longbench":
         local = longbench.with_chat(local, spec)
-    return LmEvalTask(spec, local, splits, read, length=length, lm_eval_name=None if length is None else name,
+    own_name = None if name == spec.lm_eval_task and length is None else name
+    return LmEvalTask(spec, local, splits, read, length=length, lm_eval_name=own_name,
                       protocol=adapter_protocol(spec, suite, length), chat_by_lm_eval=spec.adapter != "longbench")

@@ -21,7 +21,7 @@ SUITE_FILE = ROOT / "suites" / "conversion.yaml"
 # are beyond a CPU test): one MMLU subject stands for the 57.
 MATH_SUBJECTS = ("algebra", "counting_and_prob", "geometry", "intermediate_algebra", "num_theory", "prealgebra",
                  "precalc")
-LM_EVAL_ROWS = ["gsm8k", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande", "t5_gpqa_diamond",
+LM_EVAL_ROWS = ["t4_gsm8k", "t5_gsm8k", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande", "t5_gpqa_diamond",
                 *(f"t5_math_{s}" for s in MATH_SUBJECTS)]
 
 
@@ -72,7 +72,30 @@ def test_the_suite_holds_every_column_of_both_tables(suites):
         [(t.generator, t.metrics, t.data, [4096]) for t in ruler.tasks]
     [ruler_13] = [a for a in ruler.aggregates if a.name == "ruler_13"]
     assert next(a for a in suite.aggregates if a.name == "t5_ruler").mean_of == [f"t5_ruler_{m}" for m in ruler_13.mean_of]
-    assert suite.task("gsm8k").lm_eval_filter == "flexible-extract"
+    # GSM8K in both tables: lm-eval's gsm8k, 5 shots, flexible-extract; Table 5's (and only Table 5's rows)
+    # prompted through the chat template in the paper's protocol
+    gsm8k = [(t.name, t.lm_eval_task, t.num_fewshot, t.lm_eval_filter) for t in suite.tasks
+             if t.lm_eval_task == "gsm8k"]
+    assert gsm8k == [("t4_gsm8k", "gsm8k", 5, "flexible-extract"), ("t5_gsm8k", "gsm8k", 5, "flexible-extract")]
+    paper_chat = {t.name for t in suite.tasks if t.paper_chat_template}
+    assert paper_chat == {t.name for t in suite.tasks if t.name.startswith("t5_")} and not suite.paper_chat_template
+    assert {t["name"] for t in raw["tasks"] if t.get("paper_chat_template")} >= {"t5_humaneval", "t5_mbpp"}
+
+
+def test_only_tasks_sharing_an_lm_eval_task_are_named_after_the_suite_task():
+    """lm-eval keys results and its request cache by task name: the conversion suite's two GSM8K rows go
+    by their own names, every other lm-eval row of every built-in suite by lm-eval's (the names of
+    their records and caches before the conversion suite had two; tests/runner/test_golden_records.py)."""
+    from path_eval.suites import load_suite
+    from path_eval.tasks.lm_eval_tasks import lm_eval_name
+
+    renamed = {}
+    for file in sorted((ROOT / "suites").glob("*.yaml")):
+        suite = load_suite(file.stem)
+        for task in suite.tasks:
+            if task.lm_eval_task is not None and lm_eval_name(task, suite, None) != task.lm_eval_task:
+                renamed[suite.name, task.name] = lm_eval_name(task, suite, None)
+    assert renamed == {("conversion", "t4_gsm8k"): "t4_gsm8k", ("conversion", "t5_gsm8k"): "t5_gsm8k"}
 
 
 def test_download_asks_for_each_split_the_lm_eval_rows_read(suites, tmp_path, monkeypatch):
@@ -172,30 +195,33 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
                  "--data-dir", str(data), "--out", str(out), "--limit", "2", "--max-length", "2048", "--quiet",
                  "--bootstrap-iters", "0"]) == 0
     records = {(r.task, r.metric): r for r in load_records(out)}
-    assert set(records) == {("gsm8k", "exact_match"), ("t5_mmlu_anatomy", "acc"), ("t5_hellaswag", "acc_norm"),
-                            ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")} | \
+    assert set(records) == {("t4_gsm8k", "exact_match"), ("t5_gsm8k", "exact_match"), ("t5_mmlu_anatomy", "acc"),
+                            ("t5_hellaswag", "acc_norm"), ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")} | \
         {(f"t5_math_{s}", "exact_match") for s in MATH_SUBJECTS}
-    assert records["t5_math_algebra", "exact_match"].n == 1 and records["gsm8k", "exact_match"].provenance.num_fewshot == 5
+    assert records["t5_math_algebra", "exact_match"].n == 1
+    assert records["t5_gsm8k", "exact_match"].provenance.num_fewshot == 5
     # MATH's column: the mean over its problems, each subject weighed by its count (lm-eval's weight_by_size)
     parts = [records[f"t5_math_{s}", "exact_match"] for s in MATH_SUBJECTS]
     assert records["t5_math", "exact_match"].n == 13
     assert records["t5_math", "exact_match"].value == pytest.approx(sum(p.n * p.value for p in parts) / 13)
-    # GSM8K's value is lm-eval's own under the filter the suite names
+    # GSM8K's values are lm-eval's own under the filter the suite names, each table's under its own name
     lm_eval_results = json.loads(next((out / "lm_eval").rglob("results_*.json")).read_text())["results"]
-    assert records["gsm8k", "exact_match"].value == lm_eval_results["gsm8k"]["exact_match,flexible-extract"]
+    assert "gsm8k" not in lm_eval_results
+    for name in ("t4_gsm8k", "t5_gsm8k"):
+        assert records[name, "exact_match"].value == lm_eval_results[name]["exact_match,flexible-extract"]
     capsys.readouterr()
     assert main(["report", str(out), "--layout", "conversion", "--format", "csv"]) == 0
     table4, table5 = capsys.readouterr().out.strip().split("\n\n")
-    # the run holds Table 5's rows (and GSM8K, both tables'): the model is a row of Table 5 only
-    assert table4.splitlines()[:2] == ["PaTH paper Table 4: SmolLM2-1.7B converted to PaTH,GSM8K,HumanEval,MBPP+",
-                                       "RoPE (paper),19.9,23.1,47.1"]
+    shown = {key: f"{100 * records[key].value:.1f}" for key in records}
+    # the run holds Table 5's rows and Table 4's GSM8K: each table's GSM8K column reads its own row
+    assert table4.splitlines()[:3] == ["PaTH paper Table 4: SmolLM2-1.7B converted to PaTH,GSM8K,HumanEval,MBPP+",
+                                       f"tiny,{shown['t4_gsm8k', 'exact_match']},-,-", "RoPE (paper),19.9,23.1,47.1"]
     header, row, *paper = table5.splitlines()
     assert [line.split(",")[0] for line in paper] == ["Teacher RoPE (paper)", "Student PaTH (paper)"]
     assert header == ("PaTH paper Table 5: Qwen2.5-7B-Instruct converted to PaTH,MMLU,HellaSwag,Winogrande,"
                       "GPQA Diamond,TheoremQA,GSM8K,MATH,HumanEval,MBPP,RULER 4K")
-    shown = {key: f"{100 * records[key].value:.1f}" for key in records}
     assert row == ",".join(["tiny", "-", shown["t5_hellaswag", "acc_norm"], shown["t5_winogrande", "acc"],
-                            shown["t5_gpqa_diamond", "acc"], "-", shown["gsm8k", "exact_match"],
+                            shown["t5_gpqa_diamond", "acc"], "-", shown["t5_gsm8k", "exact_match"],
                             shown["t5_math", "exact_match"], "-", "-", "-"])
     md = load_results(out).report("conversion", "markdown")
     assert "**PaTH paper Table 4: SmolLM2-1.7B converted to PaTH**" in md and "the paper leaves unsaid" in md
@@ -213,22 +239,23 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
 
 def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
     """Hand-made records: a SmolLM2-like model (Table 4's HumanEval and GSM8K), a Qwen-like one (MMLU's
-    and RULER's means, GSM8K) and one with GSM8K only; the paper's rows from results/paper/."""
+    and RULER's means, Table 5's GSM8K) and one with Table 5's GSM8K only, which is a row of Table 5
+    alone; the paper's rows from results/paper/."""
     from path_eval.reports.tables import paper_layouts, value_cell
     from path_eval.results import Provenance, ResultRecord
     from tests.helpers import PROVENANCE
 
     p = Provenance(**PROVENANCE)
-    made = [("smol", "t4_humaneval", "pass@1", None, 0.25), ("smol", "gsm8k", "exact_match", None, 0.3),
+    made = [("smol", "t4_humaneval", "pass@1", None, 0.25), ("smol", "t4_gsm8k", "exact_match", None, 0.3),
             ("qwen", "t5_mmlu", "acc", None, 0.7), ("qwen", "t5_ruler", "score", 4096, 0.875),
-            ("qwen", "gsm8k", "exact_match", None, 0.8), ("only_gsm8k", "gsm8k", "exact_match", None, 0.5),
+            ("qwen", "t5_gsm8k", "exact_match", None, 0.8), ("only_gsm8k", "t5_gsm8k", "exact_match", None, 0.5),
             ("qwen", "t5_mmlu_anatomy", "acc", None, 0.6)]
     records = [ResultRecord(suite="conversion", model=m, task=t, length=n, metric=metric, value=v, stderr=None, n=4,
                             higher_is_better=True, provenance=p) for m, t, metric, n, v in made]
     (_, header4, rows4, note4), (_, header5, rows5, note5) = paper_layouts("conversion", records)
     assert header4 == ["model", "GSM8K", "HumanEval", "MBPP+"]
     # the paper's Table 4 as printed in section 4.3 (RoPE, FoX, PaTH, Base)
-    assert rows4 == [["smol", "30.0", value_cell(records[0]), "-"], ["only_gsm8k", "50.0", "-", "-"],
+    assert rows4 == [["smol", "30.0", value_cell(records[0]), "-"],
                      ["RoPE (paper)", "19.9", "23.1", "47.1"], ["FoX (paper)", "15.5", "21.3", "48.2"],
                      ["PaTH (paper)", "20.1", "25.6", "51.3"], ["Base (paper)", "8.6", "16.4", "38.6"]]
     assert [row[0] for row in rows5] == ["qwen", "only_gsm8k", "Teacher RoPE (paper)", "Student PaTH (paper)"]
@@ -237,7 +264,8 @@ def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
                           "74.71", "94.37"],
                          ["Student PaTH (paper)", "73.28", "84.83", "68.9", "34.34", "21.88", "80.67", "65.38", "77.44",
                           "75.1", "93.24"]]
-    assert "measured here: smol, only_gsm8k" in note4 and "not reproduced: TheoremQA" in note5
+    assert "measured here: smol;" in note4 and "measured here: qwen, only_gsm8k;" in note5
+    assert "not reproduced: TheoremQA" in note5
     assert "the paper leaves unsaid" in note4 and "CAUTION" not in note4 + note5
 
 
