@@ -158,7 +158,7 @@ def _download(args) -> None:
         return
     suite = load_suite(args.suite)
     tasks, wanted = _csv(args.tasks, "--tasks"), _csv(args.lengths, "--lengths")
-    chosen = [suite.task(n) for n in tasks] if tasks else suite.tasks
+    chosen = suite.select(tasks) if tasks else suite.tasks
     lengths = [parse_length(x) for x in wanted] if wanted else suite.lengths
     data_dir = _data_dir(args.data_dir)
     if args.essays_wheel is not None and needs_essays(chosen):
@@ -367,6 +367,8 @@ a first study:
 `python eval.py COMMAND --help` describes a command; README.md and docs/ the rest."""
 
 DEVICE_HELP = "cpu, cuda or cuda:N (a GPU needs PyTorch's CUDA build)"
+TASKS_HELP = ("comma-separated names or shell patterns of the suite's tasks (--tasks 't5_*' or 't4_*,t5_gsm8k': quote "
+              "them), as a task's models: entries match models")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -432,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="checkpoint directory, zoo:NAME (a trained zoo model; `list` shows them), zoo (all of "
                         "them) or a cached hub id org/name[@revision]; NAME=MODEL names it in tables and check; "
                         "several after one --model (a shell glob: --model MODELS/a5_*) or --model repeated")
-    p.add_argument("--tasks", help="comma-separated subset of the suite's tasks")
+    p.add_argument("--tasks", help=TASKS_HELP)
     p.add_argument("--lengths", help="comma-separated context lengths (4k,8k or 4096,8192)")
     p.add_argument("--limit", type=_positive, help="first N samples of each task (for quick checks)")
     p.add_argument("--data-dir", default=str(default_data_dir()), help="offline data folder")
@@ -476,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "Hugging Face cache (needs internet)")
     p.add_argument("--suite")
     p.add_argument("--model", action="append", help="a hub model org/name[@revision] to fetch; repeat for several")
-    p.add_argument("--tasks")
+    p.add_argument("--tasks", help=TASKS_HELP)
     p.add_argument("--lengths", help="comma-separated lengths whose files to fetch, where a suite's data differ by "
                                      "length (BABILong: 32k,64k); default the suite's lengths")
     p.add_argument("--data-dir", default=str(default_data_dir()), help="the data folder to write")

@@ -24,6 +24,7 @@ from path_eval.models.context import stated_context_length
 from path_eval.plan.models import ModelReference, resolve_models
 from path_eval.plan.names import check_log_names, check_model_names, check_suite_names
 from path_eval.suites import SuiteSpec, TaskSpec, parse_lengths
+from path_eval.suites.schema import is_pattern
 
 log = logging.getLogger("path_eval")
 
@@ -117,7 +118,7 @@ def chosen_items(suite: SuiteSpec, tasks: list[str] | None, lengths: list[str] |
     """(task, length) pairs the arguments select, checked against the suite: --lengths for every
     task that runs at context lengths, else each task's own lengths, else the suite's. An lm-eval
     task without lengths of its own or the suite's (LongBench-E's, in the table3 suite) runs once."""
-    chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    chosen = suite.select(tasks) if tasks else list(suite.tasks)
     given = None
     if lengths:
         if not (suite.lengths or any(task.lengths for task in suite.tasks)):
@@ -163,10 +164,6 @@ def task_models(task: TaskSpec, names: list[str]) -> list[str]:
         raise PathEvalError(f"task {task.name} runs on model {unknown[0]!r}, which is neither a model of this run "
                             f"({', '.join(names)}) nor of the zoo ({', '.join(zoo_names())}): fix the task's models: list")
     return [name for name in names if any(fnmatch.fnmatchcase(name, entry) for entry in task.models)]
-
-
-def is_pattern(entry: str) -> bool:
-    return any(c in entry for c in "*?[")
 
 
 def check_task_models(suite: SuiteSpec, items: list[PlannedItem], references: list[ModelReference]) -> None:

@@ -4,6 +4,7 @@ aggregates them; path_eval/suites/loader.py reads the files."""
 from __future__ import annotations
 
 import bisect
+import fnmatch
 from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, TypeAdapter,
@@ -383,9 +384,32 @@ class SuiteSpec(BaseModel):
                 f"choose one of {choices}" if choices else "it scores no LongBench task; drop --longbench-rule"))
         return self.model_copy(update={"longbench_rule": name})
 
+    def select(self, entries: list[str]) -> list[TaskSpec]:
+        """The tasks `--tasks` names: each entry a task's name or a shell-style pattern (`t5_*`), matched
+        as a task's `models:` entries match models (fnmatch, case-sensitive); in the entries' order, each
+        pattern's matches in the suite's, every task once. A name the suite lacks, or a pattern matching
+        none of its tasks, is one error line listing them."""
+        chosen: dict[str, TaskSpec] = {}
+        for entry in entries:
+            if not is_pattern(entry):
+                chosen.setdefault(entry, self.task(entry))
+                continue
+            matches = [task for task in self.tasks if fnmatch.fnmatchcase(task.name, entry)]
+            if not matches:
+                raise PathEvalError(f"suite {self.name}: --tasks pattern {entry!r} matches none of its tasks "
+                                    f"{', '.join(t.name for t in self.tasks)}")
+            for task in matches:
+                chosen.setdefault(task.name, task)
+        return list(chosen.values())
+
     def task(self, name: str) -> TaskSpec:
         for task in self.tasks:
             if task.name == name:
                 return task
         raise PathEvalError(f"suite {self.name} has no task {name!r}: choose from its tasks "
                             f"{', '.join(t.name for t in self.tasks)}")
+
+
+def is_pattern(entry: str) -> bool:
+    """Whether a `--tasks` or `models:` entry is a shell-style pattern rather than a plain name."""
+    return any(c in entry for c in "*?[")

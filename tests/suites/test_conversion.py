@@ -118,6 +118,30 @@ def test_download_asks_for_each_split_the_lm_eval_rows_read(suites, tmp_path, mo
         ("rajpurkar/squad_v2", "squad_v2", "validation"), ("hotpotqa/hotpot_qa", "distractor", "validation")}
 
 
+def test_tasks_takes_shell_patterns_as_models_entries_do(suites):
+    """One table of the suite is one short --tasks: names and fnmatch patterns (case-sensitive, as a
+    task's `models:` entries), each task once, in the order given and each pattern's in the suite's."""
+    from path_eval.suites import load_suite
+
+    suite = load_suite("conversion")
+    names = [t.name for t in suite.tasks]
+    assert [t.name for t in suite.select(["t5_*"])] == [n for n in names if n.startswith("t5_")]
+    assert [t.name for t in suite.select(["t4_*", "t5_gsm8k"])] == ["t4_gsm8k", "t4_humaneval", "t4_mbpp_plus",
+                                                                    "t5_gsm8k"]
+    assert [t.name for t in suite.select(["t5_gsm8k", "t?_gsm8k"])] == ["t5_gsm8k", "t4_gsm8k"]
+    assert [t.name for t in suite.select(["t5_math_[ag]*"])] == ["t5_math_algebra", "t5_math_geometry"]
+
+
+@pytest.mark.parametrize("tasks, message", [
+    ("t4_*,T5_*", "error: suite conversion: --tasks pattern 'T5_*' matches none of its tasks t4_gsm8k, "),
+    ("t4_gsm8k,gsm8k", "error: suite conversion has no task 'gsm8k': choose from its tasks t4_gsm8k, ")])
+def test_a_tasks_entry_matching_nothing_is_one_line_listing_the_tasks(suites, tmp_path, capsys, tasks, message):
+    assert main(["download", "--suite", "conversion", "--tasks", tasks, "--data-dir", str(tmp_path / "data")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(message) and "t5_ruler_qa_2" in line
+    assert not (tmp_path / "data").exists()
+
+
 @pytest.mark.parametrize("error, needs", [
     (OSError("Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it."),
      "accept its terms at https://huggingface.co/datasets/Idavidrein/gpqa"),
