@@ -44,6 +44,18 @@ def archive_rows(split: DatasetSplit) -> list[dict]:
         return [json.loads(line) for line in io.TextIOWrapper(handle, encoding="utf-8") if line.strip()]
 
 
+def text_rows(rows):
+    """The rows as JSON holds them: an image column (TheoremQA's `Picture`) becomes whether the row has
+    an image, since the evaluations here show models text alone (and JSON cannot hold the picture)."""
+    import datasets
+
+    features = getattr(rows, "features", None) or {}
+    images = [name for name, feature in features.items() if isinstance(feature, datasets.Image)]
+    for name in images:
+        rows = rows.cast_column(name, datasets.Image(decode=False))  # the bytes, not a decoded picture
+    return ({**row, **{name: row[name] is not None for name in images}} for row in rows)
+
+
 def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSplit, Path, int]]:
     """Fetch each split from the Hugging Face hub (the one step that uses the network)."""
     import logging
@@ -62,5 +74,5 @@ def download(splits: list[DatasetSplit], data_dir: Path) -> list[tuple[DatasetSp
             reason = str(err).strip().splitlines()[0][:160] if str(err).strip() else type(err).__name__
             raise PathEvalError(refusal(split, reason)) from None
         target = split.file(data_dir)
-        done.append((split, target, write_jsonl_atomic(iter(rows), target)))
+        done.append((split, target, write_jsonl_atomic(text_rows(rows), target)))
     return done

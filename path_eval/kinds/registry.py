@@ -3,7 +3,7 @@ from their modules in the order the runner runs them (records list their tasks i
 other kind (a test's, a user's) by calling `register` with its row, nothing else."""
 from __future__ import annotations
 
-from path_eval.kinds import a5, code, corpus, flipflop, generated, lm_eval, mqrar
+from path_eval.kinds import a5, code, corpus, flipflop, generated, lm_eval, mqrar, theoremqa
 from path_eval.kinds.base import Kind
 
 KINDS: dict[str, Kind] = {}
@@ -26,6 +26,7 @@ def kind_of_key(key: str) -> Kind | None:
 
 
 # The built-in kinds, in the order the runner runs them (a new built-in kind: its module, added here).
-BUILT_IN = (lm_eval.KIND, generated.KIND, corpus.KIND, flipflop.KIND, a5.KIND, mqrar.KIND, code.KIND)
+BUILT_IN = (lm_eval.KIND, generated.KIND, corpus.KIND, flipflop.KIND, a5.KIND, mqrar.KIND, code.KIND,
+            theoremqa.KIND)
 for _kind in BUILT_IN:
     register(_kind)

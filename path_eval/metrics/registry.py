@@ -13,7 +13,7 @@ from typing import Callable, Literal
 
 from path_eval.errors import PathEvalError
 from path_eval.metrics.retrieval import phonebook_exact_match, string_match_all, string_match_part
-from path_eval.metrics import babilong, flipflop, longbench, tagging
+from path_eval.metrics import babilong, flipflop, longbench, tagging, theoremqa
 
 Display = Literal["percent", "value"]  # percent: a fraction shown x100; value: shown as stored
 Aggregation = Literal["mean", "perplexity", "pooled"]  # perplexity: exp of the mean negative log-likelihood;
@@ -66,6 +66,8 @@ REGISTRY: dict[str, Metric] = {entry.name: entry for entry in (
         longbench.count_score, longbench.retrieval_score)),
     _scored(babilong.babilong_accuracy, "BABILong", "target"),
     _scored(babilong.target_substring, "BABILong", "target"),
+    # TheoremQA's rule (path_eval/metrics/theoremqa.py): the row's Answer read by its Answer_type
+    _scored(theoremqa.theoremqa_accuracy, "TheoremQA", "Answer"),
     Metric("flipflop_error", flipflop.flipflop_error, False, "percent", "Flip-flop", aggregation="pooled"),
     Metric("token_accuracy", tagging.token_accuracy, True, "percent", "State tracking", aggregation="pooled"),
     Metric("sequence_accuracy", tagging.sequence_accuracy, True, "percent", "State tracking"),

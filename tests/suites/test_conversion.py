@@ -13,15 +13,19 @@ import yaml
 
 from path_eval.cli import main
 from path_eval.kinds import KINDS
+from path_eval.metrics.theoremqa import theoremqa_accuracy
+from path_eval.tasks.theoremqa import INSTRUCTION
 from path_eval.results import load_records
 from tests.helpers import ROOT, fixture_data, save_tiny_model
 
 SUITE_FILE = ROOT / "suites" / "conversion.yaml"
-# The rows lm-eval tasks run (the code rows need `--allow-code-execution`; RULER's 4096-token prompts
-# are beyond a CPU test): one MMLU subject stands for the 57.
+# The rows lm-eval runs (TheoremQA's through the theoremqa kind; the code rows need
+# `--allow-code-execution`; RULER's 4096-token prompts are beyond a CPU test): one MMLU subject
+# stands for the 57.
 MATH_SUBJECTS = ("algebra", "counting_and_prob", "geometry", "intermediate_algebra", "num_theory", "prealgebra",
                  "precalc")
-LM_EVAL_ROWS = ["t4_gsm8k", "t5_gsm8k", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande", "t5_gpqa_diamond",
+LM_EVAL_ROWS = ["t4_gsm8k", "t5_gsm8k", "t5_theoremqa", "t5_mmlu_anatomy", "t5_hellaswag", "t5_winogrande",
+                "t5_gpqa_diamond",
                 *(f"t5_math_{s}" for s in MATH_SUBJECTS)]
 
 
@@ -113,6 +117,8 @@ def test_download_asks_for_each_split_the_lm_eval_rows_read(suites, tmp_path, mo
          "intermediate_algebra", "number_theory", "prealgebra", "precalculus")} | \
         {("cais/mmlu", t.lm_eval_task.removeprefix("mmlu_"), split) for t in lm_eval_rows
          if t.name.startswith("t5_mmlu_") for split in ("test", "dev")}
+    [theoremqa] = [t for t in suite.tasks if t.kind == "theoremqa"]
+    assert [str(s) for s in download_splits(suite, [theoremqa], None)] == ["TIGER-Lab/TheoremQA [test]"]
     ruler = [t for t in suite.tasks if t.kind == "generated"]
     assert {(s.path, s.config, s.split) for s in download_splits(suite, ruler, None)} == {
         ("rajpurkar/squad_v2", "squad_v2", "validation"), ("hotpotqa/hotpot_qa", "distractor", "validation")}
@@ -185,6 +191,10 @@ FIXTURE_ROWS = {
                                 "choices": ["femur", "tibia", "ulna", "radius"], "answer": i % 4} for i in range(2)],
     "cais/mmlu/anatomy/dev": [{"question": f"Which organ is number {i}?", "subject": "anatomy",
                                "choices": ["heart", "lung", "liver", "kidney"], "answer": i % 4} for i in range(5)],
+    # TheoremQA's fields as the hub gives them (answers as text, Picture: whether the row has one)
+    "TIGER-Lab/TheoremQA/default/test": [
+        {"Question": "What is 6 times 7?", "Answer": "42", "Answer_type": "integer", "Picture": False},
+        {"Question": "Is 7 a prime number?", "Answer": "True", "Answer_type": "bool", "Picture": False}],
     "Idavidrein/gpqa/gpqa_diamond/train": [{"Question": f"What is {i} squared?", "Correct Answer": str(i * i),
                                             "Incorrect Answer 1": str(i + 1), "Incorrect Answer 2": str(2 * i + 3),
                                             "Incorrect Answer 3": str(i * i + 5)} for i in range(2, 4)],
@@ -208,7 +218,7 @@ def conversion_data(folder):
     return data
 
 
-@pytest.mark.slow  # seven lm-eval tasks on a tiny model, two of them generating
+@pytest.mark.slow  # the lm-eval rows on a tiny model, four of them generating
 def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, monkeypatch, capsys):
     from path_eval.api import load_results
 
@@ -220,8 +230,17 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
                  "--bootstrap-iters", "0"]) == 0
     records = {(r.task, r.metric): r for r in load_records(out)}
     assert set(records) == {("t4_gsm8k", "exact_match"), ("t5_gsm8k", "exact_match"), ("t5_mmlu_anatomy", "acc"),
-                            ("t5_hellaswag", "acc_norm"), ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")} | \
+                            ("t5_theoremqa", "theoremqa_accuracy"), ("t5_hellaswag", "acc_norm"),
+                            ("t5_winogrande", "acc"), ("t5_gpqa_diamond", "acc"), ("t5_math", "exact_match")} | \
         {(f"t5_math_{s}", "exact_match") for s in MATH_SUBJECTS}
+    # TheoremQA: each logged response scored by the original's rule, their mean the record
+    logged = [json.loads(line) for line in (out / "samples" / "tiny" / "t5_theoremqa.jsonl").read_text().splitlines()]
+    rows = FIXTURE_ROWS["TIGER-Lab/TheoremQA/default/test"]
+    scores = [theoremqa_accuracy(row["response"][0], rows[row["doc_id"]]["Answer"], rows[row["doc_id"]]["Answer_type"])
+              for row in logged]
+    assert len(scores) == 2 and records["t5_theoremqa", "theoremqa_accuracy"].value == sum(scores) / 2
+    prompt = logged[0]["request"][0][0]  # (context, generation options)
+    assert prompt == f"{INSTRUCTION}\n\nProblem:\nWhat is 6 times 7?\nSolution:"
     assert records["t5_math_algebra", "exact_match"].n == 1
     assert records["t5_gsm8k", "exact_match"].provenance.num_fewshot == 5
     # MATH's column: the mean over its problems, each subject weighed by its count (lm-eval's weight_by_size)
@@ -245,12 +264,13 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
     assert header == ("PaTH paper Table 5: Qwen2.5-7B-Instruct converted to PaTH,MMLU,HellaSwag,Winogrande,"
                       "GPQA Diamond,TheoremQA,GSM8K,MATH,HumanEval,MBPP,RULER 4K")
     assert row == ",".join(["tiny", "-", shown["t5_hellaswag", "acc_norm"], shown["t5_winogrande", "acc"],
-                            shown["t5_gpqa_diamond", "acc"], "-", shown["t5_gsm8k", "exact_match"],
+                            shown["t5_gpqa_diamond", "acc"], shown["t5_theoremqa", "theoremqa_accuracy"],
+                            shown["t5_gsm8k", "exact_match"],
                             shown["t5_math", "exact_match"], "-", "-", "-"])
     md = load_results(out).report("conversion", "markdown")
     assert "**PaTH paper Table 4: SmolLM2-1.7B converted to PaTH**" in md and "the paper leaves unsaid" in md
     assert f"| tiny | - | {shown['t5_hellaswag', 'acc_norm']} |" in md
-    assert "not reproduced: TheoremQA" in md and "CAUTION: the runs used limit=['2'], the paper None" in md
+    assert "not reproduced" not in md and "CAUTION: the runs used limit=['2'], the paper None" in md
     latex = load_results(out).report("conversion", "latex")
     assert latex.count(r"\begin{tabular}") == 2 and "% PaTH paper Table 5: Qwen2.5-7B-Instruct" in latex
     assert f"tiny & - & {shown['t5_hellaswag', 'acc_norm']} &" in latex
@@ -289,7 +309,7 @@ def test_the_layout_places_each_model_in_its_table_beside_the_paper_rows():
                          ["Student PaTH (paper)", "73.28", "84.83", "68.9", "34.34", "21.88", "80.67", "65.38", "77.44",
                           "75.1", "93.24"]]
     assert "measured here: smol;" in note4 and "measured here: qwen, only_gsm8k;" in note5
-    assert "not reproduced: TheoremQA" in note5
+    assert "not reproduced" not in note4 + note5
     assert "the paper leaves unsaid" in note4 and "CAUTION" not in note4 + note5
 
 
