@@ -10,10 +10,12 @@ as a system message. Questions with a picture (the hub's `Picture`) are asked as
 counted, as the original's text-only models are scored on all 800."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from path_eval.data import DatasetSplit, require
+from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import lm_eval_metric_list, metric_entry
 from path_eval.tasks.lm_eval_tasks import LmEvalTask
 
@@ -28,6 +30,7 @@ INSTRUCTION = ("Solve the following problem. Finish your solution with a sentenc
 # The original's budget for chat models (run_gpt.py's max_tokens; its few-shot run of open models, 2048).
 MAX_NEW_TOKENS = 1024
 METRIC = "theoremqa_accuracy"
+FIELDS = ("Question", "Answer", "Answer_type")  # what the prompt and the scorer read of a row
 
 
 def prompt(doc: dict) -> str:
@@ -42,6 +45,7 @@ def score(doc: dict, results: list[str]) -> dict[str, float]:
 def build_theoremqa_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTask:
     """The task's lm-eval config over the local rows (missing: one line naming `download`)."""
     file = require(SPLIT, data_dir, suite)
+    check_fields(file)
     config = {
         "task": spec.name, "dataset_path": "json", "dataset_name": None,
         "dataset_kwargs": {"data_files": {"test": str(file)}}, "test_split": "test",
@@ -51,3 +55,20 @@ def build_theoremqa_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTa
         "num_fewshot": 0, "repeats": 1, "metadata": {"version": 1.0},
     }
     return LmEvalTask(spec, config, [SPLIT], [file], lm_eval_name=spec.name)
+
+
+def check_fields(file: Path) -> None:
+    """The rows carry the fields the prompt and the scorer read, checked on the first row before any
+    model loads: the hub's field names were read from loaders of the dataset, not from its card, so
+    a renamed field is one line here rather than a KeyError mid-run."""
+    with open(file, encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        row = json.loads(first)
+    except ValueError:
+        row = None
+    missing = [field for field in FIELDS if not isinstance(row, dict) or field not in row]
+    if missing:
+        raise PathEvalError(f"{file}: TheoremQA's rows lack {', '.join(missing)} (fields: "
+                            f"{', '.join(row) if isinstance(row, dict) else 'none'}): the hub's rows changed "
+                            "shape; report it, naming these fields")

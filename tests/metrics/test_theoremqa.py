@@ -84,3 +84,17 @@ def test_ground_truths_as_the_hub_writes_them():
     assert number_of("1.5e3") == 1500 and number_of("2.0") == 2 and number_of("a") is None
     assert theoremqa_accuracy("Therefore, the answer is 3.", "3", "integer") == 1.0
     assert metric_entry("theoremqa_accuracy").function is theoremqa_accuracy
+
+
+def test_rows_without_the_fields_read_are_one_line_before_a_model_loads(tmp_path):
+    """The hub's field names came from loaders of the dataset: a renamed field is named, not a KeyError
+    mid-run."""
+    from path_eval.errors import PathEvalError
+    from path_eval.tasks.theoremqa import check_fields
+
+    good, renamed = tmp_path / "good.jsonl", tmp_path / "renamed.jsonl"
+    good.write_text('{"Question": "1+1?", "Answer": "2", "Answer_type": "integer", "Picture": false}\n')
+    renamed.write_text('{"question": "1+1?", "Answer": "2", "answer_type": "integer"}\n')
+    check_fields(good)
+    with pytest.raises(PathEvalError, match="lack Question, Answer_type .*fields: question, Answer, answer_type"):
+        check_fields(renamed)
