@@ -2,7 +2,8 @@
 
 Records {"op", "impl", "B", "H", "T", "D", "dtype", "ms", "fa_equiv_tflops"} (PaTH forwards also
 "super_chunks": the coarse walk's chunks per super-chunk, 1 for none); ops path_fwd,
-path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128), path_prefill_chunk
+path_fox_fwd, fox_fwd, attn_fwd (B x T = 64K tokens, 32 heads of 64 / 16 of 128; or a fixed
+`--batch` and `--heads`, as the PaTH paper's Figure 1: batch 32, 32 heads of 64), path_prefill_chunk
 (64K tokens in 8K chunks on a cache, vs one forward) and path_decode (per token, one layer of a
 760M-shaped model: 24 heads of 64, cache of T tokens; impl "path-eval" eager, "path-eval graph"
 replayed from a CUDA graph, with "splits" the cache splits); path_prep times our preparation alone (the
@@ -149,9 +150,9 @@ def check(args, out):
 def bench_forward(args, out, save):
     recs = out["records"]
     for D in args.head_dims:
-        H = 32 if D == 64 else 16
+        H = args.heads or (32 if D == 64 else 16)
         for T in args.lengths:
-            B = TOKENS // T
+            B = args.batch or TOKENS // T
             flops = 4 * B * H * T * T * D / 2
             for op, (transform, gate) in GATED.items():
                 if op not in args.ops:
@@ -334,6 +335,10 @@ def main(argv=None) -> None:
     p.add_argument("--head-dims", default="64,128", help="the forward part's head dims, in this order")
     p.add_argument("--super-chunks", default="",
                    help="coarse-walk sizes S to time beside the default for PaTH forwards, e.g. 1,4,8")
+    p.add_argument("--batch", type=int, default=0,
+                   help="the forward part's batch at every length (0: B x T = 64K tokens); the PaTH paper's "
+                        "Figure 1 times batch 32, 32 heads of 64, 1K-16K: --batch 32 --heads 32 --head-dims 64")
+    p.add_argument("--heads", type=int, default=0, help="the forward part's heads (0: 32 of 64, 16 of 128)")
     p.add_argument("--no-fla", action="store_true", help="leave fla's kernels out (timings and checks)")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
@@ -352,6 +357,8 @@ def main(argv=None) -> None:
     args.head_dims = [int(d) for d in args.head_dims.split(",")]
     if set(args.head_dims) - {64, 128}:
         p.error(f"--head-dims takes 64 and 128 (the heads of 64K-token calls: 32 of 64, 16 of 128), not {args.head_dims}")
+    if args.batch < 0 or args.heads < 0:
+        p.error(f"--batch and --heads take counts of 1 or more (0: the defaults), not {args.batch}, {args.heads}")
     args.super_chunks = [int(s) for s in args.super_chunks.split(",") if s]
     if any(s < 1 for s in args.super_chunks):
         p.error(f"--super-chunks takes sizes of 1 or more, not {args.super_chunks}")

@@ -22,3 +22,11 @@ def test_a_model_the_scoring_profile_cannot_build_is_one_line():
         scoring_profile.main(["--models", "path,llama"])
     with pytest.raises(SystemExit, match="^--length 1: score a block of at least 2 tokens$"):
         scoring_profile.main(["--length", "1"])
+
+
+def test_a_negative_batch_or_head_count_for_the_kernels_bench_is_one_line(capsys):
+    from benchmarks import kernels
+
+    with pytest.raises(SystemExit):
+        kernels.main(["--parts", "forward", "--batch", "-1"])
+    assert "--batch and --heads take counts of 1 or more (0: the defaults), not -1, 0" in capsys.readouterr().err
