@@ -35,7 +35,7 @@ MALFORMED = {
     "unknown key": ("name: s\ndescription: d\ncolour: red\ntasks: [{name: piqa, lm_eval_task: piqa, metrics: [acc]}]\n",
                     "colour"),
     "two task kinds": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, generator: phonebook, "
-                       "metrics: [acc]}]\n", "exactly one of lm_eval_task, generator, corpus, flipflop, a5, mqrar and code"),
+                       "metrics: [acc]}]\n", "exactly one of lm_eval_task, generator, corpus, flipflop, a5, mqrar, code and theoremqa"),
     "no tasks": ("name: s\ndescription: d\ntasks: []\n", "tasks"),
     "repeated task": ("name: s\ndescription: d\ntasks: [{name: t, lm_eval_task: piqa, metrics: [acc]}, "
                       "{name: t, lm_eval_task: arc_easy, metrics: [acc]}]\n", "task names repeat"),
