@@ -95,6 +95,14 @@ def save_tiny_model(path: Path, variant: str = "path", seed: int = 0) -> Path:
     return Path(path)
 
 
+def write_piqa(data_dir: Path, rows: list[dict]) -> Path:
+    """PIQA's validation rows where `download --suite table2` puts them."""
+    file = Path(data_dir) / "baber" / "piqa" / "default" / "validation.jsonl"
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return file
+
+
 def spread_weights(model, std: float):
     """Every matrix redrawn from N(0, std), in parameter order: random init leaves attention close
     to uniform, which would hide differences between variants and backends."""

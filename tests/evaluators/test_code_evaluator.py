@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from path_eval.cli import main
-from path_eval.models.random_checkpoint import random_model
 from path_eval.results import load_records
 from path_eval.results.rescore import rescore
 from path_eval.tasks import code
 from tests import code_sandbox
+from tests.helpers import save_tiny_model, write_piqa
 
 pytestmark = pytest.mark.slow  # a tiny model generates for ten HumanEval problems
 
@@ -31,10 +31,8 @@ PIQA_ROWS = [{"goal": "Keep soup warm", "sol1": "Put the lid on the pot.", "sol2
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
-    random_model("path", "tiny", seed=5).save_pretrained(tmp_path / "model")
-    piqa = tmp_path / "data" / "baber" / "piqa" / "default" / "validation.jsonl"
-    piqa.parent.mkdir(parents=True)
-    piqa.write_text("".join(json.dumps(row) + "\n" for row in PIQA_ROWS))
+    save_tiny_model(tmp_path / "model", seed=5)
+    write_piqa(tmp_path / "data", PIQA_ROWS)
     return tmp_path
 
 

@@ -1,13 +1,11 @@
 """A suite mixing lm-eval tasks with generated ones: each evaluator makes its own `simple_evaluate`
 call, both through the model's one resume cache and under the run's seed. The mixed run gives the
 records of each task run alone, and a second run of it computes nothing and gives the same records."""
-import json
-
 import pytest
 
-from path_eval.models.random_checkpoint import random_model
 from path_eval.cli import main
 from path_eval.results import load_records
+from tests.helpers import save_tiny_model, write_piqa
 
 pytestmark = pytest.mark.slow  # three short runs on a tiny model
 
@@ -35,10 +33,8 @@ def run(suite, folder, out):
 
 def test_mixed_suite_matches_its_tasks_alone_and_resumes_from_its_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
-    random_model("path", "tiny", seed=5).save_pretrained(tmp_path / "model")
-    piqa = tmp_path / "data" / "baber" / "piqa" / "default" / "validation.jsonl"
-    piqa.parent.mkdir(parents=True)
-    piqa.write_text("".join(json.dumps(row) + "\n" for row in PIQA_ROWS))
+    save_tiny_model(tmp_path / "model", seed=5)
+    write_piqa(tmp_path / "data", PIQA_ROWS)
     mixed = suite_file(tmp_path, "mixed", TASKS)
     together = run(mixed, tmp_path, tmp_path / "mixed")
     alone = run(suite_file(tmp_path, "piqa_only", TASKS.splitlines(keepends=True)[0]), tmp_path, tmp_path / "a")
