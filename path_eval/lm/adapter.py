@@ -304,15 +304,18 @@ class PathEvalLM(TemplateLM):
         decoded to text, joined and encoded again (so the count can differ from `keep` by a token or
         two), the middle being where its tasks put the least crucial text. With `user_turn` (the
         option `chat_user_turn`) the text so cut goes in a chat's user turn, as pred.py's `build_chat`
-        after its cut."""
-        tokens = self.tok_encode(text)
-        if keep is not None and len(tokens) > keep:
-            half = keep // 2
-            text = self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:])
+        after its cut. The final text alone is encoded for the result (a long prompt's encoding costs
+        as much as the rest of its handling)."""
+        if keep is not None:
             tokens = self.tok_encode(text)
+            if len(tokens) <= keep and not user_turn:
+                return tokens
+            if len(tokens) > keep:
+                half = keep // 2
+                text = self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:])
         if user_turn:
-            tokens = self.tok_encode(self.apply_chat_template(user_messages(text, self.system_instruction)))
-        return tokens
+            text = self.apply_chat_template(user_messages(text, self.system_instruction))
+        return self.tok_encode(text)
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         costs = self.token_costs("prompt", requests, lambda r: _prompt_key(r.args), self.prompt_tokens,
