@@ -16,14 +16,19 @@ from path_eval.tasks import LmEvalTask, build_task
 
 
 class LmEvalEvaluator:
+    """lm-eval's tasks; the kinds that run their own configs over local rows through `simple_evaluate`
+    (code, TheoremQA) are this evaluator with another `task`."""
+
     def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
         return []  # lm-eval reads the data files as they are
 
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
-        plan = context.plan
-        tasks = [build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit,
-                            chat=plan.chat is not None) for item in items]
-        return evaluate_tasks(lm, tasks, context)
+        return evaluate_tasks(lm, [self.task(lm, item, context.plan) for item in items], context)
+
+    def task(self, lm, item: PlannedItem, plan) -> LmEvalTask:
+        """The config `simple_evaluate` gets for one plan item."""
+        return build_task(plan.spec(item), plan.data_dir, plan.suite, item.length, plan.seed, plan.limit,
+                          chat=plan.chat is not None)
 
 
 def evaluate_tasks(lm, tasks: list[LmEvalTask], context: EvaluationContext) -> list[TaskResult]:

@@ -2,17 +2,12 @@
 (path_eval/tasks/theoremqa.py)."""
 from __future__ import annotations
 
-from path_eval.evaluators.interface import EvaluationContext, FrozenSet, TaskResult
-from path_eval.evaluators.lm_eval import evaluate_tasks
+from path_eval.evaluators.lm_eval import LmEvalEvaluator
 from path_eval.plan import PlannedItem
+from path_eval.tasks.lm_eval_tasks import LmEvalTask
 from path_eval.tasks.theoremqa import build_theoremqa_task
 
 
-class TheoremQAEvaluator:
-    def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
-        return []  # lm-eval reads the rows as they are
-
-    def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
-        plan = context.plan
-        tasks = [build_theoremqa_task(plan.spec(item), plan.data_dir, plan.suite.command_name) for item in items]
-        return evaluate_tasks(lm, tasks, context)
+class TheoremQAEvaluator(LmEvalEvaluator):
+    def task(self, lm, item: PlannedItem, plan) -> LmEvalTask:
+        return build_theoremqa_task(plan.spec(item), plan.data_dir, plan.suite.command_name)
