@@ -101,17 +101,30 @@ def run_workers(shares: list[list[list[str]]], logs: Path) -> None:
         raise SystemExit(f"workers {failed} failed: see {logs}/worker*.log")
 
 
-def deal(models: list[Planned], workers: int) -> list[list[Planned]]:
-    """Round-robin in plan order, the costly MQRAR models first, so every worker gets a like mix."""
-    ordered = sorted(models, key=lambda m: m.task != "mqrar")
-    return [ordered[i::workers] for i in range(workers)]
+def model_cost(trial: dict | None, model: Planned) -> float:
+    """A model's projected seconds at the recipe's steps: the trial's step time for its task and
+    variant, or the recipe's steps alone (a relative cost) without a trial."""
+    step_s = trial["step_s"][f"{model.task}/{model.variant}"] if trial else 1.0
+    return step_s * RECIPE[model.task]["steps"]
+
+
+def deal(models: list[Planned], workers: int, trial: dict | None = None) -> list[list[Planned]]:
+    """Longest first, each model to the worker with the least work so far: the shares end together,
+    so no variant's models (PaTH's steps are the slowest) run past a deadline the others meet."""
+    shares: list[list[Planned]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for model in sorted(models, key=lambda m: -model_cost(trial, m)):
+        worker = loads.index(min(loads))
+        shares[worker].append(model)
+        loads[worker] += model_cost(trial, model)
+    return shares
 
 
 def fitted_steps(trial: dict, models: list[Planned], workers: int, seconds: float) -> dict[str, int]:
     """Each task's steps, the recipe's scaled by one factor for every task (never up) so that the
-    plan's projected wall time with `workers` fits `seconds`: every variant keeps one budget."""
-    serial = sum(trial["step_s"][f"{m.task}/{m.variant}"] * RECIPE[m.task]["steps"] for m in models)
-    factor = min(1.0, seconds * workers / serial) if serial else 1.0
+    busiest worker's projected time fits `seconds`: every variant keeps one budget."""
+    busiest = max((sum(model_cost(trial, m) for m in share) for share in deal(models, workers, trial)), default=0.0)
+    factor = min(1.0, seconds / busiest) if busiest else 1.0
     return {task: max(100, int(recipe["steps"] * factor) // 100 * 100) for task, recipe in RECIPE.items()}
 
 
@@ -162,12 +175,12 @@ def main() -> None:
                           "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
         return
     steps = {task: recipe["steps"] for task, recipe in RECIPE.items()}
-    if args.fit:
-        steps = fitted_steps(json.loads(Path(args.fit).read_text()), models, args.workers, args.fit_s)
+    trial = json.loads(Path(args.fit).read_text()) if args.fit else None
+    if trial:
+        steps = fitted_steps(trial, models, args.workers, args.fit_s)
     print(json.dumps({"steps": steps, "models": len(models), "workers": args.workers}), flush=True)
     run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s, heads=heads(m))
-                  for m in share] for share in deal(models, args.workers)], out / "logs")
-
+                  for m in share] for share in deal(models, args.workers, trial)], out / "logs")
 
 if __name__ == "__main__":
     run_cli(main)

@@ -6,8 +6,8 @@
 # standard library's .py files that corpus.code_files selects) and text.tar.xz (docs/: the prose
 # `python -m training.text_sources` fetched).
 #
-# The windows are built while every variant's process compiles its kernels (each then waits for
-# them); the four variants train at once as processes of their own (a small model leaves most of an
+# The windows are built (training/gpu_stream.sh, unless an earlier call on the same host started
+# them) while every variant's process compiles its kernels (each then waits for them); the four variants train at once as processes of their own (a small model leaves most of an
 # H200 idle, and a failing kernel poisons only its own CUDA context), on the same windows in the
 # same order. REPLICAS=2 trains every variant twice with the same command, the second set into
 # retrain1/ (what a retrain gives: GPU kernels do not add in a fixed order). At most 8 files come back
@@ -25,15 +25,9 @@ stamp() { echo "[$(date +%T)] $*"; }
 progress=$!
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, triton, transformers, fla, tokenizers; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__, 'tokenizers', tokenizers.__version__)"
-stamp "unpacking the training text"
-mkdir -p $W/data $W/code $W/text
-tar -xJf "$C/data.tar.xz" -C $W/data && tar -xJf "$C/stdlib.tar.xz" -C $W/code && tar -xJf "$C/text.tar.xz" -C $W/text || exit 1
+stamp "the training windows ($((STEPS * BATCH)) of $LENGTH tokens), compiling beside them"
+NICE=0 bash training/gpu_stream.sh "$C" $((STEPS * BATCH)) $LENGTH $SEED || exit 1
 tokenizer=path_eval/zoo/models/rope  # the zoo's BPE (every language model's folder holds the same one)
-stamp "building $((STEPS * BATCH)) windows of $LENGTH tokens, compiling beside it"
-( python3 -m training.corpus --data-dir $W/data --code-dir $W/code/stdlib --text-dir $W/text \
-    --tokenizer $tokenizer --length $LENGTH --windows $((STEPS * BATCH)) --seed $SEED --out $W/stream.npy \
-    > $W/logs/stream.part 2> $W/logs/stream.err && mv $W/logs/stream.part $W/logs/stream.json ) &
-corpus=$!
 pids=()
 for replica in $(seq 1 $REPLICAS); do
   folder=$W/models; [ $replica = 1 ] || folder=$W/models/retrain$((replica - 1))
@@ -44,9 +38,8 @@ for replica in $(seq 1 $REPLICAS); do
     pids+=($!)
   done
 done
-wait $corpus || { stamp "building the windows failed"; cat $W/logs/stream.err; }
-cat $W/logs/stream.json 2>/dev/null; stamp "windows built"
 wait "${pids[@]}"
+cat $W/logs/stream.json 2>/dev/null || { stamp "building the windows failed"; tail -5 $W/logs/stream.err; }
 stamp "trained"
 for f in $W/logs/*.log; do echo "== $f"; grep -E '"(step": (1|10),|compiled_s)' "$f" | cut -c1-200; tail -1 "$f" | cut -c1-900; done
 for v in $VARIANTS; do (cd $W/models && tar -cf "$OUT/$v.tar" $v $(ls -d retrain*/$v 2>/dev/null)); done

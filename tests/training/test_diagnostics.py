@@ -29,11 +29,17 @@ def test_every_variant_has_the_same_models_budget_and_seeds():
     assert {m.options["mqrar_n"] for m in models if m.task == "mqrar"} == {1, 2, 3, 4}
 
 
-def test_each_worker_gets_a_like_mix_and_every_model_once():
+def test_shares_hold_every_model_once_and_end_together():
     models = diagnostics.plan()
-    shares = diagnostics.deal(models, 12)
+    # PaTH's steps twice as slow as the others': dealing by cost, not by position in the plan
+    trial = {"step_s": {f"{task}/{variant}": 0.02 if variant.startswith("path") else 0.01
+                        for task in diagnostics.RECIPE for variant in VARIANTS}}
+    shares = diagnostics.deal(models, 12, trial)
     assert sorted(m.name for share in shares for m in share) == sorted(m.name for m in models)
-    assert {sum(m.task == "mqrar" for m in share) for share in shares} == {4}
+    loads = [sum(diagnostics.model_cost(trial, m) for m in share) for share in shares]
+    largest_model = max(diagnostics.model_cost(trial, m) for m in models)
+    assert max(loads) - min(loads) <= largest_model
+    assert all({m.variant for m in share} != {"path"} for share in shares)  # no worker of PaTH alone
 
 
 def test_a_card_command_trains_the_same_model_again():
@@ -77,3 +83,13 @@ def test_fitting_scales_every_task_by_one_factor_and_never_up():
     assert steps == {task: recipe["steps"] // 2 for task, recipe in diagnostics.RECIPE.items()}
     assert diagnostics.fitted_steps(trial, models, workers=12, seconds=10 * serial) == \
         {task: recipe["steps"] for task, recipe in diagnostics.RECIPE.items()}
+
+
+def test_fitting_fits_the_busiest_worker_not_the_mean():
+    models = diagnostics.plan()
+    trial = {"step_s": {f"{task}/{variant}": 0.03 if variant == "path" else 0.01
+                        for task in diagnostics.RECIPE for variant in VARIANTS}}
+    steps = diagnostics.fitted_steps(trial, models, workers=12, seconds=100.0)
+    shares = diagnostics.deal(models, 12, trial)
+    busiest = max(sum(trial["step_s"][f"{m.task}/{m.variant}"] * steps[m.task] for m in share) for share in shares)
+    assert busiest <= 100.0 and steps["a5"] == steps["mqrar"]
