@@ -2,7 +2,7 @@
 # The state-tracking diagnostics on one GPU (the H200 device tool), run from the repository root with
 # the wheels installed and PYTHONPATH holding the root, within one device call (BUDGET_S, the call's
 # 600 s less a margin): a check that fla's PaTH trains at head dim 128 (MQRAR's 2 heads of 128; else
-# 4 heads of 64, a departure every MQRAR card names), a timing trial of every task and variant, the
+# 4 heads of 64, a departure every MQRAR card names; MQRAR_HEADS=4 skips the check), a timing trial of every task and variant, the
 # models trained with the recipe's steps scaled by one factor to fit what the budget leaves
 # (training/diagnostics.py; every variant keeps one budget), the `state_tracking` suite run on them
 # and on the zoo's flip-flop models, and its report. The weights stay on the host (about 400 MB);
@@ -15,10 +15,11 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W
 REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-110}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}
-export OMP_NUM_THREADS=1
+# autotuning results on disk: the trial's processes tune each kernel once, the workers read them
+export OMP_NUM_THREADS=1 TRITON_CACHE_AUTOTUNING=1
 stamp() { echo "[$(date +%T) +${SECONDS}s] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-if [ "$RESUME" = 0 ]; then
+if [ "$RESUME" = 0 ] && [ "$MQRAR_HEADS" = 2 ]; then
   stamp "fla's PaTH at MQRAR's shape (2 heads of 128): one forward and backward"
   if ! timeout 120 python3 - > $W.probe.log 2>&1 <<'PY'
 import torch
@@ -30,12 +31,14 @@ with torch.autocast("cuda", dtype=torch.bfloat16):
 torch.cuda.synchronize()
 print("PaTH at head dim 128: forward and backward ran")
 PY
-  then MQRAR_HEADS=4; tail -3 $W.probe.log; stamp "head dim 128 failed: MQRAR with 4 heads of 64"
+  then MQRAR_HEADS=4; tail -3 $W.probe.log; stamp "head dim 128: no forward and backward within 120 s; MQRAR with 4 heads of 64"
   else cat $W.probe.log; fi
+fi
+if [ "$RESUME" = 0 ]; then
   stamp "trial: a few steps of each task and variant, at once"
-  timeout 150 python3 -m training.diagnostics trial --workers $WORKERS --mqrar-heads $MQRAR_HEADS --out $W \
+  timeout ${TRIAL_S:-240} python3 -m training.diagnostics trial --workers $WORKERS --mqrar-heads $MQRAR_HEADS --out $W \
     2> $W.trial.err | tail -1 > $OUT/trial.json
-  cat $OUT/trial.json; [ -s $OUT/trial.json ] || { tail -20 $W.trial.err; exit 1; }
+  cat $OUT/trial.json; [ -s $OUT/trial.json ] || { tail -20 $W.trial.err; tar -cf $OUT/logs.tar -C $W/trial logs; exit 1; }
   # what is left once the suite's share is set aside; each worker's deadline a little inside it
   left=$((BUDGET_S - SECONDS - SUITE_S - 15)); fit=$((left * 5 / 6))
   stamp "training every model, fitted to ${fit}s (deadline ${left}s)"
