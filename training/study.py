@@ -1,8 +1,9 @@
 """A compact copy of a run folder, small enough to commit: the zoo study's per-sample logs hold every
 prompt (up to 16K tokens each, hundreds of MB in all), which the reports never read.
 
-The copy keeps results.json, plan.json, suite.json, timings.json and the per-position curves; in
-each per-sample log it replaces the prompt (`request`) and every long text of the sample (`doc`:
+The copy keeps results.json, plan.json, suite.json, timings.json and the per-position curves, and
+each per-sample log gzip-compressed (`NAME.jsonl.gz`, which every reader of the logs opens); in
+each it replaces the prompt (`request`) and every long text of the sample (`doc`:
 the input, the haystack), and a token-tagging sequence longer than 256 ids (`input`: MQRAR-N's), by
 its sha256 and length. The short fields stay (references, queries,
 sample length, the response and its scores), so `report`, `compare`, the paired tests and `rescore`
@@ -21,7 +22,9 @@ error pooled over reads.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import io
 import json
 import math
 import shutil
@@ -79,9 +82,11 @@ def compact_run(run: Path, copy: Path) -> int:
         shutil.copytree(run / "curves", copy / "curves")
     rows = 0
     for log in sorted((run / "samples").glob("*/*.jsonl")):
-        target = copy / "samples" / log.parent.name / log.name
+        target = copy / "samples" / log.parent.name / (log.name + ".gz")
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, encoding="utf-8") as source, open(target, "w", encoding="utf-8") as out:
+        # mtime 0: the same rows give the same bytes, so a recompacted run leaves git nothing to commit
+        with open(log, encoding="utf-8") as source, \
+                gzip.GzipFile(target, "wb", mtime=0) as raw, io.TextIOWrapper(raw, encoding="utf-8") as out:
             for line in source:
                 out.write(json.dumps(compact_row(json.loads(line)), ensure_ascii=False) + "\n")
                 rows += 1

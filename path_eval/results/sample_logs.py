@@ -1,7 +1,10 @@
 """A run's per-sample logs read back (OUT/samples/<model>/<name>.jsonl, one JSON line per sample, as
-the evaluators write them through `path_eval.samples`): by rescore and by the reports' paired tests."""
+the evaluators write them through `path_eval.samples`): by rescore and by the reports' paired tests.
+A committed compact copy of a run (training/study.py) holds them gzip-compressed, <name>.jsonl.gz,
+read the same way."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -26,8 +29,9 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
         raise PathEvalError(f"no per-sample log {file}: give the run folder with the samples/ folder the run wrote "
                             "beside its results.json")
     try:
-        rows = [json.loads(line) for line in file.read_text(encoding="utf-8").split("\n") if line.strip()]
-    except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, or nested past Python's limit
+        data = gzip.decompress(file.read_bytes()) if file.suffix == ".gz" else file.read_bytes()
+        rows = [json.loads(line) for line in data.decode("utf-8").split("\n") if line.strip()]
+    except (ValueError, RecursionError, EOFError, OSError) as err:  # not gzip, UTF-8 or JSON, or nested too deep
         raise PathEvalError(f"per-sample log {file} is not JSON lines ({str(err).split(':')[0]}): give the "
                             "samples/ folder the run wrote, or run it again") from None
     not_sample = next((row for row in rows if not isinstance(row, dict)), None)
@@ -40,4 +44,7 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
 
 
 def sample_log_file(run: Path, model: str, name: str) -> Path:
-    return run_folder.sample_log(run, model, name)
+    """The log as the run wrote it, else its compressed form where only that exists."""
+    file = run_folder.sample_log(run, model, name)
+    compressed = file.with_name(file.name + ".gz")
+    return compressed if not file.is_file() and compressed.is_file() else file
