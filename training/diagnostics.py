@@ -156,21 +156,25 @@ def main() -> None:
             print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision)))
         return
     if args.command == "trial":
-        # One model of each task and variant (the deepest A5), trial steps each, all at once as a
-        # full run's workers would be; the projection scales each model's measured step time.
+        # One model of each task and variant (the deepest A5), trial steps each, repeated to as many
+        # processes at once as the training's workers: step times under the training's contention
+        # (the GPU time-sliced between processes), each the mean over its replicas.
         probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
                                         and m.options["mqrar_n"] == 1) and m.seed == 0]
+        replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers))]
         started = time.time()
-        run_workers([[p.arguments(out / "trial", args.revision, steps=args.trial_steps, heads=heads(p))]
-                     for p in probes],
+        run_workers([[p.arguments(out / "trial" / f"r{i}", args.revision, steps=args.trial_steps, heads=heads(p))]
+                     for i, p in enumerate(replicas)],
                     out / "trial" / "logs")
-        step_s = {}
-        for probe in probes:
-            card = json.loads((out / "trial" / probe.name / "model_card.json").read_text())
+        measured: dict[tuple[str, str], list[float]] = {}
+        for i, probe in enumerate(replicas):
+            card = json.loads((out / "trial" / f"r{i}" / probe.name / "model_card.json").read_text())
             # from step 21 on (the card's throughput): the first steps compile the kernels
-            step_s[(probe.task, probe.variant)] = card["batch_windows"] * card["training_length"] / card["tokens_per_s"]
+            measured.setdefault((probe.task, probe.variant), []).append(
+                card["batch_windows"] * card["training_length"] / card["tokens_per_s"])
+        step_s = {key: sum(times) / len(times) for key, times in measured.items()}
         total = sum(step_s[(m.task, m.variant)] * RECIPE[m.task]["steps"] for m in models)
-        print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "concurrent": len(probes),
+        print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "concurrent": len(replicas),
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
                           "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
         return

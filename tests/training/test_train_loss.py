@@ -1,0 +1,73 @@
+"""The training loss at labelled positions against its definition (cross-entropy over the full
+logits, ignore_index -100), and the pinned autotuner's choice against the rule written out by hand."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+triton = pytest.importorskip("triton")
+
+from path_eval.errors import PathEvalError  # noqa: E402
+from training.autotune import pin_autotuning, pinned_config  # noqa: E402
+from training.train import build_model, labelled_loss  # noqa: E402
+
+
+def test_labelled_loss_and_its_gradients_equal_full_logits_cross_entropy():
+    torch.manual_seed(0)
+    model = build_model("rope", 50, layers=2, hidden=64, heads=2, bos=1, eos=2, pad=0).double()
+    inputs = torch.randint(3, 50, (3, 17))
+    targets = torch.randint(3, 50, (3, 17)).masked_fill(torch.rand(3, 17) < 0.6, -100)
+    loss = labelled_loss(model, inputs, targets)
+    loss.backward()
+    ours = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    logits = model(input_ids=inputs, use_cache=False).logits
+    reference = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+    reference.backward()
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
+    for got, want in zip(ours, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def configs(**lists):
+    """triton.Configs over every combination, in the order fla's decorators list them."""
+    import itertools
+
+    warps, stages = lists.pop("num_warps", [4]), lists.pop("num_stages", [3])
+    names = list(lists)
+    return [triton.Config(dict(zip(names, values)), num_warps=w, num_stages=s)
+            for values in itertools.product(*lists.values()) for w in warps for s in stages]
+
+
+@pytest.mark.parametrize("lists, expected", [
+    ({"num_warps": [1, 2, 4, 8], "num_stages": [2, 3, 4, 5]}, ({}, 4, 2)),
+    ({"BK": [32, 64, 128], "num_warps": [2, 4, 8], "num_stages": [2, 3, 4]}, ({"BK": 64}, 4, 2)),
+    ({"BT": [32, 64, 128, 256], "num_warps": [2, 4, 8], "num_stages": [1, 2, 3, 4]}, ({"BT": 64}, 4, 2)),
+    ({"BD": [16, 32, 64, 128], "num_warps": [8, 16, 32]}, ({"BD": 64}, 8, 3)),
+    ({"DOT_PRECISION": ["ieee", "tf32"], "num_warps": [1, 2, 4, 8], "num_stages": [2, 3]},
+     ({"DOT_PRECISION": "ieee"}, 4, 2)),
+])
+def test_the_pinned_config_is_the_nearest_the_middle_and_the_first_on_ties(lists, expected):
+    chosen = pinned_config(configs(**lists))
+    assert (chosen.kwargs, chosen.num_warps, chosen.num_stages) == expected
+
+
+def test_pinned_autotuners_keep_one_config_and_refuse_after_fla(monkeypatch):
+    from triton.runtime.autotuner import Autotuner
+
+    monkeypatch.setattr(Autotuner, "__init__", Autotuner.__init__)  # restored after the test
+    monkeypatch.delitem(sys.modules, "fla", raising=False)
+    pin_autotuning()
+
+    @triton.autotune(configs=configs(BT=[32, 64], num_warps=[2, 4], num_stages=[1, 2]), key=["n"])
+    @triton.jit
+    def kernel(x, n, BT: triton.language.constexpr):
+        pass
+
+    assert [(c.kwargs, c.num_warps, c.num_stages) for c in kernel.configs] == [({"BT": 64}, 4, 2)]
+    monkeypatch.setitem(sys.modules, "fla", object())
+    with pytest.raises(PathEvalError, match="before the first import of fla"):
+        pin_autotuning()
