@@ -10,7 +10,7 @@
 #   - a timing trial of each task and variant (40 steps each, at once);
 #   - every model, the recipe's steps scaled by one factor to fit what the budget leaves
 #     (training/diagnostics.py; every variant keeps one budget);
-#   - the suite's A5 and MQRAR-N tasks on them, one process per task family, and the report.
+#   - the suite's A5 and MQRAR-N tasks on them (A5 in two processes: depths 1-2, 3-4), and the report.
 # Training processes pin each autotuned fla kernel to one launch configuration (training/autotune.py).
 # The weights stay on the host (about 400 MB). Back in $OUT: trial.json, cards.tar (every model's
 # model_card.json and README.md), logs.tar, runs.tar.xz (the run folders with their per-sample logs,
@@ -20,7 +20,7 @@
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
-REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-100}
+REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-80}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac
 only=${ONLY:+--only $ONLY}
@@ -63,18 +63,21 @@ if [ "$RESUME" = 0 ]; then
 fi
 suite=$((BUDGET_S - SECONDS - 15)); parts=()
 stamp "the state_tracking suite on the trained models (${suite}s)"
-for task in a5 mqrar; do
-  [ -n "$ONLY" ] && [ "$ONLY" != $task ] && continue
-  tasks=$([ $task = a5 ] && echo a5 || echo mqrar_1 mqrar_2 mqrar_3 mqrar_4)
-  timeout $suite python3 eval.py run --suite state_tracking --model $W/models/${task}* --tasks $tasks --device cuda \
-    --batch-size 64 --out $RUN/$task --quiet > $W.run_$task.log 2>&1 &
-  parts+=("$task:$!")
+# A5's 48 models in two processes (depths 1-2, 3-4), MQRAR's in one
+for part in a5_L12 a5_L34 mqrar; do
+  task=${part%%_*}; [ -n "$ONLY" ] && [ "$ONLY" != $task ] && continue
+  case $part in a5_L12) models="$W/models/a5_*_L1_* $W/models/a5_*_L2_*"; tasks=a5;;
+    a5_L34) models="$W/models/a5_*_L3_* $W/models/a5_*_L4_*"; tasks=a5;;
+    mqrar) models="$W/models/mqrar*"; tasks="mqrar_1 mqrar_2 mqrar_3 mqrar_4";; esac
+  timeout $suite python3 eval.py run --suite state_tracking --model $models --tasks $tasks --device cuda \
+    --batch-size 64 --out $RUN/$part --quiet > $W.run_$part.log 2>&1 &
+  parts+=("$part:$!")
 done
 [ -n "${flipflop:-}" ] && parts+=("flipflop:$flipflop")
 for part in "${parts[@]}"; do wait ${part#*:}; stamp "${part%%:*}: exit $?"; tail -3 $W.run_${part%%:*}.log; done
 python3 eval.py report $(for part in "${parts[@]}"; do echo $RUN/${part%%:*}; done) --layout state_tracking \
   --format markdown --plot $W/plots > $OUT/report.md
 cp $W/plots/state_tracking_figure2.png $OUT/figure2.png
-tar -cJf $OUT/runs.tar.xz -C $RUN --exclude=lm_eval --exclude=resume .
+XZ_OPT=-T0 tar -cJf $OUT/runs.tar.xz -C $RUN --exclude=lm_eval --exclude=resume .
 tail -25 $OUT/report.md
 ls -la $OUT; stamp "done"
