@@ -20,7 +20,7 @@
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
-REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-80}
+REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac
 only=${ONLY:+--only $ONLY}
