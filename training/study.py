@@ -2,14 +2,18 @@
 prompt (up to 16K tokens each, hundreds of MB in all), which the reports never read.
 
 The copy keeps results.json, plan.json, suite.json, timings.json and the per-position curves, and
-each per-sample log gzip-compressed (`NAME.jsonl.gz`, which every reader of the logs opens); in
-each it replaces the prompt (`request`) and every long text of the sample (`doc`:
-the input, the haystack), and a token-tagging sequence longer than 256 ids (`input`: MQRAR-N's), by
-its sha256 and length. The short fields stay (references, queries,
-sample length, the response and its scores), so `report`, `compare`, the paired tests and `rescore`
-read the copy as they read the run; a prompt is regenerated from its frozen key in suite.json and
-plan.json when wanted. Corpus blocks keep their rows (sums per bucket); their per-position .npy
-files, kept for resuming, are left out; lm-eval's own layout and the resume cache are left out.
+every per-sample log in one archive, samples.tar.xz, at its path under the run folder (which every
+reader of the logs opens): the models of a run share their samples, so one archive stores each
+input and target once (the state-tracking diagnostics score every A5 model on the same words). In
+each log it replaces the prompt (`request`) and every long text of
+the sample (`doc`: the input, the haystack) by its sha256 and length; the short fields stay
+(references, queries, sample length, a token-tagging sample's input and target ids, the response and
+its scores), so `report`, `compare`, the paired tests and `rescore` read the copy as they read the
+run; a prompt is regenerated from its frozen key in suite.json and plan.json when wanted. The archive
+is deterministic (sorted members, no times or owners): the same rows give the same bytes, so a
+recompacted run leaves git nothing to commit. Corpus blocks keep their rows (sums per bucket); their
+per-position .npy files, kept for resuming, are left out; lm-eval's own layout and the resume cache
+are left out.
 
 `summary` reads a (compact) run's per-sample logs, item by item of its plan, into one cell per
 model, task and length, for a run stopped before it wrote results.json: a generated task's metric averaged over its samples (and
@@ -22,15 +26,17 @@ error pooled over reads.
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import io
 import json
+import lzma
 import math
 import shutil
+import tarfile
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
+from path_eval.results.sample_logs import ARCHIVE
 from training import run_cli
 from benchmarks.markdown import kilo, load, percent, table
 from training.train import VARIANTS
@@ -46,8 +52,6 @@ def digest(text: str) -> dict:
 def compact_value(value):
     if isinstance(value, str) and len(value) > LONG_TEXT:
         return digest(value)
-    if isinstance(value, list) and len(value) > LONG_TEXT:  # a long sequence of ids (MQRAR-N's input)
-        return digest(json.dumps(value))
     if isinstance(value, dict):
         return {key: compact_value(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -81,15 +85,15 @@ def compact_run(run: Path, copy: Path) -> int:
     if (run / "curves").is_dir():
         shutil.copytree(run / "curves", copy / "curves")
     rows = 0
-    for log in sorted((run / "samples").glob("*/*.jsonl")):
-        target = copy / "samples" / log.parent.name / (log.name + ".gz")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # mtime 0: the same rows give the same bytes, so a recompacted run leaves git nothing to commit
-        with open(log, encoding="utf-8") as source, \
-                gzip.GzipFile(target, "wb", mtime=0) as raw, io.TextIOWrapper(raw, encoding="utf-8") as out:
-            for line in source:
-                out.write(json.dumps(compact_row(json.loads(line)), ensure_ascii=False) + "\n")
-                rows += 1
+    with tarfile.open(copy / ARCHIVE, "w:xz", preset=9 | lzma.PRESET_EXTREME, format=tarfile.GNU_FORMAT) as tar:
+        for log in sorted((run / "samples").glob("*/*.jsonl")):
+            with open(log, encoding="utf-8") as source:
+                lines = [json.dumps(compact_row(json.loads(line)), ensure_ascii=False) + "\n" for line in source]
+            data = "".join(lines).encode("utf-8")
+            entry = tarfile.TarInfo(log.relative_to(run).as_posix())
+            entry.size, entry.mode = len(data), 0o644
+            tar.addfile(entry, io.BytesIO(data))
+            rows += len(lines)
     return rows
 
 

@@ -1,11 +1,14 @@
 """A run's per-sample logs read back (OUT/samples/<model>/<name>.jsonl, one JSON line per sample, as
 the evaluators write them through `path_eval.samples`): by rescore and by the reports' paired tests.
-A committed compact copy of a run (training/study.py) holds them gzip-compressed, <name>.jsonl.gz,
-read the same way."""
+A committed compact copy of a run (training/study.py) holds them all in one archive beside its
+results.json, OUT/samples.tar.xz, at the same paths, read the same way: its models share their
+samples' inputs and targets, which one archive stores once."""
 from __future__ import annotations
 
-import gzip
+import functools
 import json
+import lzma
+import tarfile
 from pathlib import Path
 
 from path_eval import run_folder
@@ -25,13 +28,13 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
     a sample's text may hold the characters `str.splitlines` also breaks at (U+2028, U+0085, ...), which
     JSON writes as they are."""
     file = sample_log_file(run, model, name)
-    if not file.is_file():
+    data = file.read_bytes() if file.is_file() else archived_log(Path(run), file)
+    if data is None:
         raise PathEvalError(f"no per-sample log {file}: give the run folder with the samples/ folder the run wrote "
                             "beside its results.json")
     try:
-        data = gzip.decompress(file.read_bytes()) if file.suffix == ".gz" else file.read_bytes()
         rows = [json.loads(line) for line in data.decode("utf-8").split("\n") if line.strip()]
-    except (ValueError, RecursionError, EOFError, OSError) as err:  # not gzip, UTF-8 or JSON, or nested too deep
+    except (ValueError, RecursionError) as err:  # not UTF-8 or JSON, or nested too deep
         raise PathEvalError(f"per-sample log {file} is not JSON lines ({str(err).split(':')[0]}): give the "
                             "samples/ folder the run wrote, or run it again") from None
     not_sample = next((row for row in rows if not isinstance(row, dict)), None)
@@ -43,8 +46,45 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
     return rows
 
 
+ARCHIVE = "samples.tar.xz"  # a compact copy's logs, at their paths under the run folder
+
+
 def sample_log_file(run: Path, model: str, name: str) -> Path:
-    """The log as the run wrote it, else its compressed form where only that exists."""
+    """The log as the run wrote it, else (where only the compact copy's archive holds it) its path
+    inside the archive, OUT/samples.tar.xz/samples/<model>/<name>.jsonl, which messages name."""
     file = run_folder.sample_log(run, model, name)
-    compressed = file.with_name(file.name + ".gz")
-    return compressed if not file.is_file() and compressed.is_file() else file
+    archive = Path(run) / ARCHIVE
+    return archive / member(run, file) if not file.is_file() and archive.is_file() else file
+
+
+def archived_log(run: Path, file: Path) -> bytes | None:
+    """A log from the run's archive, None where the archive (or the log in it) is missing."""
+    try:
+        return archived_logs(*archive_key(run)).get(member(run, file))
+    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as err:  # not an xz tar archive
+        raise PathEvalError(f"{run / ARCHIVE} is not a tar.xz archive of per-sample logs "
+                            f"({str(err).split(':')[0]}): copy the run again with training/study.py") from None
+
+
+def member(run: Path, file: Path) -> str:
+    """A log's name inside the archive: its path under the run folder."""
+    relative = Path(file).relative_to(run)
+    return (relative.relative_to(ARCHIVE) if relative.parts[0] == ARCHIVE else relative).as_posix()
+
+
+def archive_key(run: Path) -> tuple[str, int, int]:
+    """The archive's path, size and modification time: a rewritten archive is read afresh."""
+    archive = run / ARCHIVE
+    if not archive.is_file():
+        return str(archive), -1, -1
+    stat = archive.stat()
+    return str(archive), stat.st_size, stat.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=2)
+def archived_logs(archive: str, size: int, mtime_ns: int) -> dict[str, bytes]:
+    """Every log in the archive by its name, read once (a report reads hundreds of logs of one run)."""
+    if size < 0:
+        return {}
+    with tarfile.open(archive, "r:xz") as tar:
+        return {entry.name: tar.extractfile(entry).read() for entry in tar if entry.isfile()}
