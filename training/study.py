@@ -84,17 +84,24 @@ def compact_run(run: Path, copy: Path) -> int:
             shutil.copyfile(run / name, copy / name)
     if (run / "curves").is_dir():
         shutil.copytree(run / "curves", copy / "curves")
-    rows = 0
-    with tarfile.open(copy / ARCHIVE, "w:xz", preset=9 | lzma.PRESET_EXTREME, format=tarfile.GNU_FORMAT) as tar:
-        for log in sorted((run / "samples").glob("*/*.jsonl")):
-            with open(log, encoding="utf-8") as source:
-                lines = [json.dumps(compact_row(json.loads(line)), ensure_ascii=False) + "\n" for line in source]
-            data = "".join(lines).encode("utf-8")
-            entry = tarfile.TarInfo(log.relative_to(run).as_posix())
+    logs, rows = [], 0
+    for log in sorted((run / "samples").glob("*/*.jsonl")):
+        with open(log, encoding="utf-8") as source:
+            lines = [json.dumps(compact_row(json.loads(line)), ensure_ascii=False) + "\n" for line in source]
+        logs.append((log.relative_to(run).as_posix(), "".join(lines).encode("utf-8")))
+        rows += len(lines)
+    write_log_archive(copy / ARCHIVE, logs)
+    return rows
+
+
+def write_log_archive(archive: Path, logs: list[tuple[str, bytes]]) -> None:
+    """The logs (name under the run folder, bytes) as one deterministic tar.xz: sorted, no times or
+    owners, xz's largest dictionary (so a log repeated across models is stored once)."""
+    with tarfile.open(archive, "w:xz", preset=9 | lzma.PRESET_EXTREME, format=tarfile.GNU_FORMAT) as tar:
+        for name, data in sorted(logs):
+            entry = tarfile.TarInfo(name)
             entry.size, entry.mode = len(data), 0o644
             tar.addfile(entry, io.BytesIO(data))
-            rows += len(lines)
-    return rows
 
 
 def summary(run: Path) -> list[dict]:

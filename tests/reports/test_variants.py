@@ -4,9 +4,9 @@ model differs from the baseline at p < 0.05, paired on the same samples. Checked
 folders (two runs of one suite, the per-sample logs `eval.py run` writes) against p-values computed
 here from those logs: scipy's binomial test of the discordant pairs (McNemar exact) for 0/1 scores,
 a paired t test (and a bootstrap written here) for perplexities and aggregates."""
-import gzip
 import json
 import re
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -346,9 +346,9 @@ def test_on_the_committed_zoo_study_each_retrieval_mark_is_the_mcnemar_p_of_its_
         for model in ("fox", "path", "path_fox"):
             for column, length in enumerate((1024, 2048, 4096)):
                 def scores(name):
-                    log = STUDY / "samples" / name / f"{task}_{length}_s1234.jsonl.gz"  # the compact copy's
-                    return [json.loads(line)["scores"]["string_match_all"]
-                            for line in gzip.decompress(log.read_bytes()).decode().splitlines()]
+                    with tarfile.open(STUDY / "samples.tar.xz") as archive:  # the compact copy's logs
+                        log = archive.extractfile(f"samples/{name}/{task}_{length}_s1234.jsonl").read()
+                    return [json.loads(line)["scores"]["string_match_all"] for line in log.decode().splitlines()]
                 base, other = np.array(scores("rope")), np.array(scores(model))
                 only_base, only_other = int(((base == 1) & (other == 0)).sum()), int(((base == 0) & (other == 1)).sum())
                 p = 1.0 if only_base + only_other == 0 else \

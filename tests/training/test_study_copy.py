@@ -1,8 +1,8 @@
-"""The compact copy of a run folder (training/study.py) that the results commit: its gzip-compressed
-per-sample logs read back as the run's own do (rescore gives the run's records, the paired tests the
+"""The compact copy of a run folder (training/study.py) that the results commit: its archive of
+per-sample logs reads back as the run's own logs do (rescore gives the run's records, the paired tests the
 same scores), and compacting again writes the same bytes."""
-import gzip
 import json
+import tarfile
 
 import pytest
 
@@ -25,9 +25,11 @@ def run(tmp_path_factory):
 def test_the_copy_reads_back_as_the_run(run, tmp_path):
     copy = tmp_path / "copy"
     rows = compact_run(run, copy)
-    logs = sorted((copy / "samples").glob("*/*"))
-    assert logs and all(log.name.endswith(".jsonl.gz") for log in logs)
-    assert rows == sum(len(gzip.decompress(log.read_bytes()).decode().splitlines()) for log in logs) == 12
+    assert not (copy / "samples").exists()
+    with tarfile.open(copy / "samples.tar.xz") as archive:
+        logs = {entry.name: archive.extractfile(entry).read().decode() for entry in archive}
+    assert sorted(logs) == sorted(log.relative_to(run).as_posix() for log in (run / "samples").glob("*/*.jsonl"))
+    assert rows == sum(len(log.splitlines()) for log in logs.values()) == 12
     assert [r.value for r in rescore(copy)[0]] == [r.value for r in rescore(run)[0]] == \
         [r.value for r in load_records(run)]
     for record in load_records(run):
@@ -36,12 +38,25 @@ def test_the_copy_reads_back_as_the_run(run, tmp_path):
         for (weight, a), (weight_b, b) in zip(ours, theirs):
             assert weight == weight_b and a.keys == b.keys and (a.numerator == b.numerator).all() and \
                 (a.denominator == b.denominator).all()
-    first = json.loads(gzip.decompress(logs[0].read_bytes()).decode().splitlines()[0])
+    first = json.loads(next(iter(logs.values())).splitlines()[0])
     assert isinstance(first["input"], list)  # A5's words are short: kept whole
 
 
 def test_compacting_again_writes_the_same_bytes(run, tmp_path):
     compact_run(run, tmp_path / "a")
     compact_run(run, tmp_path / "b")
-    for log in (tmp_path / "a" / "samples").glob("*/*"):
-        assert log.read_bytes() == (tmp_path / "b" / log.relative_to(tmp_path / "a")).read_bytes()
+    assert (tmp_path / "a" / "samples.tar.xz").read_bytes() == (tmp_path / "b" / "samples.tar.xz").read_bytes()
+
+
+def test_a_broken_or_incomplete_archive_is_one_line(run, tmp_path):
+    from path_eval.errors import PathEvalError
+    from path_eval.results.sample_logs import read_sample_log
+
+    copy = tmp_path / "copy"
+    compact_run(run, copy)
+    assert read_sample_log(copy, "a5_rope", "a5@5")
+    with pytest.raises(PathEvalError, match=r"no per-sample log .*samples\.tar\.xz/samples/a5_rope/a5@40\.jsonl"):
+        read_sample_log(copy, "a5_rope", "a5@40")
+    (copy / "samples.tar.xz").write_bytes(b"not an archive")
+    with pytest.raises(PathEvalError, match="is not a tar.xz archive of per-sample logs"):
+        read_sample_log(copy, "a5_rope", "a5@5")
