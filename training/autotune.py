@@ -36,14 +36,15 @@ def pinned_config(configs: list):
 
 
 def pin_autotuning() -> None:
-    """Make every Triton autotuner built from now on keep `pinned_config` of its list alone."""
-    if "fla" in sys.modules:
-        raise PathEvalError("pin_autotuning() ran after fla was imported: its autotuners already hold every "
-                            "configuration; call it before the first import of fla")
+    """Make every Triton autotuner built from now on keep `pinned_config` of its list alone (once per
+    process: a worker that trains several models calls it before each)."""
     from triton.runtime.autotuner import Autotuner
 
     if getattr(Autotuner.__init__, "pinned", False):
         return
+    if "fla" in sys.modules:
+        raise PathEvalError("pin_autotuning() ran after fla was imported: its autotuners already hold every "
+                            "configuration; call it before the first import of fla")
     build = Autotuner.__init__
 
     def build_pinned(self, *args, **kwargs):

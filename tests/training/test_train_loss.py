@@ -55,11 +55,16 @@ def test_the_pinned_config_is_the_nearest_the_middle_and_the_first_on_ties(lists
     assert (chosen.kwargs, chosen.num_warps, chosen.num_stages) == expected
 
 
-def test_pinned_autotuners_keep_one_config_and_refuse_after_fla(monkeypatch):
+def test_pinned_autotuners_keep_one_config_and_pinning_is_once_per_process(monkeypatch):
+    """A worker trains several models in one process, pinning before each: only a first pinning after
+    fla's import is refused (fla's autotuners would keep every configuration)."""
     from triton.runtime.autotuner import Autotuner
 
     monkeypatch.setattr(Autotuner, "__init__", Autotuner.__init__)  # restored after the test
-    monkeypatch.delitem(sys.modules, "fla", raising=False)
+    monkeypatch.setitem(sys.modules, "fla", object())
+    with pytest.raises(PathEvalError, match="before the first import of fla"):
+        pin_autotuning()
+    monkeypatch.delitem(sys.modules, "fla")
     pin_autotuning()
 
     @triton.autotune(configs=configs(BT=[32, 64], num_warps=[2, 4], num_stages=[1, 2]), key=["n"])
@@ -68,6 +73,5 @@ def test_pinned_autotuners_keep_one_config_and_refuse_after_fla(monkeypatch):
         pass
 
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in kernel.configs] == [({"BT": 64}, 4, 2)]
-    monkeypatch.setitem(sys.modules, "fla", object())
-    with pytest.raises(PathEvalError, match="before the first import of fla"):
-        pin_autotuning()
+    monkeypatch.setitem(sys.modules, "fla", object())  # as after the first model's import of fla
+    pin_autotuning()
