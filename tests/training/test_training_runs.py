@@ -9,7 +9,7 @@ from training.runs import collect, summarize
 
 
 def card(seed, errors, steps=2000, planned=2000, variant="path"):
-    return {"task": "flipflop", "variant": variant, "seed": seed, "steps": steps, "planned_steps": planned,
+    return {"task": "flipflop", "variant": variant, "layers": 1, "seed": seed, "steps": steps, "planned_steps": planned,
             "tokens": steps * 65536, "stopped_at_deadline": steps < planned, "final_training_loss": 0.1,
             "flipflop_error": {"sets": {}, **dict(zip(("in", "sparse", "dense"), errors))},
             "command": "python -m training.train ...", "git_revision": "abc1234"}
@@ -34,6 +34,24 @@ def test_logs_and_cards_collect_alike_and_summarize_by_hand(tmp_path):
     assert finished["runs"] == 2 and finished["labels"] == ["seeds", "zoo"] and finished["seeds"] == [1, 0]
     assert finished["scores"]["in"] == {"mean": pytest.approx(0.25), "min": 0.1, "max": 0.4}
     assert stopped["runs"] == 1 and stopped["steps"] == [500, 500] and stopped["scores"]["sparse"]["mean"] == 0.6
+
+
+def test_state_tracking_runs_group_by_depth_and_keep_their_accuracies(tmp_path):
+    def a5_card(layers, seed, token):
+        return {"task": "a5", "variant": "path", "layers": layers, "seed": seed, "steps": 100, "planned_steps": 100,
+                "tokens": 537600, "stopped_at_deadline": False, "final_training_loss": 3.0,
+                "accuracy": {"sequences": 4096, "token_accuracy": token, "sequence_accuracy": token / 2,
+                             "final_accuracy": token / 4},
+                "command": "python -m training.train ...", "git_revision": "abc1234"}
+    for layers, seed, token in ((1, 0, 0.1), (1, 1, 0.3), (2, 0, 0.9)):
+        (tmp_path / f"a5_path_L{layers}_s{seed}").mkdir()
+        (tmp_path / f"a5_path_L{layers}_s{seed}" / "model_card.json").write_text(json.dumps(a5_card(layers, seed, token)))
+    one, two = summarize(collect("trial", tmp_path))
+    assert (one["layers"], one["runs"], two["layers"], two["runs"]) == (1, 2, 2, 1)
+    assert one["scores"]["token_accuracy"] == {"mean": pytest.approx(0.2), "min": 0.1, "max": 0.3}
+    assert two["scores"] == {"token_accuracy": {"mean": 0.9, "min": 0.9, "max": 0.9},
+                             "sequence_accuracy": {"mean": 0.45, "min": 0.45, "max": 0.45},
+                             "final_accuracy": {"mean": 0.225, "min": 0.225, "max": 0.225}}
 
 
 def test_a_folder_without_runs_or_an_unfinished_log_is_one_error(tmp_path):
