@@ -39,8 +39,11 @@ A5_DEPTHS = (1, 2, 3, 4)
 MQRAR_NS = (1, 2, 3, 4)
 SEEDS = (0, 1, 2)
 # The recipe (the same for every variant): steps, batch (sequences) and peak learning rate per task;
-# AdamW, warmup 3%, cosine to a tenth, weight decay 0.1, clip 1 (train.py).
-RECIPE = {"a5": {"steps": 4000, "batch": 256, "lr": 1e-3},
+# AdamW, warmup 3%, cosine to a tenth, weight decay 0.1, clip 1 (train.py). A5's batch is 1024 words:
+# 1100 steps of 256 taught no model past the second letter, and a step of these small models is
+# bound by launching kernels (16 processes at once: 28-48 ms a step each, for a few GFLOP), so more
+# words a step cost far less than more steps; the trial measures what they cost.
+RECIPE = {"a5": {"steps": 4000, "batch": 1024, "lr": 1e-3},
           "mqrar": {"steps": 4000, "batch": 64, "lr": 1e-3}}
 
 
