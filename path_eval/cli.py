@@ -692,6 +692,10 @@ def parse_and_configure(argv: list[str]) -> argparse.Namespace:
         os.environ["TRANSFORMERS_VERBOSITY"] = os.environ["DATASETS_VERBOSITY"] = "error"  # their warnings
         warnings.filterwarnings("ignore")  # other libraries' Python warnings; path-eval's own still show
         warnings.filterwarnings("default", module="path_eval")
+        # datasets imported before this call (the Python API, a test) read the environment then: its
+        # "Generating ... split" bars are turned off here
+        if "datasets" in sys.modules:
+            sys.modules["datasets"].disable_progress_bars()
     elif "--verbose" not in argv and (argv or ["demo"])[0] in ("run", "demo"):
         # lm-eval's bars (building each task's contexts, for every model) are not the run's progress
         os.environ["TQDM_DISABLE"] = "1"

@@ -44,3 +44,21 @@ def test_a_quiet_run_prints_no_third_party_warnings(tmp_path):
     assert {"Selected tasks:", "Building contexts for niah_single_1_1024_s1234 on rank 0..."} <= \
         set(verbose.stderr.splitlines())
     assert "it/s]" in verbose.stderr  # lm-eval's tqdm bar
+
+
+def test_quiet_silences_datasets_bars_imported_before_it(monkeypatch):
+    """The Python API and tests call the CLI in a process that imported datasets already: datasets read
+    its progress-bar setting from the environment then, so --quiet turns its bars off itself (a cold
+    cache's "Generating test split" bars were a second stderr line beside a run's one error line)."""
+    import datasets
+
+    from path_eval.cli import parse_and_configure
+
+    for name in ("TQDM_DISABLE", "PATH_EVAL_PROGRESS", "TRANSFORMERS_VERBOSITY", "DATASETS_VERBOSITY"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # restored after the test
+    datasets.enable_progress_bars()
+    try:
+        parse_and_configure(["run", "--suite", "ci", "--model", "zoo:fox", "--quiet"])
+        assert not datasets.is_progress_bar_enabled()
+    finally:
+        datasets.enable_progress_bars()
