@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
-from training import run_cli
+from training import run_cli, tagging
 from benchmarks.markdown import load, percent, source, table
 
 SPLITS = ("in", "sparse", "dense")
@@ -26,8 +26,7 @@ def scores(card: dict) -> dict[str, float]:
     """The numbers a run is judged by: flip-flop error per split, a state-tracking diagnostic's held-out
     accuracies (token, sequence, final), or a language model's losses."""
     if card["task"] in ("a5", "mqrar"):
-        return {metric: card["accuracy"][metric] for metric in ("token_accuracy", "sequence_accuracy",
-                                                                 "final_accuracy")}
+        return {metric: card["accuracy"][metric] for metric in tagging.METRICS}
     if card["task"] == "flipflop":
         return {split: card["flipflop_error"][split] for split in SPLITS}
     return {"final_training_loss": card["final_training_loss"], "heldout_loss": card["heldout"]["loss"]}
@@ -59,7 +58,7 @@ def collect(label: str, folder: Path) -> list[dict]:
         raise PathEvalError(f"no training runs in {folder}: give a folder of training logs or of checkpoints "
                             "with model_card.json")
     return [{"run": label, "name": name, "task": card["task"], "variant": card["variant"], "layers": card["layers"],
-             "seed": card["seed"],
+             "batch": card["batch_windows"], "seed": card["seed"],
              "steps": card["steps"], "planned_steps": card["planned_steps"], "tokens": card["tokens"],
              "finished": not card["stopped_at_deadline"], "scores": scores(card),
              "command": card["command"], "git_revision": card["git_revision"], "curve": curve}
@@ -67,19 +66,20 @@ def collect(label: str, folder: Path) -> list[dict]:
 
 
 def summarize(runs: list[dict]) -> list[dict]:
-    """Mean, min and max of each score per task, variant, depth, planned budget and whether the runs
-    finished it (a run stopped at its deadline keeps its own group, with the steps it reached)."""
+    """Mean, min and max of each score per task, variant, depth, batch, planned budget and whether the
+    runs finished it (a run stopped at its deadline keeps its own group, with the steps it reached)."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["task"], run["variant"], run["layers"], run["planned_steps"], run["finished"]),
-                          []).append(run)
-    return [{"task": task, "variant": variant, "layers": layers, "planned_steps": planned, "finished": finished,
+        groups.setdefault((run["task"], run["variant"], run["layers"], run["batch"], run["planned_steps"],
+                           run["finished"]), []).append(run)
+    return [{"task": task, "variant": variant, "layers": layers, "batch": batch, "planned_steps": planned,
+             "finished": finished,
              "steps": [min(r["steps"] for r in group), max(r["steps"] for r in group)], "runs": len(group),
              "labels": [r["run"] for r in group], "seeds": [r["seed"] for r in group],
              "scores": {name: {"mean": statistics.fmean(r["scores"][name] for r in group),
                                "min": min(r["scores"][name] for r in group),
                                "max": max(r["scores"][name] for r in group)} for name in group[0]["scores"]}}
-            for (task, variant, layers, planned, finished), group in sorted(groups.items())]
+            for (task, variant, layers, batch, planned, finished), group in sorted(groups.items())]
 
 
 def main() -> None:
@@ -155,13 +155,13 @@ def render_state_tracking_trials(results: Path) -> str:
     runs_path = results / "state_tracking" / "trials" / "a5_1100_steps_h200.json"
     trial, data = load(trial_path), load(runs_path)
     steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
+    batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
     rows = [[row["variant"], str(row["layers"]), str(row["steps"][0]), str(row["runs"]),
-             *(spread(row["scores"][name]) for name in ("token_accuracy", "sequence_accuracy", "final_accuracy"))]
-            for row in data["summary"]]
+             *(spread(row["scores"][name]) for name in tagging.METRICS)] for row in data["summary"]]
     return "\n\n".join([
         f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}.",
         f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start to the "
-        f"last card (imports, compiling, 40 steps, the held-out evaluation); a step of 256 words at depth 4, "
+        f"last card (imports, compiling, 40 steps, the held-out evaluation); a step of {batches} words at depth 4, "
         f"each process among {trial['concurrent']}: {steps}.",
         "Held-out accuracy at k = 20 (4096 words) after the fitted budget, mean [min, max] over seeds:",
         table(["variant", "layers", "steps", "seeds", "token", "sequence", "final"], rows)])

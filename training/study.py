@@ -5,8 +5,8 @@ The copy keeps results.json, plan.json, suite.json, timings.json and the per-pos
 every per-sample log in one archive, samples.tar.xz, at its path under the run folder (which every
 reader of the logs opens): the models of a run share their samples, so one archive stores each
 input and target once (the state-tracking diagnostics score every A5 model on the same words). In
-each log it replaces the prompt (`request`) and every long text of
-the sample (`doc`: the input, the haystack) by its sha256 and length; the short fields stay
+each log it replaces the prompt (`request`) and every long text of the sample (`doc`: the input,
+the haystack) by its sha256 and length; the short fields stay
 (references, queries, sample length, a token-tagging sample's input and target ids, the response and
 its scores), so `report`, `compare`, the paired tests and `rescore` read the copy as they read the
 run; a prompt is regenerated from its frozen key in suite.json and plan.json when wanted. The archive

@@ -97,8 +97,8 @@ def logits_of(model, ids: torch.Tensor) -> torch.Tensor:
 
 def labelled_loss(model, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """The mean next-token loss over the labelled positions (targets not -100), the output layer
-    applied at those positions alone: MQRAR-N labels under half of its 768 positions, and its full
-    float32 logits (64 x 768 x 8194) cost more than the model's every other step. The same loss as
+    applied at those positions alone: MQRAR-N labels a few dozen of its 768 positions at most, and its
+    full float32 logits (64 x 768 x 8194) cost more than the rest of its step. The same loss as
     cross-entropy over full logits with ignore_index -100 (tests/training/test_train_loss.py)."""
     labelled = targets != -100
     with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=inputs.device.type == "cuda"):

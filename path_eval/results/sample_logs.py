@@ -27,8 +27,8 @@ def read_sample_log(run: Path, model: str, name: str) -> list[dict]:
     """The rows of log `name` of `model` in run folder `run`, or one error line. Lines end at "\\n" only:
     a sample's text may hold the characters `str.splitlines` also breaks at (U+2028, U+0085, ...), which
     JSON writes as they are."""
-    file = sample_log_file(run, model, name)
-    data = file.read_bytes() if file.is_file() else archived_log(Path(run), file)
+    written, file = run_folder.sample_log(run, model, name), sample_log_file(run, model, name)
+    data = written.read_bytes() if written.is_file() else archived_log(Path(run), written)
     if data is None:
         raise PathEvalError(f"no per-sample log {file}: give the run folder with the samples/ folder the run wrote "
                             "beside its results.json")
@@ -54,37 +54,26 @@ def sample_log_file(run: Path, model: str, name: str) -> Path:
     inside the archive, OUT/samples.tar.xz/samples/<model>/<name>.jsonl, which messages name."""
     file = run_folder.sample_log(run, model, name)
     archive = Path(run) / ARCHIVE
-    return archive / member(run, file) if not file.is_file() and archive.is_file() else file
+    return archive / file.relative_to(run) if not file.is_file() and archive.is_file() else file
 
 
-def archived_log(run: Path, file: Path) -> bytes | None:
-    """A log from the run's archive, None where the archive (or the log in it) is missing."""
+def archived_log(run: Path, written: Path) -> bytes | None:
+    """The log the run wrote at `written`, from the run's archive; None where the archive (or the log
+    in it) is missing."""
+    archive = run / ARCHIVE
+    if not archive.is_file():
+        return None
+    stat, name = archive.stat(), Path(written).relative_to(run).as_posix()
     try:
-        return archived_logs(*archive_key(run)).get(member(run, file))
+        return archived_logs(str(archive), stat.st_size, stat.st_mtime_ns).get(name)
     except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as err:  # not an xz tar archive
         raise PathEvalError(f"{run / ARCHIVE} is not a tar.xz archive of per-sample logs "
                             f"({str(err).split(':')[0]}): copy the run again with training/study.py") from None
 
 
-def member(run: Path, file: Path) -> str:
-    """A log's name inside the archive: its path under the run folder."""
-    relative = Path(file).relative_to(run)
-    return (relative.relative_to(ARCHIVE) if relative.parts[0] == ARCHIVE else relative).as_posix()
-
-
-def archive_key(run: Path) -> tuple[str, int, int]:
-    """The archive's path, size and modification time: a rewritten archive is read afresh."""
-    archive = run / ARCHIVE
-    if not archive.is_file():
-        return str(archive), -1, -1
-    stat = archive.stat()
-    return str(archive), stat.st_size, stat.st_mtime_ns
-
-
 @functools.lru_cache(maxsize=2)
 def archived_logs(archive: str, size: int, mtime_ns: int) -> dict[str, bytes]:
-    """Every log in the archive by its name, read once (a report reads hundreds of logs of one run)."""
-    if size < 0:
-        return {}
+    """Every log in the archive by its name, read once (a report reads hundreds of logs of one run);
+    the size and modification time make a rewritten archive read afresh."""
     with tarfile.open(archive, "r:xz") as tar:
         return {entry.name: tar.extractfile(entry).read() for entry in tar if entry.isfile()}

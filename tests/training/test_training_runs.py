@@ -9,7 +9,7 @@ from training.runs import collect, summarize
 
 
 def card(seed, errors, steps=2000, planned=2000, variant="path"):
-    return {"task": "flipflop", "variant": variant, "layers": 1, "seed": seed, "steps": steps, "planned_steps": planned,
+    return {"task": "flipflop", "variant": variant, "layers": 1, "batch_windows": 64, "seed": seed, "steps": steps, "planned_steps": planned,
             "tokens": steps * 65536, "stopped_at_deadline": steps < planned, "final_training_loss": 0.1,
             "flipflop_error": {"sets": {}, **dict(zip(("in", "sparse", "dense"), errors))},
             "command": "python -m training.train ...", "git_revision": "abc1234"}
@@ -38,7 +38,8 @@ def test_logs_and_cards_collect_alike_and_summarize_by_hand(tmp_path):
 
 def test_state_tracking_runs_group_by_depth_and_keep_their_accuracies(tmp_path):
     def a5_card(layers, seed, token):
-        return {"task": "a5", "variant": "path", "layers": layers, "seed": seed, "steps": 100, "planned_steps": 100,
+        return {"task": "a5", "variant": "path", "layers": layers, "batch_windows": 256, "seed": seed, "steps": 100,
+                "planned_steps": 100,
                 "tokens": 537600, "stopped_at_deadline": False, "final_training_loss": 3.0,
                 "accuracy": {"sequences": 4096, "token_accuracy": token, "sequence_accuracy": token / 2,
                              "final_accuracy": token / 4},
