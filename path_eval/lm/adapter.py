@@ -123,21 +123,23 @@ class PathEvalLM(TemplateLM):
         """Every process's `obj` in rank order (a one-element list when run plainly)."""
         return self.parallel.gather_object(obj) if self.parallel else [obj]
 
-    def token_costs(self, kind: str, requests, key, encode, cost) -> list[int] | None:
-        """Under data parallelism, each request's cost in tokens: cost(encode(*key(request)), request),
-        each distinct key tokenised by one process (every world_size-th) and shared; the tokens are
-        kept for the request call under way (`encoded`), so no process tokenises a request twice."""
+    def token_costs(self, kind: str, requests, key, encode_many, cost) -> list[int] | None:
+        """Under data parallelism, each request's cost in tokens: cost(tokens, request), with the tokens
+        of every distinct key encoded in batches (`encode_many`), each process taking every world_size-th
+        key, and shared; the tokens are kept for the request call under way (`encoded_many`), so no process
+        tokenises a request twice."""
         if self.parallel is None:
             return None
         keys = list(dict.fromkeys(key(r) for r in requests))
-        encoded = self.parallel.map_strided(lambda k: encode(*k), keys)
+        encoded = self.parallel.map_strided(encode_many, keys)
         self.shared_encodings = {(kind, k): tokens for k, tokens in zip(keys, encoded)}
         return [cost(self.shared_encodings[(kind, key(r))], r) for r in requests]
 
-    def encoded(self, kind: str, key: tuple, encode):
-        """encode(*key), or what `token_costs` got for it."""
-        known = self.shared_encodings.get((kind, key))
-        return encode(*key) if known is None else known
+    def encoded_many(self, kind: str, keys: list[tuple], encode_many) -> dict[tuple, object]:
+        """Each key's tokens: what `token_costs` got for it, else `encode_many` of the rest, in one batch."""
+        missing = [k for k in keys if (kind, k) not in self.shared_encodings]
+        fresh = dict(zip(missing, encode_many(missing))) if missing else {}
+        return {k: fresh[k] if k in fresh else self.shared_encodings[(kind, k)] for k in keys}
 
     # ----------------------------------------------------------------- lm-eval properties
     @property
@@ -176,11 +178,25 @@ class PathEvalLM(TemplateLM):
     def tok_encode(self, string: str, add_special_tokens: bool | None = None, **kwargs) -> list[int]:
         """As lm-eval's hf model: the tokenizer's default special tokens unless told otherwise, and
         none added when the string already starts with the BOS text."""
-        options = {} if add_special_tokens is None else {"add_special_tokens": add_special_tokens}
+        return self.tok_encode_many([string], add_special_tokens)[0]
+
+    def tok_encode_many(self, strings: list[str], add_special_tokens: bool | None = None) -> list[list[int]]:
+        """`tok_encode` of each string, by one tokenizer call per option set (a fast tokenizer encodes a
+        batch on every core), each string's tokens the same as its own call's."""
         bos = self.tokenizer.bos_token
-        if add_special_tokens is None and bos and string.startswith(bos):
-            options = {"add_special_tokens": False}
-        return self.tokenizer.encode(string, **options)
+        starts_with_bos = [add_special_tokens is None and bool(bos) and s.startswith(bos) for s in strings]
+        tokens: list[list[int]] = [[] for _ in strings]
+        for bos_text in (False, True):
+            chosen = [i for i, flag in enumerate(starts_with_bos) if flag is bos_text]
+            if not chosen:
+                continue
+            special = False if bos_text else add_special_tokens
+            options = {} if special is None else {"add_special_tokens": special}
+            encoded = self.tokenizer([strings[i] for i in chosen], return_attention_mask=False,
+                                     return_token_type_ids=False, **options)["input_ids"]
+            for i, ids in zip(chosen, encoded):
+                tokens[i] = list(ids)
+        return tokens
 
     def tok_decode(self, tokens: list[int], skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens)
@@ -195,7 +211,8 @@ class PathEvalLM(TemplateLM):
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         """lm-eval's tokenisation of (context, continuation) pairs; its progress bar obeys TQDM_DISABLE."""
         quiet = disable_tqdm or os.environ.get("TQDM_DISABLE") == "1"
-        costs = self.token_costs("pair", requests, lambda r: r.args, self._pair_tokens,
+        costs = self.token_costs("pair", requests, lambda r: r.args,
+                                 lambda pairs: [self._pair_tokens(*pair) for pair in pairs],
                                  lambda pair, _: min(sum(map(len, pair)), self.max_length + 1))
         return self._answer("loglikelihood", requests, lambda rest: super(PathEvalLM, self).loglikelihood(
             rest, disable_tqdm=quiet), costs)
@@ -207,7 +224,8 @@ class PathEvalLM(TemplateLM):
         return super()._encode_pair(context, continuation)
 
     def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        return self.encoded("pair", (context, continuation), super()._encode_pair)
+        known = self.shared_encodings.get(("pair", (context, continuation)))  # lm-eval asks pair by pair
+        return super()._encode_pair(context, continuation) if known is None else known
 
     @property
     def precision(self) -> str:
@@ -280,15 +298,18 @@ class PathEvalLM(TemplateLM):
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
         """Disjoint windows of max_length tokens, each predicted with one token of context (the
         previous window's last, or the prefix token first): lm-eval's definition."""
-        costs = self.token_costs("text", requests, lambda r: r.args, self.tok_encode, lambda tokens, _: len(tokens))
+        costs = self.token_costs("text", requests, lambda r: r.args[0], self.tok_encode_many,
+                                 lambda tokens, _: len(tokens))
         return self._answer("loglikelihood_rolling", requests, self._rolling, costs)
 
     def _rolling(self, requests) -> list[float]:
         totals = []
+        texts = [r.args[0] for r in requests]
+        encodings = self.encoded_many("text", list(dict.fromkeys(texts)), self.tok_encode_many)
         with RequestProgress(self, "loglikelihood_rolling (documents)", len(requests)) as bar:
-            for (text,) in (r.args for r in requests):
+            for text in texts:
                 windows = [(None,) + make_disjoint_window(w) for w in get_rolling_token_windows(
-                    token_list=self.encoded("text", (text,), self.tok_encode), prefix_token=self.prefix_token_id,
+                    token_list=encodings[text], prefix_token=self.prefix_token_id,
                     max_seq_len=self.max_length, context_len=1)]
                 scores = self._loglikelihood_tokens(windows, disable_tqdm=True, override_bs=self.batch_size)
                 total = sum(score for score, _ in scores)
@@ -298,24 +319,30 @@ class PathEvalLM(TemplateLM):
         return totals
 
     # ----------------------------------------------------------------- generation
-    def prompt_tokens(self, text: str, keep: int | None = None, user_turn: bool = False) -> list[int]:
-        """The prompt's tokens. With `keep` (a task's `truncate_middle` generation option) a longer
-        prompt keeps its first and last keep/2 tokens as THUDM/LongBench's pred.py does: both halves
-        decoded to text, joined and encoded again (so the count can differ from `keep` by a token or
-        two), the middle being where its tasks put the least crucial text. With `user_turn` (the
-        option `chat_user_turn`) the text so cut goes in a chat's user turn, as pred.py's `build_chat`
-        after its cut. The final text alone is encoded for the result (a long prompt's encoding costs
-        as much as the rest of its handling)."""
-        if keep is not None:
-            tokens = self.tok_encode(text)
-            if len(tokens) <= keep and not user_turn:
-                return tokens
+    def prompt_tokens(self, keys: list[tuple[str, int | None, bool]]) -> list[list[int]]:
+        """The tokens of each prompt key (text, keep, user_turn), encoded in batches. With `keep` (a
+        task's `truncate_middle` generation option) a longer prompt keeps its first and last keep/2
+        tokens as THUDM/LongBench's pred.py does: both halves decoded to text, joined and encoded again
+        (so the count can differ from `keep` by a token or two), the middle being where its tasks put
+        the least crucial text. With `user_turn` (the option `chat_user_turn`) the text so cut goes in a
+        chat's user turn, as pred.py's `build_chat` after its cut. The final text alone is encoded for
+        the result (a long prompt's encoding costs as much as the rest of its handling)."""
+        texts = [text for text, _, _ in keys]
+        done: dict[int, list[int]] = {}
+        cut = [i for i, (_, keep, _) in enumerate(keys) if keep is not None]
+        for i, tokens in zip(cut, self.tok_encode_many([texts[i] for i in cut])):
+            _, keep, user_turn = keys[i]
             if len(tokens) > keep:
                 half = keep // 2
-                text = self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:])
-        if user_turn:
-            text = self.apply_chat_template(user_messages(text, self.system_instruction))
-        return self.tok_encode(text)
+                texts[i] = self.tok_decode(tokens[:half]) + self.tok_decode(tokens[-half:])
+            elif not user_turn:
+                done[i] = tokens
+        for i, (_, _, user_turn) in enumerate(keys):
+            if user_turn:
+                texts[i] = self.apply_chat_template(user_messages(texts[i], self.system_instruction))
+        rest = [i for i in range(len(keys)) if i not in done]
+        done.update(zip(rest, self.tok_encode_many([texts[i] for i in rest])))
+        return [done[i] for i in range(len(keys))]
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         costs = self.token_costs("prompt", requests, lambda r: _prompt_key(r.args), self.prompt_tokens,
@@ -329,8 +356,8 @@ class PathEvalLM(TemplateLM):
         return min(prompt_tokens, max(self.max_length - max_gen, 0)) + max_gen
 
     def _generate_requests(self, requests) -> list[str]:
-        encodings = {key: self.encoded("prompt", key, self.prompt_tokens)
-                     for key in dict.fromkeys(_prompt_key(r.args) for r in requests)}
+        encodings = self.encoded_many("prompt", list(dict.fromkeys(_prompt_key(r.args) for r in requests)),
+                                      self.prompt_tokens)
         collated = Collator([r.args for r in requests], sort_fn=lambda a: (-len(encodings[_prompt_key(a)]), a[0]),
                             group_by="gen_kwargs", group_fn=lambda a: a[1])
         eos_text = self.tok_decode([self.eot_token_id], skip_special_tokens=False)

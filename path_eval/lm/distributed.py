@@ -69,10 +69,11 @@ class DataParallel:
     def barrier(self) -> None:
         self.accelerator.wait_for_everyone()
 
-    def map_strided(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """[fn(item) for item in items] on every process, each process computing every
-        world_size-th item (a cost that is then shared, such as tokenising long prompts)."""
-        mine = {index: fn(items[index]) for index in range(self.rank, len(items), self.world_size)}
+    def map_strided(self, fn_many: Callable[[list[T]], list[R]], items: Sequence[T]) -> list[R]:
+        """fn_many(items) on every process, each process computing every world_size-th item in one
+        call (a cost that is then shared, such as tokenising long prompts in a batch)."""
+        indices = range(self.rank, len(items), self.world_size)
+        mine = dict(zip(indices, fn_many([items[i] for i in indices]), strict=True))
         return _in_order(self.gather_object(mine), len(items))
 
     def shared_answers(self, costs: Sequence[int], answer: Callable[[list[int]], list]) -> list:

@@ -95,13 +95,13 @@ def test_middle_truncation_keeps_both_ends_only_when_asked(checkpoint, monkeypat
     text = " ".join(f"item{i}" for i in range(100))
     whole = lm.tok_encode(text)
     assert 100 < len(whole) < 500 and whole[0] == lm.tokenizer.bos_token_id
-    cut = lm.prompt_tokens(text, 64)
+    [cut] = lm.prompt_tokens([(text, 64, False)])
     head = lm.tokenizer.decode(whole[:32], skip_special_tokens=True)
     tail = lm.tokenizer.decode(whole[-32:], skip_special_tokens=True)
     assert cut == lm.tokenizer.encode(head + tail) and abs(len(cut) - 65) <= 2
     kept = lm.tokenizer.decode(cut, skip_special_tokens=True)
     assert kept.startswith("item0 item1 item2") and kept.endswith("item98 item99") and "item50 " not in kept
-    assert lm.prompt_tokens(text, len(whole)) == whole
+    assert lm.prompt_tokens([(text, len(whole), False)]) == [whole]
     given = []
     monkeypatch.setattr(lm, "_generate", lambda prompts, *args: given.extend(prompts) or [[] for _ in prompts])
     lm.generate_until(requests("generate_until", [(text, {"until": [], "max_gen_toks": 4, "truncate_middle": 64}),
@@ -129,3 +129,52 @@ def test_autocast_bf16_runs_float32_weights_under_bf16_autocast(checkpoint):
         with pytest.raises(PathEvalError, match=f"runs float32 weights under autocast; this model's weights are "
                                                 f"{str(dtype).removeprefix('torch.')}"):
             PathEvalLM(model=lm.model.to(dtype), tokenizer=lm.tokenizer, dtype="autocast-bf16", max_length=64)
+
+
+def encoding_texts(bos: str) -> list[str]:
+    """Prompts of every shape tok_encode distinguishes: plain, starting with the BOS text, empty,
+    spaces at the ends, long, and repeated."""
+    long = " ".join(f"Line {i}: the value of x{i % 13} is {i * 37 % 1000}." for i in range(400))
+    return ["The grass is green.", f"{bos}already has its BOS", "", "  spaces around  ", long,
+            "The grass is green.", f"{bos} {bos}twice", "unicode: naïve café – 東京"]
+
+
+@pytest.mark.parametrize("tokenizer_source", ["checkpoint", "mistral_v1"])
+def test_batch_encoding_gives_each_string_its_own_calls_tokens(checkpoint, tokenizer_source):
+    """tok_encode_many against the definition, one tokenizer.encode call per string (lm-eval's hf
+    model's rule: no special tokens added where the text starts with the BOS text), on a fast
+    tokenizer and on the Mistral v1 SentencePiece model; add_special_tokens=False likewise."""
+    lm = PathEvalLM(str(checkpoint))
+    if tokenizer_source == "mistral_v1":
+        lm.tokenizer = load_tokenizer(mistral_v1_directory())
+    bos = lm.tokenizer.bos_token
+    texts = encoding_texts(bos)
+    expected = [lm.tokenizer.encode(t, add_special_tokens=not t.startswith(bos)) for t in texts]
+    assert lm.tok_encode_many(texts) == expected
+    assert [lm.tok_encode(t) for t in texts] == expected
+    assert lm.tok_encode_many(texts, add_special_tokens=False) == [
+        lm.tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    assert lm.tok_encode_many([]) == []
+    assert expected[0][0] == lm.tokenizer.bos_token_id and expected[1].count(lm.tokenizer.bos_token_id) == 1
+
+
+def test_generation_prompts_are_encoded_in_one_batch_each_once(checkpoint, monkeypatch):
+    """A generate_until call encodes its distinct prompts in one tokenizer call (none per prompt), and
+    the model reads the same tokens as one encode call per prompt gives."""
+    lm = PathEvalLM(str(checkpoint), batch_size=2, max_length=8192)  # no prompt cut to fit
+    texts = encoding_texts(lm.tokenizer.bos_token)[:5] * 2
+    own = type(lm.tokenizer).__call__
+    batches = []
+
+    def counted(self, text, *args, **kwargs):
+        batches.append(len(text) if isinstance(text, list) else 1)
+        return own(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(type(lm.tokenizer), "__call__", counted)
+    given = []
+    monkeypatch.setattr(lm, "_generate", lambda prompts, *args: given.extend(prompts) or [[] for _ in prompts])
+    lm.generate_until(requests("generate_until", [(t, {"until": [], "max_gen_toks": 4}) for t in texts]))
+    monkeypatch.setattr(type(lm.tokenizer), "__call__", own)
+    assert batches == [4, 1]  # four plain prompts, one starting with the BOS text; each once
+    bos = lm.tokenizer.bos_token
+    assert sorted(given) == sorted(lm.tokenizer.encode(t, add_special_tokens=not t.startswith(bos)) for t in texts)

@@ -135,10 +135,11 @@ def test_longbench_run_cuts_then_wraps_where_pred_py_wraps(checkpoint, tmp_path,
     seen = {}
     own = PathEvalLM.prompt_tokens
 
-    def recorded(self, text, keep=None, user_turn=False):
-        tokens = own(self, text, keep, user_turn)
-        seen[text] = (keep, user_turn, self.tok_decode(tokens, skip_special_tokens=False))
-        return tokens
+    def recorded(self, keys):
+        encoded = own(self, keys)
+        for (text, keep, user_turn), tokens in zip(keys, encoded):
+            seen[text] = (keep, user_turn, self.tok_decode(tokens, skip_special_tokens=False))
+        return encoded
 
     monkeypatch.setattr(PathEvalLM, "prompt_tokens", recorded)
     plan = resolve_plan(suite, [str(checkpoint)], tasks=["qasper", "trec"], limit=1, data_dir=data,
