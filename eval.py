@@ -26,6 +26,6 @@ if __name__ == "__main__":
     for _signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_signum, _interrupted_while_starting)
     sys.unraisablehook = _exit_on_swallowed_exit
-    from path_eval.cli import main
+    from path_eval.cli import command_line
 
-    sys.exit(main())
+    command_line()

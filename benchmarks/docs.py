@@ -18,8 +18,9 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks import (block_rows, coarse_loop, data_parallel, end_to_end, extrapolation_speed, fla_parity,
-                        forward_autotune, generation, kernels, launch_configs, scoring_profile, transition_ablation)
+from benchmarks import (block_rows, coarse_loop, data_parallel, end_to_end, extrapolation_speed,
+                        fixed_cost, fla_parity, forward_autotune, generation, kernels, launch_configs, scoring_profile,
+                        transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
 from training import retrain, runs, study
@@ -53,6 +54,7 @@ BLOCKS = {
     "extrapolation": extrapolation_speed.render_extrapolation,
     "scoring profile": scoring_profile.render_scoring_profile,
     "end to end": end_to_end.render_end_to_end,
+    "fixed cost": fixed_cost.render_fixed_cost,
     "generation": generation.render_generation,
     "suite runs": data_parallel.render_suite_runs,
     "data parallel": data_parallel.render_data_parallel,

@@ -34,7 +34,10 @@
 # scoring-profile (benchmarks.scoring_profile: GPU ms per kernel of one 64K scoring call, ours and the Llama; SP_ARGS=
 #   further arguments, SP_S= the limit, 240 s),
 # scoring-64k (issue 18's memory and tokens/s target: one 64K block scored by ours, the same-shape Llama and fla's model,
-#   into $OUT/extrapolation_64k_h200.json; S64_S= the limit, 200 s).
+#   into $OUT/extrapolation_64k_h200.json; S64_S= the limit, 200 s),
+# fixed-cost (benchmarks.fixed_cost: eval.py run of RULER niah_single_1 at 16K, 26 requests, cold then warm, part by
+#   part, on the 760M-shaped random PaTH model and on zoo:path, into $OUT/fixed_cost_h200_*.json; FC_S= the limit of
+#   each, 240 s).
 # The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
 # process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
 # compiling, on the CPU; no test is timed. With workers, each test's printed lines
@@ -77,6 +80,9 @@ for step in "$@"; do
         ${CL_ARGS:-} --out "$OUT/coarse_loop.json" ;;
     end-to-end) timeout ${E2E_S:-560} python3 -m benchmarks.end_to_end --parts "${E2E_PARTS:-generate}" \
       --work /tmp/e2ework --out "$OUT/${E2E_OUT:-end_to_end_h200}.json" ;;
+    fixed-cost) timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --shape 760m --work /tmp/fcwork \
+        --out "$OUT/fixed_cost_h200_760m.json"
+      timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --model zoo:path --work /tmp/fcwork --out "$OUT/fixed_cost_h200_zoo_path.json" ;;
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     figure1) timeout ${F1_S:-400} python3 -m benchmarks.kernels --parts forward --batch 32 --heads 32 --head-dims 64 \

@@ -7,6 +7,7 @@ processes' counters are gathered for the provenance."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections import defaultdict
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -20,7 +21,7 @@ from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
 from path_eval.lm.distributed import finish_processes  # noqa: F401  (the run's last step)
 
-PHASES = ("load", "samples", "load_wait", "requests", "write")
+PHASES = ("start", "tokenizer", "load", "samples", "load_wait", "requests", "write")
 
 
 def start(device: str) -> DataParallel | None:
@@ -121,10 +122,14 @@ def gathered_counters(lm) -> list[dict]:
 
 
 class PhaseTimes:
-    """Wall seconds this process spent in each phase of the run, summed over its models: `load` (the
-    model, in its thread), `samples` (freezing this process's share and waiting for the others'),
-    `load_wait` (the load still running once the samples are frozen), `requests` (the evaluators,
-    sample logs included), `write` (records and results.json)."""
+    """Wall seconds this process spent in each phase of the run, summed over its models: `start`
+    (from the process's start to the run's: the interpreter, the command line, the imports of torch,
+    transformers and lm-eval, the plan and its checks; Linux only; for a Python caller, its process's
+    age), `tokenizer` (loading and hashing it), `load` (the model, in its thread), `samples` (freezing
+    this process's share and waiting for the others'), `load_wait` (the load still running once the
+    samples are frozen), `requests` (the evaluators, sample logs included), `write` (records and
+    results.json). A run's cost beyond its model calls is these less the model's own seconds (the
+    provenance's tokens over tokens_per_second): `benchmarks.fixed_cost`."""
 
     def __init__(self):
         self.seconds: dict[str, float] = defaultdict(float)
@@ -136,6 +141,15 @@ class PhaseTimes:
             yield
         finally:
             self.seconds[name] += time.perf_counter() - start
+
+    def started(self) -> None:
+        """Count `start`: the seconds from this process's start to now (Linux's /proc; left at 0 elsewhere)."""
+        try:
+            stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+            uptime = float(Path("/proc/uptime").read_text().split()[0])
+            self.seconds["start"] += max(uptime - int(stat[19]) / os.sysconf("SC_CLK_TCK"), 0.0)
+        except (OSError, ValueError, IndexError, AttributeError):
+            pass
 
     def as_dict(self) -> dict[str, float]:
         return {name: round(self.seconds[name], 3) for name in PHASES}

@@ -101,11 +101,12 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     from path_eval.lm import PathEvalLM
     from path_eval.models.tokenizer import load_tokenizer
 
+    times = processes.PhaseTimes()
+    times.started()
     if run_folder.writing_process():
         write_plan(plan, options.out)
     parallel = processes.start(options.device)
     device = processes.model_device(parallel, options.device)
-    times = processes.PhaseTimes()
     records: list[ResultRecord] = []
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     env = environment()
@@ -118,8 +119,9 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         evaluators = [(evaluator_of(KINDS[kind]), plan.of_kind(kind, model.name)) for kind in KINDS
                       if plan.of_kind(kind, model.name)]  # records list the kinds in KINDS' order
         began = time.perf_counter()
-        tokenizer = load_tokenizer(model.path)
-        tokenizer_hash = tokenizer_sha256(tokenizer)
+        with times.phase("tokenizer"):
+            tokenizer = load_tokenizer(model.path)
+            tokenizer_hash = tokenizer_sha256(tokenizer)
         chat = chat_layout(plan, model, tokenizer)
         context = EvaluationContext(plan, model, options.out, tokenizer_hash, options.bootstrap_iters, chat)
         loading = processes.load_in_background(model.path, times, device=device, dtype=options.dtype,

@@ -8,12 +8,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import balanced_shares
-from path_eval.runner.processes import freeze_shares
+from path_eval.runner.processes import PHASES, freeze_shares
 from path_eval.results import load_records
 from tests.helpers import ROOT, fixture_data, save_tiny_model
 
@@ -51,7 +52,9 @@ def test_two_processes_give_the_records_of_one(tmp_path):
     suite = tmp_path / "mixed.yaml"
     suite.write_text(MIXED_SUITE)
     args = ["--suite", str(suite), "--model", str(model), "--model", "zoo:flipflop_rope", "--data-dir", str(data)]
+    began = time.perf_counter()
     one = run([sys.executable], args, tmp_path / "one", tmp_path / "cache1")
+    wall = time.perf_counter() - began
     two = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"], args,
               tmp_path / "two", tmp_path / "cache2")
     fields = lambda r: (r.task, r.length, r.bucket, r.metric, r.n, r.value, r.stderr, r.seed_std)  # noqa: E731
@@ -67,6 +70,11 @@ def test_two_processes_give_the_records_of_one(tmp_path):
     assert len(files(tmp_path / "cache1", "frozen/**/*.jsonl")) == 4  # RULER's, PhoneBook's two, flip-flop's
     phases = json.loads((tmp_path / "two" / "timings.json").read_text())["processes"]
     assert len(phases) == 2 and all(p["requests"] > 0 and p["load"] > 0 for p in phases)
+    # one process's main-thread phases, from its start (the interpreter, imports, the plan) on,
+    # fit in the wall time the launch took; the model's load runs in its thread beside `samples`
+    [alone] = json.loads((tmp_path / "one" / "timings.json").read_text())["processes"]
+    assert list(alone) == list(PHASES) and alone["start"] > 0.1 and alone["tokenizer"] > 0
+    assert sum(alone[p] for p in PHASES if p != "load") < wall
     # lm-eval's layout, written by the first process alone: the same tasks, every document once
     lm_eval_docs = lambda run: {p.name.rsplit("_", 1)[0]: sorted(json.loads(x)["doc_id"] for x in p.read_text().splitlines())  # noqa: E731
                                 for p in (tmp_path / run / "lm_eval" / "model").glob("samples_*.jsonl")}

@@ -1,0 +1,34 @@
+"""The command line's exit (`path_eval.cli.leave`): after a command that imported torch, without the
+interpreter's teardown, but only where nothing is left that the teardown would finish (another thread
+the interpreter waits for, a child process, a W&B run); what was printed is flushed either way."""
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+PROBE = """
+import atexit, sys, threading, time
+{setup}
+from path_eval.cli import leave
+atexit.register(lambda: print("teardown ran", flush=True))
+print("written before", end="")  # buffered: flushed by leave
+leave(3)
+"""
+
+
+@pytest.mark.parametrize("setup, teardown", [
+    ("import torch", False),  # the model stack imported, nothing running: the fast exit
+    ("", True),  # no torch (list, --help): the usual exit
+    ("import torch; threading.Thread(target=time.sleep, args=(0.5,)).start()", True),  # a thread to wait for
+    ("import torch, multiprocessing; multiprocessing.get_context('spawn').Process(target=time.sleep, args=(2,)).start()",
+     True),  # a child process
+    ("import torch; import types; sys.modules['wandb'] = types.ModuleType('wandb')", True),  # W&B may upload at exit
+])
+def test_leave_skips_the_teardown_only_where_nothing_is_left(setup, teardown):
+    done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert done.stdout.startswith("written before")
+    assert ("teardown ran" in done.stdout) is teardown
