@@ -37,7 +37,12 @@
 #   into $OUT/extrapolation_64k_h200.json; S64_S= the limit, 200 s),
 # fixed-cost (benchmarks.fixed_cost: eval.py run of RULER niah_single_1 at 16K, 26 requests, cold then warm, part by
 #   part, on the 760M-shaped random PaTH model and on zoo:path, into $OUT/fixed_cost_h200_*.json; FC_S= the limit of
-#   each, 240 s).
+#   each, 240 s),
+# beta-near-two (benchmarks.beta_near_two: bf16 PaTH / PaTH-FoX forwards, ours as shipped and with the accurate
+#   preparation, and fla's, against the float64 definition's last 256 rows as beta -> 2, 4K-64K, D 64 and 128, into
+#   $OUT/beta_near_two_h200.json; B2_S= the limit, 300 s), prep-cost (benchmarks.kernels' forward part for path_fwd and
+#   path_fox_fwd with --accurate-preparation: what the accurate preparation costs, into
+#   $OUT/kernels_accurate_prep_h200.json; PC_S= the limit, 300 s).
 # The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
 # process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
 # compiling, on the CPU; no test is timed. With workers, each test's printed lines
@@ -83,6 +88,10 @@ for step in "$@"; do
     fixed-cost) timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --shape 760m --work /tmp/fcwork \
         --out "$OUT/fixed_cost_h200_760m.json"
       timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --model zoo:path --work /tmp/fcwork --out "$OUT/fixed_cost_h200_zoo_path.json" ;;
+    beta-near-two) timeout ${B2_S:-300} python3 -m benchmarks.beta_near_two --out "$OUT/beta_near_two_h200.json" \
+        --budget-s $(( ${B2_S:-300} - 30 )) ;;
+    prep-cost) timeout ${PC_S:-300} python3 -m benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd \
+        --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_h200.json" ;;
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     figure1) timeout ${F1_S:-400} python3 -m benchmarks.kernels --parts forward --batch 32 --heads 32 --head-dims 64 \

@@ -73,6 +73,7 @@ def ours_by_super_chunks(T, D, transform, sweep) -> dict[str, tuple]:
     return impls
 
 
+ACCURATE = "path-eval accurate prep"  # --accurate-preparation's impl
 WITHOUT_FLA = False  # --no-fla: fla's kernels left out (they do not change with ours; compiling them is slow)
 
 
@@ -160,6 +161,9 @@ def bench_forward(args, out, save):
                 x = inputs(B, T, H, D, transform, gate)
                 ours_impls = ours_by_super_chunks(T, D, transform, args.super_chunks)
                 impls = {impl: fn for impl, (fn, _) in ours_impls.items()}
+                if transform and args.accurate_preparation:  # its cost: the products of the preparation in tf32x3
+                    impls[ACCURATE] = lambda x: path_attention(**{k: v for k, v in x.items() if k not in ("qh", "kh", "vh")},
+                                                               accurate_preparation=True)[0]
                 f = fla_impl(op)
                 if f is not None:
                     impls["fla"] = f
@@ -185,6 +189,12 @@ def bench_forward(args, out, save):
                     recs.append(dict(op="path_prep", impl="path-eval", B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
                                      fa_equiv_tflops=None, super_chunks=1))
                     log(recs[-1])
+                    if args.accurate_preparation:
+                        ms = do_bench(lambda: prepare_path(x["q"], x["k"], x["w"], x["beta"], 64, False, accurate=True),
+                                      warmup=args.warmup, rep=args.rep)
+                        recs.append(dict(op="path_prep", impl=ACCURATE, B=B, H=H, T=T, D=D, dtype="bfloat16", ms=ms,
+                                         fa_equiv_tflops=None, super_chunks=1))
+                        log(recs[-1])
                     for size in sorted({s for _, s in ours_impls.values()} - {1}):
                         ms = do_bench(lambda: prepare_walk(x["q"], x["k"], x["w"], x["beta"], None, 64, size, False),
                                       warmup=args.warmup, rep=args.rep)
@@ -340,6 +350,9 @@ def main(argv=None) -> None:
                         "Figure 1 times batch 32, 32 heads of 64, 1K-16K: --batch 32 --heads 32 --head-dims 64")
     p.add_argument("--heads", type=int, default=0, help="the forward part's heads (0: 32 of 64, 16 of 128)")
     p.add_argument("--no-fla", action="store_true", help="leave fla's kernels out (timings and checks)")
+    p.add_argument("--accurate-preparation", action="store_true",
+                   help=f"PaTH forwards and preparations also with the preparation's products in float32 accuracy "
+                        f"(impl '{ACCURATE}'; benchmarks/beta_near_two.py measures their accuracy)")
     p.add_argument("--warmup", type=int, default=25)
     p.add_argument("--rep", type=int, default=100)
     args = p.parse_args(argv)

@@ -79,10 +79,11 @@ def _transport_rows(head_dim: int) -> int:
     return min(head_dim, 32)
 
 
-def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch.dtype):
+def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch.dtype, accurate: bool = False):
     """k32, tw [B, H, N, C, D] float32 (the preparation's); w [B, T, H, D] or any view with unit
     stride along D -> keys at their super-chunk end [B, H, count * size * C, D] and U_super
-    [B, H, count, D, D] in `dtype`, for the first `count` super-chunks of `size` chunks."""
+    [B, H, count, D, D] in `dtype`, for the first `count` super-chunks of `size` chunks; `accurate`:
+    products in float32 accuracy for 16-bit `dtype` too (`prep.product_precision`)."""
     if not (k32.is_contiguous() and tw.is_contiguous()):
         raise ValueError("the super-chunk transport takes the preparation's contiguous k32 and tw")
     B, H, _, C, D = k32.shape
@@ -90,7 +91,7 @@ def super_chunk_transport_triton(k32, w, tw, size: int, count: int, dtype: torch
     U = torch.empty(B, H, count, D, D, dtype=dtype, device=k32.device)
     if w.stride(-1) != 1:
         w = w.contiguous()
-    prec, round_tf32 = product_precision(dtype)
+    prec, round_tf32 = product_precision(dtype, accurate)
     DR = _transport_rows(D)
     # a super-chunk's row blocks first in the grid, so they run together and read its inputs from HBM once
     _super_chunk_transport[(D // DR, count, B * H)](

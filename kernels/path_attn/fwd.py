@@ -326,8 +326,8 @@ if TUNED:
 def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
                    key_valid=None, cache_k=None, cache_v=None, cache_g=None, cache_valid=None,
                    chunk_size: int | None = None, block_m: int | None = None, splits: int = 1,
-                   cache_block: int = 64, transport: bool = False,
-                   super_chunks: int | None = None) -> tuple[torch.Tensor, Transport | None]:
+                   cache_block: int = 64, transport: bool = False, super_chunks: int | None = None,
+                   accurate_preparation: bool = False) -> tuple[torch.Tensor, Transport | None]:
     """Causal attention of a segment (after an optional cache); returns (out [B, T, HQ, D], the
     segment's `Transport` for moving a cache when `transport` is asked for and the variant is PaTH).
 
@@ -339,6 +339,9 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
     1: every earlier chunk walked one by one). The returned `Transport` stays per chunk.
     block_m: query rows a program, a divisor of the chunk size or twice it (two chunks a program; one
     chunk where the segment has one chunk, the cache is split or a super-chunk has an odd count).
+    accurate_preparation: the preparation's products in float32 accuracy for 16-bit inputs too
+    (`prep.product_precision`: more accurate where beta is near 2; its cost is measured on a GPU
+    before it becomes the default).
     """
     B, T, HQ, D = q.shape
     if q.dtype not in DTYPES:
@@ -368,7 +371,8 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
         raise ValueError(f"super_chunks must be 1 or more, not {size}")
     if BM > C and (q.shape[1] <= C or splits > 1 or size > 1 and size % 2):
         BM = C  # two chunks a program need two chunks, no cache splits, and pairs inside super-chunks
-    prep, coarse = (None, None) if w is None else prepare_walk(q, k, w, beta, g, C, size, transport)
+    prep, coarse = (None, None) if w is None else prepare_walk(q, k, w, beta, g, C, size, transport,
+                                                               accurate_preparation)
     out = _launch(q, k, v, g, prep, coarse, scale, gate_scale, key_valid, cache_k, cache_v, cache_g, cache_valid,
                   C, BM, splits, cache_block)
     return out[:, :T], None if prep is None else prep.transport
@@ -389,7 +393,7 @@ class Coarse:
 
 
 def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
-                 transport: bool) -> tuple[Prepared, Coarse | None]:
+                 transport: bool, accurate: bool = False) -> tuple[Prepared, Coarse | None]:
     """The PaTH preparation (with its per-chunk `Transport` when `transport` is asked for) and the
     coarse walk's inputs, or None when the segment has no whole super-chunk before its last chunk's
     (the only super-chunks a coarse walk reads). Whole chunks in; g as the forward takes it or None.
@@ -399,13 +403,13 @@ def prepare_walk(q, k, w, beta, g, chunk_size: int, super_chunks: int,
     alive at once instead of five."""
     count = (q.shape[1] // chunk_size - 1) // super_chunks
     if super_chunks == 1 or count == 0:
-        return prepare_path(q, k, w, beta, chunk_size, transport), None
+        return prepare_path(q, k, w, beta, chunk_size, transport, accurate=accurate), None
     q, k, w = unit_stride(q, k, w)
-    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, transport, keys32=True)
-    keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype)
+    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, transport, keys32=True, accurate=accurate)
+    keys, U = super_chunk_transport_triton(t.k32, w, t.tw, super_chunks, count, q.dtype, accurate)
     if not transport:
         t = replace(t, k32=None)
-    qs = chunk_queries(q, k, w, t)
+    qs = chunk_queries(q, k, w, t, accurate)
     g_end, g_total = (None, None) if g is None else super_chunk_gates(g.float(), super_chunks * chunk_size, count)
     return prepared(qs, t, transport), Coarse(super_chunks, keys, U, g_end, g_total)
 

@@ -2,7 +2,8 @@
 
 Every logit is computed by walking each query back through the Householder transforms one key at
 a time (u <- H_j u), so it shares nothing with the chunked WY algorithm it checks. It builds the
-full [T, L + T] logit matrix: for tests and small inputs only; float64 capable.
+[rows, L + T] logit matrix (every query row, or the last `last_rows`): for tests, small inputs and
+a few rows of long ones; float64 capable.
 
     logit(i, j) = scale * q_i^T H_i H_{i-1} ... H_{j+1} k_j + gate_scale * (G_i - G_j)
 
@@ -29,36 +30,41 @@ def _inert(beta, g, key_valid):
 
 def naive_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_scale: float = 1.0,
                     key_valid=None, cache_k=None, cache_v=None, cache_g=None, cache_valid=None,
-                    dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """out [B, T, HQ, D] in `dtype`. Shapes as in `path_attention`: q [B, T, HQ, D]; k, v, w
-    [B, T, H, D]; beta [B, T, H]; g [B, T, HQ]; cache_k / cache_v [B, L, H, D]; cache_g [B, L, HQ]."""
+                    dtype: torch.dtype = torch.float64, last_rows: int | None = None) -> torch.Tensor:
+    """out [B, T, HQ, D] in `dtype` (the last `last_rows` rows alone: [B, last_rows, HQ, D], in
+    memory O(last_rows x T)). Shapes as in `path_attention`: q [B, T, HQ, D]; k, v, w [B, T, H, D];
+    beta [B, T, H]; g [B, T, HQ]; cache_k / cache_v [B, L, H, D]; cache_g [B, L, HQ]."""
     f = dtype
     beta, g = _inert(beta, g, key_valid)
     B, T, HQ, D = q.shape
+    first = T - (T if last_rows is None else min(last_rows, T))  # the first row computed
     group = HQ // k.shape[2]
     L = 0 if cache_k is None else cache_k.shape[1]
     per_query_head = lambda t: t.to(f).repeat_interleave(group, dim=2)  # noqa: E731
     q, k, v = q.to(f), per_query_head(k), per_query_head(v)
 
-    qk = torch.zeros(B, HQ, T, L + T, dtype=f, device=q.device)
-    u = q.clone()
+    qk = torch.zeros(B, HQ, T - first, L + T, dtype=f, device=q.device)
+    u = q[:, first:].clone()
+    if w is not None:
+        w, beta = per_query_head(w), per_query_head(beta)
     for s in range(T):  # qk[b, h, i, i - s] = q_i^T H_i ... H_{i-s+1} k_{i-s}
-        i = torch.arange(s, T, device=q.device)
-        j = i - s
-        qk[:, :, i, L + j] = (u[:, i] * k[:, j]).sum(-1).transpose(1, 2)
+        i = torch.arange(max(s, first), T, device=q.device)
+        j, row = i - s, i - first
+        qk[:, :, row, L + j] = (u[:, row] * k[:, j]).sum(-1).transpose(1, 2)
         if w is not None:
-            u[:, i] = householder(u[:, i], per_query_head(w)[:, j], per_query_head(beta)[:, j])
+            u[:, row] = householder(u[:, row], w[:, j], beta[:, j])
     if L:  # u_i is now H_first ... H_i q_i: plain dot products with transported keys
         qk[..., :L] = torch.einsum("bthd,blhd->bhtl", u, per_query_head(cache_k))
 
     logits = scale * qk
     if g is not None:
         G = g.to(f).cumsum(1).transpose(1, 2)  # [B, HQ, T]
-        gate_new = G[..., :, None] - G[..., None, :]
-        gate_past = G[..., :, None] + cache_g.to(f).transpose(1, 2)[..., None, :] if L else gate_new[..., :0]
+        gate_new = G[..., first:, None] - G[..., None, :]
+        gate_past = G[..., first:, None] + cache_g.to(f).transpose(1, 2)[..., None, :] if L else gate_new[..., :0]
         logits = logits + gate_scale * torch.cat([gate_past, gate_new], dim=-1)
 
-    allowed = torch.ones(T, L + T, dtype=torch.bool, device=q.device).tril(diagonal=L)[None, None]
+    rows = torch.arange(first, T, device=q.device)
+    allowed = (torch.arange(L + T, device=q.device)[None, :] <= rows[:, None] + L)[None, None]  # causal
     if key_valid is not None or cache_valid is not None:
         ones = lambda n: torch.ones(B, n, dtype=torch.bool, device=q.device)  # noqa: E731
         valid = torch.cat([ones(L) if cache_valid is None else cache_valid,

@@ -260,11 +260,14 @@ def _queries_launch() -> dict:
     return dict(num_warps=4)
 
 
-def product_precision(dtype: torch.dtype) -> tuple[str, bool]:
+def product_precision(dtype: torch.dtype, accurate: bool = False) -> tuple[str, bool]:
     """(input_precision, round float32 factors to tf32 first) of the products with a computed float32
-    factor, for inputs of `dtype`: tf32x3 for float32 inputs; one tf32 pass for 16-bit ones, its
-    factors rounded to nearest on NVIDIA GPUs and in the interpreter (`_tf32`; tf32 is NVIDIA's)."""
-    if dtype == torch.float32:
+    factor, for inputs of `dtype`: tf32x3 for float32 inputs, and for 16-bit ones when `accurate`;
+    else one tf32 pass, its factors rounded to nearest on NVIDIA GPUs and in the interpreter (`_tf32`;
+    tf32 is NVIDIA's). One pass loses accuracy where beta is near 2 and the w rows of a chunk are
+    nearly parallel: T = (I + A)^-1 diag(beta) then has large entries whose products cancel
+    (benchmarks/beta_near_two.py measures both)."""
+    if dtype == torch.float32 or accurate:
         return "tf32x3", False
     return "tf32", torch.version.hip is None
 
@@ -291,11 +294,12 @@ class Transitions:
     U32: torch.Tensor | None
 
 
-def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys32: bool) -> Transitions:
+def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys32: bool,
+                      accurate: bool = False) -> Transitions:
     """The transition kernel: per chunk and key head T, T W, U, Cm and the keys at their chunk end.
     k, w [B, T, H, D] (unit stride along D), beta [B, T, H]. `state`: U in float32 too; `keys32`:
-    the keys at their chunk end in float32 too (for the `Transport` or the super-chunk transport).
-    Without grouped queries and with D >= C, Cm is kept in the in-chunk-logits buffer (the one query
+    the keys at their chunk end in float32 too (for the `Transport` or the super-chunk transport);
+    `accurate`: products in float32 accuracy for 16-bit inputs too (`product_precision`). Without grouped queries and with D >= C, Cm is kept in the in-chunk-logits buffer (the one query
     program of a chunk reads it before writing its logits there) and the solve's scratch for A in
     T W's: one float32 buffer fewer, 0.375 GiB in a call of 64K tokens of 24 heads of 64."""
     B, T, H, D = k.shape
@@ -313,7 +317,7 @@ def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys
     shared = group == 1 and D >= C
     cm = intra.view(B, H, n, C, C) if shared else torch.empty(B, H, n, C, C, dtype=torch.float32, device=dev)
     a_scratch, a_slot = (tw, C * D) if shared else (intra, group * C * C)
-    prec, round_tf32 = product_precision(k.dtype)
+    prec, round_tf32 = product_precision(k.dtype, accurate)
     _chunk_transition[(n, B * H)](
         k, w, beta, a_scratch, k_end, U, k_end if k32 is None else k32, U if U32 is None else U32, tw, cm, H, a_slot,
         k.stride(0), k.stride(1), k.stride(2), w.stride(0), w.stride(1), w.stride(2),
@@ -325,13 +329,13 @@ def chunk_transitions(k, w, beta, group: int, chunk_size: int, state: bool, keys
     return Transitions(intra, tw, cm, k_end, U, k32, U32)
 
 
-def chunk_queries(q, k, w, t: Transitions) -> torch.Tensor:
+def chunk_queries(q, k, w, t: Transitions, accurate: bool = False) -> torch.Tensor:
     """The query kernel: the queries at their chunk start [B, H, N, group, C, D], float32, and the
     in-chunk logits written into t.intra. q [B, T, HQ, D]; k, w as `chunk_transitions` took them."""
     B, T, HQ, D = q.shape
     H, n, group, C = t.intra.shape[1:5]
     qs = torch.empty(B, H, n, group, C, D, dtype=torch.float32, device=q.device)
-    prec, round_tf32 = product_precision(q.dtype)
+    prec, round_tf32 = product_precision(q.dtype, accurate)
     intra = t.intra
     _chunk_queries[(n, B * HQ)](
         q, k, w, t.tw, t.cm, qs, intra, HQ, group,
@@ -348,7 +352,7 @@ def unit_stride(*tensors):
     return tuple(t if t.stride(-1) == 1 else t.contiguous() for t in tensors)
 
 
-def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = False) -> Prepared:
+def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = False, accurate: bool = False) -> Prepared:
     """q [B, T, HQ, D]; k, w [B, T, H, D]; beta [B, T, H] zero at padding; T a multiple of chunk_size.
     `state`: the float32 `Transport` too; `coarse`: k32 and tw too (`fwd.prepare_walk` instead runs the
     two kernels itself, with the super-chunk transport between them). Products with a float32 factor
@@ -356,10 +360,12 @@ def prepare_path(q, k, w, beta, chunk_size: int, state: bool, coarse: bool = Fal
     tf32 pass for 16-bit inputs, whose float32 factors are rounded to tf32 first (`_tf32`): k_end and
     U are rounded to 16 bits anyway, and a rounded tf32 pass keeps the float32 queries, logits and
     transport state within the 16-bit tests' bounds (kernels/README.md, "Precision"). W W^T and the
-    UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2)."""
+    UT solve always run in float32 accuracy (the solve amplifies errors in A where beta is near 2);
+    `accurate` runs every product so (`product_precision`)."""
     q, k, w = unit_stride(q, k, w)
-    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, state, keys32=state or coarse)
-    qs = chunk_queries(q, k, w, t)
+    t = chunk_transitions(k, w, beta, q.shape[2] // k.shape[2], chunk_size, state, keys32=state or coarse,
+                          accurate=accurate)
+    qs = chunk_queries(q, k, w, t, accurate)
     return prepared(qs, t, state, t.k32 if coarse else None, t.tw if coarse else None)
 
 

@@ -81,16 +81,19 @@ def correlated_w_inputs(B=1, T=128, HQ=2, H=2, D=32):
     return x
 
 
-def test_preparation_kernel_with_correlated_w_rows():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_preparation_kernel_with_correlated_w_rows(dtype):
     """Nearly parallel w rows with beta near 2 make (I + A) ill-conditioned: the kernel's solve
     (recursive block inverse of the 16-row blocks, then block forward substitution below them) stays
     within 1e-4 of float64 in float32 arithmetic, a bound that a whole-chunk float32 forward
-    substitution does not meet."""
+    substitution does not meet; so does the accurate preparation of 16-bit q and k (its float32
+    outputs against float64 on the same rounded inputs)."""
     C = 64
     x = correlated_w_inputs()
+    x.q, x.k = x.q.to(dtype).double(), x.k.to(dtype).double()
     ref = prepare(x.q, x.k, None, x.w, x.beta, None, None, C, torch.float64)
-    args = as_dtype(x, torch.float32)
-    got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True)
+    args = as_dtype(x, dtype)
+    got = prepare_path(args["q"], args["k"], args["w"], args["beta"], C, state=True, accurate=dtype != torch.float32)
     errors = dict(q=relative_error(got.q.double().cpu(), ref.q), intra=relative_error(got.intra.double().cpu(), ref.intra),
                   k_end=relative_error(got.transport.k_end.double().cpu(), ref.transport().k_end),
                   U=relative_error(got.transport.U.double().cpu(), ref.transport().U))
@@ -149,6 +152,48 @@ def test_forward_half_precision_within_rounding(variant, dtype, D):
     rounded.q, rounded.k, rounded.v = (t.to(dtype).double() for t in (x.q, x.k, x.v))
     err = relative_error(out.double().cpu(), definition(rounded))
     assert err <= (1.5e-2 if dtype == torch.bfloat16 else 3e-3), err
+
+
+@pytest.mark.parametrize("variant, beta, correlated, accurate", [
+    ("path", 1.9, False, False), ("path", 1.99, True, False), ("path", 2.0, False, False), ("path", 2.0, True, False),
+    ("path_fox", 2.0, True, False), ("path", 2.0, True, True), ("path_fox", 1.99, True, True)])
+def test_forward_half_precision_as_beta_approaches_two(variant, beta, correlated, accurate):
+    """Every beta at 1.9, 1.99 or exactly 2.0 (each transform a near or exact reflection, which the
+    PaTH paper warns can be unstable in bf16; the model's beta = 2 sigmoid(.) in float32 reaches 2.0
+    exactly), w random or nearly parallel (I + A ill-conditioned): 16-bit operands within the
+    half-precision test's bound of the definition on the same rounded inputs (fp16 here, bf16 on a
+    GPU). Rounding errors no longer shrink through the transforms near beta = 2, so the error grows
+    with the sequence: benchmarks/beta_near_two.py measures it at long T. The accurate preparation
+    (products in float32 accuracy) keeps the error within a third of that bound."""
+    dtype = torch.bfloat16 if DEVICE == "cuda" else torch.float16
+    x = correlated_w_inputs(1, 150, 2, 2, 64) if correlated else random_inputs(variant, 1, 150, 2, 2, 64, seed=21)
+    if variant == "path_fox":
+        x.g, x.gate_scale = random_inputs(variant, 1, 150, 2, 2, 64, seed=21).g, x.scale
+    x.beta = torch.full_like(x.beta, beta)
+    out, _ = path_attention(**as_dtype(x, dtype), chunk_size=64, block_m=32, accurate_preparation=accurate)
+    x.q, x.k, x.v = (t.to(dtype).double() for t in (x.q, x.k, x.v))
+    err = relative_error(out.double().cpu(), definition(x))
+    print(f"beta {beta} correlated w {correlated} accurate {accurate}: rel err {err:.2e}")
+    assert err <= (1.5e-2 if dtype == torch.bfloat16 else 3e-3) / (3 if accurate else 1), err
+
+
+@pytest.mark.parametrize("variant, cache, padded", [("path", 0, False), ("path_fox", 0, True), ("path", 20, False),
+                                                    ("fox", 0, True), ("path_fox", 20, False)])
+def test_definition_of_the_last_rows_equals_its_whole_output(variant, cache, padded):
+    """`naive_attention(last_rows=R)`, the long sequences' reference, gives the last R rows of the whole
+    output: with grouped queries, gates, padding and a cache of transported keys."""
+    T, R = 45, 13
+    x = random_inputs(variant, 2, T, 4, 2, 16, seed=cache + 3, pad_left=[0, 7] if padded else None)
+    extra = {}
+    if cache:
+        c = random_inputs(variant, 2, cache, 4, 2, 16, seed=99)
+        extra = dict(cache_k=c.k, cache_v=c.v, cache_g=None if c.g is None else c.g.cumsum(1).flip(1),
+                     cache_valid=torch.ones(2, cache, dtype=torch.bool))
+    run = lambda rows: naive_attention(x.q, x.k, x.v, scale=x.scale, w=x.w, beta=x.beta, g=x.g,  # noqa: E731
+                                       gate_scale=x.gate_scale, key_valid=x.key_valid, last_rows=rows, **extra)
+    whole = run(None)
+    assert run(R).shape == (2, R, 4, 16)
+    assert torch.equal(run(R), whole[:, T - R:]) and torch.equal(run(T + 5), whole)
 
 
 COARSE = [  # variant, B, T, HQ, H, D, super_chunks, pad_left, cache length, rows a program; chunks of 16 rows
