@@ -23,6 +23,9 @@ width), with a model card (model_card.json, README.md) beside them.
 With --wait-for-stream the process compiles the training kernels first (one forward and backward
 on random tokens of the training shape, no optimizer step: the weights stay as initialised) and
 then waits for the windows file, so that compiling overlaps building the windows.
+
+With --cuda-graphs (A5 on a GPU) each step's forward and backward are replayed from CUDA graphs
+captured on the first batch (`step_loss`); the card's steps_run says whether they were, or why not.
 """
 from __future__ import annotations
 
@@ -105,6 +108,55 @@ def labelled_loss(model, inputs: torch.Tensor, targets: torch.Tensor) -> torch.T
         hidden = model.model(input_ids=inputs, use_cache=False).last_hidden_state
         logits = model.lm_head(hidden[labelled])
     return F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)), targets[labelled])
+
+
+class FixedPositionsLoss(torch.nn.Module):
+    """`labelled_loss` where the labelled positions are the same in every batch (A5: every letter, all
+    but BOS), taken by flat index: static shapes, which a CUDA graph can hold (a boolean index has a
+    shape that depends on the data). Autocast keeps no weight cache, which would not outlive a replay."""
+
+    def __init__(self, model, positions: torch.Tensor):
+        super().__init__()
+        self.model, self.positions = model, positions
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        gpu = inputs.device.type == "cuda"
+        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=gpu, cache_enabled=False):
+            hidden = self.model.model(input_ids=inputs, use_cache=False).last_hidden_state
+            logits = self.model.lm_head(hidden.flatten(0, 1)[self.positions])
+        return F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)),
+                               targets.flatten()[self.positions])
+
+
+def step_loss(model, args, task, inputs: torch.Tensor, targets: torch.Tensor):
+    """(loss function of a batch, how steps run). Eager `labelled_loss`; with --cuda-graphs, for A5 on a
+    GPU, the forward and backward replayed from CUDA graphs (`torch.cuda.make_graphed_callables` on
+    `FixedPositionsLoss`, captured on the first batch): a small model's step is bound by launching its
+    hundreds of kernels (A5 at 16 processes: 28-48 ms a step for a few GFLOP), which a replay does at
+    once. Where capturing fails, or the replayed loss of the first batch differs from the eager one by
+    more than 1e-3, steps run eagerly and the card says why."""
+    def eager(x, y):
+        return labelled_loss(model, x, y)
+    if not args.cuda_graphs:
+        return eager, "eager"
+    if args.device != "cuda":
+        return eager, "eager (CUDA graphs need a CUDA device)"
+    if task is None or task.name != "a5":
+        return eager, "eager (CUDA graphs need the same labelled positions in every batch, as A5's)"
+    positions = (targets.flatten() != -100).nonzero().flatten()
+    try:
+        with torch.no_grad():
+            expected = labelled_loss(model, inputs, targets).item()
+        graphed = torch.cuda.make_graphed_callables(FixedPositionsLoss(model, positions),
+                                                    (inputs.clone(), targets.clone()))
+        replayed = graphed(inputs, targets).item()
+    except Exception as error:  # noqa: BLE001  (any capture failure: the steps run eagerly instead)
+        first_line = str(error).splitlines()[0][:160] if str(error) else ""
+        return eager, f"eager (capturing failed: {type(error).__name__}: {first_line})"
+    model.zero_grad(set_to_none=True)
+    if abs(replayed - expected) > 1e-3 * abs(expected):
+        return eager, f"eager (the replayed loss {replayed:.6f} differs from the eager {expected:.6f})"
+    return graphed, "cuda graphs"
 
 
 def wait_for(path: Path, deadline_s: float | None) -> None:
@@ -219,19 +271,22 @@ def train(args) -> None:
     warmup = max(1, int(args.warmup * args.steps))
     curve, recent, start, timed_start = [], [], time.time(), None
     print(f"{args.variant}/{args.task}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
-    steps_done, stopped_at_deadline = 0, False
+    steps_done, stopped_at_deadline, loss_of, step_mode = 0, False, None, None
     for step, (inputs, targets) in enumerate(batches):
         if args.deadline_s and time.time() - PROCESS_START > args.deadline_s:
             stopped_at_deadline = True
             break
+        if loss_of is None:
+            loss_of, step_mode = step_loss(model, args, task, inputs, targets)
+            print(json.dumps({"steps": step_mode}), flush=True)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args.steps, args.lr, warmup)
-        loss = labelled_loss(model, inputs, targets)
+        loss = loss_of(inputs, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        recent.append(loss.detach())
+        recent.append(loss.detach().clone())  # a replayed graph's loss is overwritten by the next replay
         steps_done = step + 1
         if steps_done in (1, 10):  # the first steps include compiling fla's kernels
             print(json.dumps({"step": steps_done, "loss": loss.item(), "elapsed_s": round(time.time() - start, 1)}), flush=True)
@@ -265,7 +320,7 @@ def train(args) -> None:
             "optimizer": {"name": "AdamW", "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": args.weight_decay,
                           "weight_decay_on": "matrices and embeddings, not norms and biases", "grad_clip": 1.0},
             "lr_schedule": {"peak": args.lr, "warmup_steps": warmup, "decay": "cosine", "final": args.lr * 0.1},
-            "precision": "bf16 autocast, fp32 master weights",
+            "precision": "bf16 autocast, fp32 master weights", "steps_run": step_mode,
             "final_training_loss": curve[-1]["loss"], "curve": curve,
             "wall_time_s": round(wall, 1), "tokens_per_s": round(throughput) if throughput else None,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
@@ -397,6 +452,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--mqrar-pairs", type=int, default=mqrar.PAIRS)
     parser.add_argument("--mqrar-length", type=int, default=768)
     parser.add_argument("--final-eval", type=int, default=4096, help="a5, mqrar: held-out sequences scored at the end")
+    parser.add_argument("--cuda-graphs", action="store_true",
+                        help="a5 on a GPU: each step's forward and backward replayed from CUDA graphs (eager where "
+                             "capturing fails; the card's steps_run says which)")
     parser.add_argument("--device", default="cuda", help="cuda; cpu for smoke tests of the recipe and the ci "
                                                           "suite's small A5 model")
     parser.add_argument("--out", required=True)

@@ -22,11 +22,13 @@ def test_every_variant_has_the_same_models_budget_and_seeds():
         words = model.arguments(Path("/out"), "rev")
         args = parser().parse_args(words)
         setting = (model.task, args.layers, args.mqrar_n, args.seed, args.steps, args.batch, args.lr, args.a5_length,
-                   args.mqrar_length, args.mqrar_pairs)
+                   args.mqrar_length, args.mqrar_pairs, args.cuda_graphs)
         by_setting[setting].add(args.variant)
     assert all(variants == set(VARIANTS) for variants in by_setting.values())
     assert {m.options["layers"] for m in models if m.task == "a5"} == {1, 2, 3, 4}
     assert {m.options["mqrar_n"] for m in models if m.task == "mqrar"} == {1, 2, 3, 4}
+    assert {(m.task, "--cuda-graphs" in m.arguments(Path("/out"), "rev")) for m in models} == {("a5", True),
+                                                                                           ("mqrar", False)}
 
 
 def test_shares_hold_every_model_once_and_end_together():
@@ -66,9 +68,11 @@ def test_the_recipe_trains_saves_and_reloads_a_model_on_the_cpu(tmp_path):
 
     out = tmp_path / "a5_rope_L1_s0"
     train(parser().parse_args(["--variant", "rope", "--task", "a5", "--layers", "1", "--steps", "25", "--batch", "32",
-                               "--eval-every", "25", "--final-eval", "64", "--device", "cpu", "--out", str(out)]))
+                               "--eval-every", "25", "--final-eval", "64", "--device", "cpu", "--cuda-graphs",
+                               "--out", str(out)]))
     card = json.loads((out / "model_card.json").read_text())
     assert card["steps"] == 25 and card["layers"] == 1 and card["data"]["length"] == 20
+    assert card["steps_run"] == "eager (CUDA graphs need a CUDA device)"  # the recipe's flag, refused here
     assert card["accuracy"]["sequences"] == 64 and 0 <= card["accuracy"]["token_accuracy"] <= 1
     model, tokenizer = load_model(out)
     assert a5.VOCABULARY.used_by(tokenizer.convert_tokens_to_ids)

@@ -75,3 +75,25 @@ def test_pinned_autotuners_keep_one_config_and_pinning_is_once_per_process(monke
     assert [(c.kwargs, c.num_warps, c.num_stages) for c in kernel.configs] == [({"BT": 64}, 4, 2)]
     monkeypatch.setitem(sys.modules, "fla", object())  # as after the first model's import of fla
     pin_autotuning()
+
+
+def test_the_fixed_positions_loss_equals_the_labelled_loss_and_its_gradients():
+    """The CUDA-graph step's loss (flat indices of A5's labelled positions, static shapes) against
+    `labelled_loss` (a boolean index), float64 on the CPU: the same value and gradients."""
+    from path_eval.tasks import a5
+    from training.train import FixedPositionsLoss
+
+    torch.manual_seed(1)
+    model = build_model("rope", len(a5.VOCABULARY.symbols), layers=2, hidden=64, heads=2, bos=1, eos=2, pad=0).double()
+    inputs, targets = (torch.from_numpy(t) for t in a5.generate(6, 9, seed=3))
+    positions = (targets.flatten() != -100).nonzero().flatten()
+    assert len(positions) == 6 * 9  # every letter, not BOS
+    loss = FixedPositionsLoss(model, positions)(inputs, targets)
+    loss.backward()
+    ours = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    reference = labelled_loss(model, inputs, targets)
+    reference.backward()
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
+    for got, want in zip(ours, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
