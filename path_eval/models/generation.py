@@ -29,6 +29,12 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
     return logits, cache
 
 
+# Decoding steps between the host's looks at the new tokens (stop strings, every row finished): each
+# look waits for the GPU, which a small model's step leaves idle for as long as the look takes;
+# between looks the steps are queued without waiting.
+STOP_CHECK_EVERY = 8
+
+
 @torch.no_grad()
 def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None, *,
              max_new_tokens: int | None = None, max_length: int | None = None, do_sample: bool = False,
@@ -39,7 +45,11 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     """Like transformers' `generate`: returns [B, prompt + new] token ids; rows that produced an
     end-of-sequence token are filled with `pad_token_id` afterwards. Prompts of a batch are
     left-padded, with `attention_mask` 0 on the padding. `should_stop(new_tokens [B, n])` may
-    end rows early too (e.g. when a stop string appeared). `cuda_graph` replays one recorded
+    end rows early too (e.g. when a stop string appeared); it is asked every STOP_CHECK_EVERY tokens,
+    so a row may run up to STOP_CHECK_EVERY - 1 tokens past the step its stop string appeared in (the
+    caller cuts its text at the stop, as lm-eval does). The host waits for the GPU only then; the
+    returned ids end at the step after which every row had finished, as if every step had looked.
+    `cuda_graph` replays one recorded
     decoding step per token (`decode_graph`); None: wherever the model allows it (on CUDA, with the
     triton backend)."""
     if not use_cache:
@@ -64,6 +74,7 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         reserve_decoding(cache, max_new_tokens - 1)
     captured = None  # with `graph`: the first step runs eagerly (it allocates the tail, compiles), the rest replay
     finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
+    ended = torch.full((), -1, device=input_ids.device)  # the first step after which every row had finished
     for step in range(max_new_tokens):
         scores = logits[:, -1].float()
         if do_sample:
@@ -77,9 +88,12 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         token = torch.where(finished, torch.full_like(token, pad), token)
         sequences = torch.cat([sequences, token[:, None]], 1)
         finished |= torch.isin(token, stops)
-        if should_stop is not None:
+        if (step + 1) % STOP_CHECK_EVERY == 0 and should_stop is not None:
             finished |= should_stop(sequences[:, input_ids.shape[1]:])
-        if bool(finished.all()) or step == max_new_tokens - 1:
+        ended = torch.where((ended < 0) & finished.all(), step, ended)
+        if step == max_new_tokens - 1:
+            break
+        if (step + 1) % STOP_CHECK_EVERY == 0 and bool(ended >= 0):  # the host waits for the GPU here only
             break
         # The new token is never padding (the cache keeps the prompt's), so a decoding step takes no mask.
         if captured is not None:
@@ -88,4 +102,5 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         logits = model(token[:, None], past_key_values=cache, use_cache=True).logits
         if graph:  # the last token needs no step
             captured = CapturedDecodeStep(model, cache, max_new_tokens - 2)
-    return sequences
+    last = int(ended)  # as if every step had looked: no column after the step every row had finished in
+    return sequences if last < 0 else sequences[:, : input_ids.shape[1] + last + 1]

@@ -168,3 +168,23 @@ def test_generation_imports_and_runs_without_triton():
             "assert out.shape == (1, 12), out.shape\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_stop_strings_are_read_every_few_steps_and_the_ids_end_where_every_row_finished():
+    """The host reads the new tokens (should_stop) every STOP_CHECK_EVERY steps only, the one sync of
+    decoding; the tokens up to there are those of a free generation, and none follows the look that
+    finished every row."""
+    from path_eval.models.generation import STOP_CHECK_EVERY
+
+    model = tiny_model("path", seed=7)
+    prompt = torch.randint(3, 97, (2, 10), generator=torch.Generator().manual_seed(8))
+    free = generate(model, prompt, max_new_tokens=30, eos_token_id=[])
+    looks = []
+
+    def after_five(new):
+        looks.append(new.shape[1])
+        return torch.full((new.shape[0],), new.shape[1] >= 5)
+
+    out = generate(model, prompt, max_new_tokens=30, eos_token_id=[], should_stop=after_five)
+    assert STOP_CHECK_EVERY == 8 and looks == [8]
+    assert torch.equal(out, free[:, :10 + 8])
