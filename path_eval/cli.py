@@ -691,20 +691,30 @@ def command_line() -> NoReturn:
 
 def leave(code: int) -> NoReturn:
     """Exit with `code`. Where torch was imported and nothing is left running (no other thread the
-    interpreter would wait for, no child process, no W&B run that uploads at exit), without the
-    interpreter's teardown of the torch, transformers and lm-eval modules: about a second of every run
-    (1.2-1.3 s after `import path_eval.lm` on a 2-core CPU) that saves nothing, since every file is
-    written and closed by then. Elsewhere the usual exit."""
+    interpreter would wait for, no child process, no W&B run that uploads at exit, no profiler or
+    coverage tool that writes at exit), without the interpreter's teardown of the torch,
+    transformers and lm-eval modules: about a second of every run (1.2-1.3 s after `import
+    path_eval.lm` on a 2-core CPU) that saves nothing, since every file is written and closed by
+    then. Elsewhere the usual exit."""
     children = sys.modules.get("multiprocessing")
     waited_for = [t for t in threading.enumerate()
                   if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     if "torch" in sys.modules and "wandb" not in sys.modules and not waited_for and \
-            not (children and children.active_children()):
+            not (children and children.active_children()) and not _observed():
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()
         os._exit(code)
     sys.exit(code)
+
+
+def _observed() -> bool:
+    """A profiler, tracer or coverage tool watches this process: it writes what it saw at the exit
+    that `leave` would skip (`python -m cProfile -o FILE eval.py ...`)."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12's tools (cProfile and coverage use them)
+    return monitoring is not None and any(monitoring.get_tool(tool) is not None for tool in range(6))
 
 
 def parse_and_configure(argv: list[str]) -> argparse.Namespace:

@@ -32,3 +32,15 @@ def test_leave_skips_the_teardown_only_where_nothing_is_left(setup, teardown):
     assert done.returncode == 3, done.stderr[-2000:]
     assert done.stdout.startswith("written before")
     assert ("teardown ran" in done.stdout) is teardown
+
+
+def test_a_profiled_command_still_writes_its_profile(tmp_path):
+    """`python -m cProfile -o FILE` writes the profile at the exit `leave` would otherwise skip (cProfile
+    itself ends with status 0 after a SystemExit)."""
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE.format(setup="import torch"))
+    profile = tmp_path / "run.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(script)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("written before") and "teardown ran" in done.stdout and profile.stat().st_size > 0
