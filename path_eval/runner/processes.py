@@ -129,18 +129,22 @@ class PhaseTimes:
     this process's share and waiting for the others'), `load_wait` (the load still running once the
     samples are frozen), `requests` (the evaluators, sample logs included), `write` (records and
     results.json). A run's cost beyond its model calls is these less the model's own seconds (the
-    provenance's tokens over tokens_per_second): `benchmarks.fixed_cost`."""
+    provenance's tokens over tokens_per_second): `benchmarks.fixed_cost`. Each timed phase is also
+    kept as a span of Unix times (`spans`), so that what a GPU did meanwhile can be matched to it
+    (`benchmarks.suite_busy`)."""
 
     def __init__(self):
         self.seconds: dict[str, float] = defaultdict(float)
+        self.spans: list[tuple[str, float, float]] = []
 
     @contextmanager
     def phase(self, name: str):
-        start = time.perf_counter()
+        start, began = time.perf_counter(), time.time()
         try:
             yield
         finally:
             self.seconds[name] += time.perf_counter() - start
+            self.spans.append((name, round(began, 3), round(time.time(), 3)))
 
     def started(self) -> None:
         """Count `start`: the seconds from this process's start to now (Linux's /proc; left at 0 elsewhere)."""
@@ -156,7 +160,11 @@ class PhaseTimes:
 
 
 def write_timings(times: PhaseTimes, parallel: DataParallel | None, out: Path, writes: bool) -> None:
-    """OUT/timings.json: every process's phase times, in rank order (before the group goes down)."""
-    gathered = parallel.gather_object(times.as_dict()) if parallel else [times.as_dict()]
+    """OUT/timings.json: every process's phase times and spans, in rank order (before the group goes
+    down)."""
+    mine = (times.as_dict(), times.spans)
+    gathered = parallel.gather_object(mine) if parallel else [mine]
     if writes:
-        write_json_atomic({"processes": gathered}, run_folder.timings_file(out))
+        write_json_atomic({"processes": [phases for phases, _ in gathered],
+                           "spans": [[list(span) for span in spans] for _, spans in gathered]},
+                          run_folder.timings_file(out))
