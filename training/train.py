@@ -278,7 +278,7 @@ def train(args) -> None:
             break
         if loss_of is None:
             loss_of, step_mode = step_loss(model, args, task, inputs, targets)
-            print(json.dumps({"steps": step_mode}), flush=True)
+            print(json.dumps({"steps_run": step_mode}), flush=True)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, args.steps, args.lr, warmup)
         loss = loss_of(inputs, targets)
