@@ -61,6 +61,7 @@ def collect(label: str, folder: Path) -> list[dict]:
              "batch": card["batch_windows"], "seed": card["seed"],
              "steps": card["steps"], "planned_steps": card["planned_steps"], "tokens": card["tokens"],
              "finished": not card["stopped_at_deadline"], "scores": scores(card),
+             "steps_run": card.get("steps_run", "eager"),  # cards before --cuda-graphs ran every step eagerly
              "command": card["command"], "git_revision": card["git_revision"], "curve": curve}
             for (card, curve), name in found]
 
