@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from benchmarks.end_to_end import machine
 from benchmarks.markdown import load, sci, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
@@ -137,12 +137,6 @@ def fla_available(args) -> bool:
     return True
 
 
-def machine(device: str) -> str:
-    if torch.device(device).type == "cuda":
-        return torch.cuda.get_device_name(torch.device(device))
-    return f"CPU ({platform.machine()}, {os.cpu_count()} cores), Triton's interpreter"
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     began = time.perf_counter()
@@ -161,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
 
         interpreter = ["TRITON_INTERPRET=1"] if os.environ.get("TRITON_INTERPRET") == "1" else []
         meta = {"command": " ".join([*interpreter, "python", "-m", "benchmarks.beta_near_two", *argv]),
-                "machine": machine(args.device),
+                "machine": machine(args.device) + ("" if torch.device(args.device).type == "cuda"
+                                                   else ", Triton's interpreter"),
                 "torch": torch.__version__, "triton": triton.__version__, "dtype": args.dtype, "heads": args.heads,
                 "rows": args.rows, "bound": BOUND[args.dtype], "fla": with_fla}
         if with_fla:

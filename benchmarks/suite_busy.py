@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.end_to_end import machine
 from benchmarks.markdown import load, percent, seconds, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
@@ -130,14 +130,6 @@ def measure(args) -> dict:
             "targets": {"wall_s": WALL_TARGET_S, "busy_requests": BUSY_TARGET},
             "caches": "the frozen-sample and Triton caches as this machine had them",
             "command": shlex.join(command)}
-
-
-def machine(device: str) -> str:
-    if device.startswith("cuda"):
-        import torch
-
-        return torch.cuda.get_device_name(0)
-    return f"CPU ({os.cpu_count()} cores)"
 
 
 def main(argv: list[str] | None = None) -> int:
