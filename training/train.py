@@ -103,17 +103,18 @@ def labelled_loss(model, inputs: torch.Tensor, targets: torch.Tensor) -> torch.T
     applied at those positions alone: MQRAR-N labels a few dozen of its 768 positions at most, and its
     full float32 logits (64 x 768 x 8194) cost more than the rest of its step. The same loss as
     cross-entropy over full logits with ignore_index -100 (tests/training/test_train_loss.py)."""
-    labelled = targets != -100
-    with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=inputs.device.type == "cuda"):
-        hidden = model.model(input_ids=inputs, use_cache=False).last_hidden_state
-        logits = model.lm_head(hidden[labelled])
-    return F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)), targets[labelled])
+    return FixedPositionsLoss(model, labelled_positions(targets))(inputs, targets)
+
+
+def labelled_positions(targets: torch.Tensor) -> torch.Tensor:
+    """The flat indices of a batch's labelled positions (targets not -100), in row-major order."""
+    return (targets.flatten() != -100).nonzero().flatten()
 
 
 class FixedPositionsLoss(torch.nn.Module):
-    """`labelled_loss` where the labelled positions are the same in every batch (A5: every letter, all
-    but BOS), taken by flat index: static shapes, which a CUDA graph can hold (a boolean index has a
-    shape that depends on the data). Autocast keeps no weight cache, which would not outlive a replay."""
+    """The loss of `labelled_loss` at given flat positions: a batch's own (`labelled_loss`), or, for a
+    CUDA graph, positions that are the same in every batch (A5: every letter, all but BOS), so that
+    every shape is static. Autocast keeps no weight cache, which would not outlive a replay."""
 
     def __init__(self, model, positions: torch.Tensor):
         super().__init__()
@@ -143,7 +144,7 @@ def step_loss(model, args, task, inputs: torch.Tensor, targets: torch.Tensor):
         return eager, "eager (CUDA graphs need a CUDA device)"
     if task is None or task.name != "a5":
         return eager, "eager (CUDA graphs need the same labelled positions in every batch, as A5's)"
-    positions = (targets.flatten() != -100).nonzero().flatten()
+    positions = labelled_positions(targets)
     try:
         with torch.no_grad():
             expected = labelled_loss(model, inputs, targets).item()
