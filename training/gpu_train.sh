@@ -10,9 +10,10 @@
 # them) while every variant's process compiles its kernels (each then waits for them); the four
 # variants train at once as processes of their own (a small model leaves most of an H200 idle, and
 # a failing kernel poisons only its own CUDA context), on the same windows in the same order.
-# REPLICAS=2 trains every variant twice with the same command, the second set into retrain1/ (what a retrain gives: GPU kernels do not add in a fixed order). At most 8 files come back
-# from $OUT: one tar per variant (its replicas too), logs.tar (refreshed while the run goes on) and
-# the run log the caller tees.
+# REPLICAS=2 trains every variant twice with the same command, the second set into retrain1/ (what
+# a retrain gives: GPU kernels do not add in a fixed order). At most 8 files come back from $OUT:
+# one tar per variant (its replicas too), logs.tar (refreshed while the run goes on) and the run log
+# the caller tees.
 #   STEPS=2000 BATCH=64 LENGTH=1024 REVISION=abc1234 bash training/gpu_train.sh .zoo/carry
 set -uo pipefail
 C=$1; OUT=${OUT:-/tmp/out}; W=/tmp/zoo; mkdir -p $W/logs $W/models
