@@ -10,6 +10,9 @@
 # them) while every variant's process compiles its kernels (each then waits for them); the four
 # variants train at once as processes of their own (a small model leaves most of an H200 idle, and
 # a failing kernel poisons only its own CUDA context), on the same windows in the same order.
+# Once the windows are there, every process times a few steps while all the others do and all train
+# the same number of steps (training/agreement.py): STEPS, or the most the slowest fits before
+# DEADLINE_S, so every variant (and replica) sees the same tokens; the cards keep the measurements.
 # REPLICAS=2 trains every variant twice with the same command, the second set into retrain1/ (what
 # a retrain gives: GPU kernels do not add in a fixed order). At most 8 files come back from $OUT:
 # one tar per variant (its replicas too), logs.tar (refreshed while the run goes on) and the run log
@@ -29,12 +32,14 @@ python3 -c "import torch, triton, transformers, fla, tokenizers; print('torch', 
 stamp "the training windows ($((STEPS * BATCH)) of $LENGTH tokens), compiling beside them"
 NICE=0 bash training/gpu_stream.sh "$C" $((STEPS * BATCH)) $LENGTH $SEED || exit 1
 tokenizer=path_eval/zoo/models/rope  # the zoo's BPE (every language model's folder holds the same one)
+members=$((REPLICAS * $(echo $VARIANTS | wc -w))); rm -rf $W/agree  # a fresh meeting for this run's models
 pids=()
 for replica in $(seq 1 $REPLICAS); do
   folder=$W/models; [ $replica = 1 ] || folder=$W/models/retrain$((replica - 1))
   for v in $VARIANTS; do
     python3 -m training.train --variant $v --steps $STEPS --batch $BATCH --length $LENGTH --seed $SEED \
-      --deadline-s $DEADLINE_S --revision $REVISION --tokenizer $tokenizer --stream $W/stream.npy \
+      --deadline-s $DEADLINE_S --agree-dir $W/agree --agree-members $members --revision $REVISION \
+      --tokenizer $tokenizer --stream $W/stream.npy \
       --stream-info $W/logs/stream.json --wait-for-stream --out $folder/$v > $W/logs/${v}_$replica.log 2>&1 &
     pids+=($!)
   done
@@ -42,7 +47,7 @@ done
 wait "${pids[@]}"
 cat $W/logs/stream.json 2>/dev/null || { stamp "building the windows failed"; tail -5 $W/logs/stream.err; }
 stamp "trained"
-for f in $W/logs/*.log; do echo "== $f"; grep -E '"(step": (1|10),|compiled_s)' "$f" | cut -c1-200; tail -1 "$f" | cut -c1-900; done
+for f in $W/logs/*.log; do echo "== $f"; grep -E '"(step": (1|10),|compiled_s|agreed_steps)' "$f" | cut -c1-200; tail -1 "$f" | cut -c1-900; done
 for v in $VARIANTS; do (cd $W/models && tar -cf "$OUT/$v.tar" $v $(ls -d retrain*/$v 2>/dev/null)); done
 kill $progress; tar -cf $OUT/logs.tar -C $W logs
 ls -la "$OUT"; stamp "done"

@@ -24,6 +24,10 @@ With --wait-for-stream the process compiles the training kernels first (one forw
 on random tokens of the training shape, no optimizer step: the weights stay as initialised) and
 then waits for the windows file, so that compiling overlaps building the windows.
 
+With --agree-dir the models trained at once (one process each) agree on one number of steps, the
+most the slowest fits before its --deadline-s and at most --steps (training/agreement.py), so every
+variant sees the same tokens under one schedule; the card keeps what each member measured.
+
 With --cuda-graphs (A5 on a GPU) each step's forward and backward are replayed from CUDA graphs
 captured on the first batch (`step_loss`); the card's steps_run says whether they were, or why not.
 """
@@ -52,6 +56,7 @@ FLA_TYPES = {"fox": ("forgetting_transformer", {}), "path": ("path_attn", {}),
 VARIANTS = ("rope", "fox", "path", "path_fox")
 SHAPES = {"lm": {"layers": 4, "hidden": 192, "heads": 3}, "flipflop": {"layers": 1, "hidden": 128, "heads": 2},
           "a5": {"layers": 2, "hidden": 128, "heads": 2}, "mqrar": {"layers": 2, "hidden": 256, "heads": 2}}
+AGREEMENT_TIMED_STEPS = 10  # steps each member of --agree-dir times (after one that compiles)
 TAGGING_EVAL = 512  # held-out sequences scored every --eval-every steps (--final-eval at the end)
 EVAL_SETS = {"in": 512, "sparse": 4096, "dense": 128}  # sequences per split (the sparse split has few reads)
 FINAL_EVAL_SETS = {"in": 4096, "sparse": 16384, "dense": 1024}
@@ -167,14 +172,36 @@ def wait_for(path: Path, deadline_s: float | None) -> None:
         time.sleep(1.0)
 
 
-def compile_kernels(model, vocab: int, batch: int, length: int) -> None:
-    """One forward and backward at the training shape on random tokens (its own generator: the
-    seeded initialisation and data order are untouched), gradients dropped."""
-    generator = torch.Generator(device="cuda").manual_seed(12345)
-    ids = torch.randint(3, vocab, (batch, length + 1), device="cuda", generator=generator)
-    labelled_loss(model, ids[:, :-1], ids[:, 1:]).backward()
-    model.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
+def random_steps(model, vocab: int, batch: int, length: int, count: int = 1) -> float:
+    """`count` forwards and backwards at the training shape on random tokens (their own generator:
+    the seeded initialisation and data order are untouched), gradients dropped and no optimizer step,
+    so the weights stay as initialised. The first ever compiles the kernels. Seconds a step, on average."""
+    device = next(model.parameters()).device
+    generator = torch.Generator(device=device).manual_seed(12345)
+    synchronize(device.type)
+    started = time.time()
+    for _ in range(count):
+        ids = torch.randint(3, vocab, (batch, length + 1), device=device, generator=generator)
+        labelled_loss(model, ids[:, :-1], ids[:, 1:]).backward()
+        model.zero_grad(set_to_none=True)
+    synchronize(device.type)
+    return (time.time() - started) / count
+
+
+def agreed_budget(args, model, vocab: int, length: int) -> dict:
+    """The steps this model trains with the other members of --agree-dir (training/agreement.py):
+    kernels compiled first, so that the timed steps are steady ones taken while every member times."""
+    from training.agreement import agree
+
+    random_steps(model, vocab, args.batch, length)
+    return agree(Path(args.agree_dir), agreement_name(args.out), args.agree_members, args.steps,
+                 lambda: random_steps(model, vocab, args.batch, length, AGREEMENT_TIMED_STEPS),
+                 lambda: args.deadline_s - (time.time() - PROCESS_START))
+
+
+def agreement_name(out: str) -> str:
+    """A member's name: its output folder (replicas of one variant share the last part)."""
+    return str(Path(out)).strip("/").replace("/", "_")
 
 
 def lm_batches(stream_path: str, batch: int, steps: int, pad: int, length: int):
@@ -254,10 +281,15 @@ def train(args) -> None:
         length = flipflop.LENGTH
     model = build_model(args.variant, vocab, bos=bos, eos=eos, pad=pad, **shape).to(args.device).train()
     if args.wait_for_stream:
-        compile_kernels(model, vocab, args.batch, length)
+        random_steps(model, vocab, args.batch, length)
         print(json.dumps({"compiled_s": round(time.time() - PROCESS_START, 1)}), flush=True)
         wait_for(Path(args.stream), args.deadline_s)
         wait_for(Path(args.stream_info), args.deadline_s)
+    agreement = None
+    if args.agree_dir:
+        agreement = agreed_budget(args, model, vocab, length)
+        args.steps = agreement["steps"]
+        print(json.dumps({"agreed_steps": args.steps, "members": agreement["members"]}), flush=True)
     if task is not None:
         batches = tagging.batches(task, args.batch, args.steps, args.seed, args.device)
     elif args.task == "lm":
@@ -326,6 +358,8 @@ def train(args) -> None:
             "wall_time_s": round(wall, 1), "tokens_per_s": round(throughput) if throughput else None,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
             "command": command_of(args), "git_revision": args.revision}
+    if agreement:
+        card["budget_agreement"] = agreement
     if args.task == "lm":
         card["heldout"] = {"text": f"path_eval/zoo/heldout/{Path(args.heldout).name}", "length": length,
                            **heldout_loss(model, Path(args.tokenizer), Path(args.heldout), length)}
@@ -386,6 +420,10 @@ def readme(card: dict) -> str:
              f"{card['lr_schedule']['warmup_steps']} warmup steps and cosine decay to a tenth, seed {card['seed']}, "
              f"on {card['gpu']} in {card['wall_time_s']} s.",
              f"Final training loss {card['final_training_loss']:.4f}."]
+    if card.get("budget_agreement"):
+        agreement = card["budget_agreement"]
+        lines.append(f"Its {card['planned_steps']} steps were agreed with the {len(agreement['members'])} models trained "
+                     f"beside it (at most {agreement['cap']}; training/agreement.py): the same budget for each.")
     if card["stopped_at_deadline"]:
         lines.append(f"Stopped at the run's deadline after {card['steps']} of {card['planned_steps']} planned steps "
                      "(the cosine schedule was cut short).")
@@ -411,10 +449,11 @@ def readme(card: dict) -> str:
 
 
 def command_of(args) -> str:
-    """The command line that trains this model again: every option whose value is not its default."""
+    """The command line that trains this model again: every option whose value is not its default,
+    the agreed --steps in place of the agreement's options (alone, the model needs no other members)."""
     words = ["python -m training.train"]
     for action in parser()._actions:
-        if not action.option_strings or action.dest == "help":
+        if not action.option_strings or action.dest in ("help", "agree_dir", "agree_members"):
             continue
         value = getattr(args, action.dest)
         if value == action.default:
@@ -444,6 +483,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="stop (and save) once this many seconds have passed since the process started")
+    parser.add_argument("--agree-dir", help="train as many steps as every model meeting in this folder fits before "
+                                            "its deadline, at most --steps (training/agreement.py; needs --deadline-s)")
+    parser.add_argument("--agree-members", type=int, default=None, help="with --agree-dir: how many models meet there")
     parser.add_argument("--revision", default="unknown", help="git revision of the code (the GPU copy has no .git)")
     parser.add_argument("--layers", type=int, help="the model's depth in place of its task's (a5: 1-4)")
     parser.add_argument("--heads", type=int, help="attention heads in place of the task's (the hidden size stays)")
@@ -467,7 +509,16 @@ def main() -> None:
     args = arguments.parse_args()
     if args.task == "lm" and not (args.stream and args.tokenizer):
         arguments.error("--task lm needs --stream and --tokenizer")
-    train(args)
+    if args.agree_dir and not (args.deadline_s and args.agree_members):
+        arguments.error("--agree-dir needs --deadline-s (the time to fit) and --agree-members (how many meet)")
+    try:
+        train(args)
+    except BaseException:
+        if args.agree_dir:  # the others agree without this model instead of waiting for it
+            from training.agreement import withdraw
+
+            withdraw(Path(args.agree_dir), agreement_name(args.out))
+        raise
 
 
 if __name__ == "__main__":
