@@ -422,8 +422,8 @@ def readme(card: dict) -> str:
              f"Final training loss {card['final_training_loss']:.4f}."]
     if card.get("budget_agreement"):
         agreement = card["budget_agreement"]
-        lines.append(f"Its {card['planned_steps']} steps were agreed with the {len(agreement['members'])} models trained "
-                     f"beside it (at most {agreement['cap']}; training/agreement.py): the same budget for each.")
+        lines.append(f"Its {card['planned_steps']} steps were agreed among the {len(agreement['members'])} models trained "
+                     f"at once (at most {agreement['cap']}; training/agreement.py): the same budget for each.")
     if card["stopped_at_deadline"]:
         lines.append(f"Stopped at the run's deadline after {card['steps']} of {card['planned_steps']} planned steps "
                      "(the cosine schedule was cut short).")

@@ -102,6 +102,7 @@ def test_models_trained_at_once_agree_and_their_cards_say_so(tmp_path):
     assert agreement["steps"] == agreed_steps(agreement["members"], 300) and agreement["withdrawn"] == []
     assert all(card["steps"] == card["planned_steps"] == agreement["steps"] for card in cards)
     assert cards[1]["budget_agreement"] == agreement
+    assert f"Its {agreement['steps']} steps were agreed among the 2 models" in (tmp_path / "s1" / "README.md").read_text()
     args = parser().parse_args(arguments("s0"))
     args.steps = agreement["steps"]
     assert "--agree" not in command_of(args) and f"--steps {agreement['steps']}" in command_of(args)
