@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Callable
 
+from path_eval.atomic_files import write_json_atomic  # a member polling the folder never reads half a file
 from path_eval.errors import PathEvalError
 
 MARGIN = 0.1  # of the time left: the optimizer step, loading windows and the final evaluation are not timed
@@ -47,9 +47,9 @@ def agree(folder: Path, name: str, members: int, cap: int, time_step: Callable[[
     member trains and what each measured. A member missing when `seconds_left` runs out stops this
     one with the names of those that arrived."""
     folder.mkdir(parents=True, exist_ok=True)
-    _write(folder / f"{name}.ready", {})
+    write_json_atomic({}, folder / f"{name}.ready")
     _wait(folder, ".ready", members, seconds_left, poll_s)
-    _write(folder / f"{name}.json", {"step_s": time_step(), "seconds_left": seconds_left()})
+    write_json_atomic({"step_s": time_step(), "seconds_left": seconds_left()}, folder / f"{name}.json")
     measured = _wait(folder, ".json", members, seconds_left, poll_s)
     measurements = {member: json.loads((folder / f"{member}.json").read_text()) for member in measured}
     withdrawn = sorted(_names(folder, ".withdrawn") - set(measurements))
@@ -60,14 +60,7 @@ def agree(folder: Path, name: str, members: int, cap: int, time_step: Callable[[
 def withdraw(folder: Path, name: str) -> None:
     """Say that this member will not agree (it failed): the others count it as there and leave it out."""
     if folder.is_dir():
-        _write(folder / f"{name}.withdrawn", {})
-
-
-def _write(path: Path, content: dict) -> None:
-    """Whole or not at all: a member polling the folder never reads half a file."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(content))
-    os.replace(partial, path)
+        write_json_atomic({}, folder / f"{name}.withdrawn")
 
 
 def _names(folder: Path, suffix: str) -> set[str]:
