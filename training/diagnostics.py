@@ -12,9 +12,9 @@ same budget, data law and seeds:
   mqrarN_VARIANT_sSEED      MQRAR-N, N = 1-4, 32 pairs, length 768; 2 layers, hidden 256, 2 heads
                             (the PaTH paper's shape); seeds 0-2
 
-`plan` lists them with their commands; `trial` times a few steps of each task and variant and says
-what the whole plan would take with W workers (run it first on a fresh host: eight trainings at once
-once ran past their deadline); `train` trains the plan (or a part: --only), W workers, each model's
+`plan` lists them with their commands; `trial` times steps of each task and variant, as many
+processes at once as the training will run, and says what the whole plan would take with W workers
+(run it first on a fresh host: eight trainings at once once ran past their deadline); `train` trains the plan (or a part: --only), W workers, each model's
 folder under OUT with its card, with the recipe's steps or (--fit TRIAL) the recipe's scaled down by
 one factor to fit a time budget, so every variant keeps the same budget. A model that does not
 finish its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from path_eval.errors import PathEvalError
 from training import run_cli
 from training.train import VARIANTS
 
@@ -83,15 +84,22 @@ def train_share(share: list[list[str]], log: Path) -> None:
     """One worker: its models one after another, in this process."""
     from training.train import parser, train
 
+    failed = []
     with open(log, "a") as stream:
         import contextlib
 
         with contextlib.redirect_stdout(stream):
             for words in share:
-                started = time.time()
-                train(parser().parse_args(words))
-                print(json.dumps({"trained": words[words.index("--out") + 1], "wall_s": round(time.time() - started, 1)}),
-                      flush=True)
+                started, out = time.time(), words[words.index("--out") + 1]
+                try:
+                    train(parser().parse_args(words))
+                except PathEvalError as error:  # the deadline, say: the rest of the share still gets its turn
+                    print(json.dumps({"not_trained": out, "error": str(error)}), flush=True)
+                    failed.append(out)
+                    continue
+                print(json.dumps({"trained": out, "wall_s": round(time.time() - started, 1)}), flush=True)
+    if failed:
+        raise SystemExit(f"not trained: {', '.join(failed)} (see {log})")
 
 
 def run_workers(shares: list[list[list[str]]], logs: Path) -> None:
@@ -136,6 +144,19 @@ def fitted_steps(trial: dict, models: list[Planned], workers: int, seconds: floa
     return {task: max(100, int(recipe["steps"] * factor) // 100 * 100) for task, recipe in RECIPE.items()}
 
 
+def trial_step_s(cards: list[tuple[str, str, dict]], trial_s: float) -> dict[tuple[str, str], float]:
+    """Seconds a step per (task, variant): the mean over its replicas' cards of the steady steps'
+    time (the card's throughput, from step 21 on)."""
+    measured: dict[tuple[str, str], list[float]] = {}
+    for task, variant, card in cards:
+        if not card["tokens_per_s"]:
+            raise PathEvalError(f"a {task}/{variant} trial process took {card['steps']} steps before --trial-s "
+                                f"{trial_s:g}, too few to time (from step 21 on): give a longer --trial-s")
+        measured.setdefault((task, variant), []).append(
+            card["batch_windows"] * card["training_length"] / card["tokens_per_s"])
+    return {key: sum(times) / len(times) for key, times in measured.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("plan", "trial", "train"))
@@ -145,7 +166,8 @@ def main() -> None:
     parser.add_argument("--revision", default="unknown")
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="each model stops (and says so in its card) once its process has run this long")
-    parser.add_argument("--trial-steps", type=int, default=60)
+    parser.add_argument("--trial-s", type=float, default=60.0,
+                        help="trial: each process trains until it has run this long, all stopping together")
     parser.add_argument("--fit", metavar="TRIAL_JSON",
                         help="train: scale every task's steps by one factor so that the plan fits --fit-s by the "
                              "trial's step times (the JSON line `trial` printed)")
@@ -164,23 +186,23 @@ def main() -> None:
             print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision)))
         return
     if args.command == "trial":
-        # One model of each task and variant (the deepest A5), trial steps each, repeated to as many
-        # processes at once as the training's workers: step times under the training's contention
-        # (the GPU time-sliced between processes), each the mean over its replicas.
+        # One model of each task and variant (the deepest A5), repeated to as many processes at once
+        # as the training's workers, each training until --trial-s: all stop together, so every
+        # timed step (from step 21 on, the card's throughput; the first compile the kernels) is
+        # taken under the training's contention (the GPU time-sliced between processes). A fixed
+        # number of steps instead let the quick-starting processes time theirs while the others were
+        # still compiling: MQRAR's trial on an H100 read 0.07 s a step where the training took 0.26.
         probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
                                         and m.options["mqrar_n"] == 1) and m.seed == 0]
         replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers))]
         started = time.time()
-        run_workers([[p.arguments(out / "trial" / f"r{i}", args.revision, steps=args.trial_steps, heads=heads(p))]
-                     for i, p in enumerate(replicas)],
+        quiet = ["--eval-every", str(10 ** 9), "--final-eval", "256"]  # no evaluation among the timed steps
+        run_workers([[p.arguments(out / "trial" / f"r{i}", args.revision, deadline_s=args.trial_s, heads=heads(p))
+                      + quiet] for i, p in enumerate(replicas)],
                     out / "trial" / "logs")
-        measured: dict[tuple[str, str], list[float]] = {}
-        for i, probe in enumerate(replicas):
-            card = json.loads((out / "trial" / f"r{i}" / probe.name / "model_card.json").read_text())
-            # from step 21 on (the card's throughput): the first steps compile the kernels
-            measured.setdefault((probe.task, probe.variant), []).append(
-                card["batch_windows"] * card["training_length"] / card["tokens_per_s"])
-        step_s = {key: sum(times) / len(times) for key, times in measured.items()}
+        step_s = trial_step_s([(p.task, p.variant, json.loads((out / "trial" / f"r{i}" / p.name / "model_card.json")
+                                                             .read_text())) for i, p in enumerate(replicas)],
+                              args.trial_s)
         total = sum(step_s[(m.task, m.variant)] * RECIPE[m.task]["steps"] for m in models)
         print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "concurrent": len(replicas),
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},

@@ -7,7 +7,8 @@
 #     background from the start (it needs no training);
 #   - MQRAR only, MQRAR_HEADS=2: a check that fla's PaTH trains at head dim 128 (the paper's 2 heads
 #     of 128), else 4 heads of 64, a departure every MQRAR card names;
-#   - a timing trial of each task and variant (40 steps each, at once);
+#   - a timing trial of each task and variant (WORKERS processes at once, all training until
+#     TRIAL_DEADLINE_S, so that every timed step shares the GPU as the training will);
 #   - every model, the recipe's steps scaled by one factor to fit what the budget leaves
 #     (training/diagnostics.py; every variant keeps one budget);
 #   - the suite's A5 and MQRAR-N tasks on them (A5 in two processes: depths 1-2, 3-4), and the report.
@@ -21,7 +22,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
 REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
-MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}
+MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}; TRIAL_DEADLINE_S=${TRIAL_DEADLINE_S:-60}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac
 only=${ONLY:+--only $ONLY}
 export OMP_NUM_THREADS=1 TRITON_CACHE_AUTOTUNING=1  # our kernels tune once, every suite process reads it
@@ -50,7 +51,7 @@ PY
 fi
 if [ "$RESUME" = 0 ]; then
   stamp "trial: a few steps of each task and variant, at once"
-  timeout ${TRIAL_S:-240} python3 -m training.diagnostics trial $only --trial-steps 40 --workers $WORKERS \
+  timeout $((TRIAL_DEADLINE_S + 120)) python3 -m training.diagnostics trial $only --trial-s $TRIAL_DEADLINE_S --workers $WORKERS \
     --mqrar-heads $MQRAR_HEADS --out $W 2> $W.trial.err | tail -1 > $OUT/trial.json
   cat $OUT/trial.json; [ -s $OUT/trial.json ] || { tail -20 $W.trial.err; tar -cf $OUT/logs.tar -C $W/trial logs; exit 1; }
   # what is left once the suite's share is set aside; each worker's deadline a little inside it
@@ -68,7 +69,7 @@ for part in a5_L12 a5_L34 mqrar; do
   task=${part%%_*}; [ -n "$ONLY" ] && [ "$ONLY" != $task ] && continue
   case $part in a5_L12) models="$W/models/a5_*_L1_* $W/models/a5_*_L2_*"; tasks=a5;;
     a5_L34) models="$W/models/a5_*_L3_* $W/models/a5_*_L4_*"; tasks=a5;;
-    mqrar) models="$W/models/mqrar*"; tasks="mqrar_1 mqrar_2 mqrar_3 mqrar_4";; esac
+    mqrar) models="$W/models/mqrar*"; tasks=mqrar_1,mqrar_2,mqrar_3,mqrar_4;; esac
   timeout $suite python3 eval.py run --suite state_tracking --model $models --tasks $tasks --device cuda \
     --batch-size 64 --out $RUN/$part --quiet > $W.run_$part.log 2>&1 &
   parts+=("$part:$!")

@@ -337,6 +337,10 @@ def train(args) -> None:
                                                        tagging.EVAL_SEED, logits_of)
             curve.append(point)
             print(json.dumps(point), flush=True)
+    if not steps_done:  # a model that never stepped is no model: nothing is saved
+        raise PathEvalError(f"{args.out}: --deadline-s {args.deadline_s:g} passed before the first training step "
+                            f"(the process had run {time.time() - PROCESS_START:.0f} s); give a later deadline, or "
+                            "fewer models to each worker")
     if recent:
         curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
     synchronize(args.device)

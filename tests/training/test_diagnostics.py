@@ -97,3 +97,38 @@ def test_fitting_fits_the_busiest_worker_not_the_mean():
     shares = diagnostics.deal(models, 12, trial)
     busiest = max(sum(trial["step_s"][f"{m.task}/{m.variant}"] * steps[m.task] for m in share) for share in shares)
     assert busiest <= 100.0 and steps["a5"] == steps["mqrar"]
+
+
+def a5_words(out: Path, *extra: str) -> list[str]:
+    return ["--variant", "rope", "--task", "a5", "--layers", "1", "--steps", "5", "--batch", "4", "--final-eval", "8",
+            "--device", "cpu", "--out", str(out), *extra]
+
+
+def test_a_deadline_before_the_first_step_saves_no_model(tmp_path):
+    from path_eval.errors import PathEvalError
+    from training.train import train
+
+    with pytest.raises(PathEvalError, match="passed before the first training step"):
+        train(parser().parse_args(a5_words(tmp_path / "late", "--deadline-s", "0.001")))
+    assert not (tmp_path / "late").exists()
+
+
+def test_a_worker_goes_on_past_a_model_that_could_not_train_and_names_it(tmp_path):
+    share = [a5_words(tmp_path / name, "--deadline-s", "0.001") for name in ("first", "second")]
+    with pytest.raises(SystemExit, match="not trained: .*first, .*second"):
+        diagnostics.train_share(share, tmp_path / "worker.log")
+    lines = [json.loads(line) for line in (tmp_path / "worker.log").read_text().splitlines() if line.startswith("{")]
+    assert [line["not_trained"] for line in lines] == [str(tmp_path / "first"), str(tmp_path / "second")]
+
+
+def test_trial_step_times_are_each_variants_mean_over_its_replicas():
+    card = {"batch_windows": 64, "training_length": 768, "steps": 200}
+    cards = [("mqrar", "path", card | {"tokens_per_s": 64 * 768 / 0.2}),
+             ("mqrar", "path", card | {"tokens_per_s": 64 * 768 / 0.3}),
+             ("mqrar", "fox", card | {"tokens_per_s": 64 * 768 / 0.1})]
+    step_s = diagnostics.trial_step_s(cards, 60)
+    assert step_s.keys() == {("mqrar", "path"), ("mqrar", "fox")}
+    assert step_s[("mqrar", "path")] == pytest.approx(0.25) and step_s[("mqrar", "fox")] == pytest.approx(0.1)
+    from path_eval.errors import PathEvalError
+    with pytest.raises(PathEvalError, match="took 15 steps before --trial-s 60.*give a longer --trial-s"):
+        diagnostics.trial_step_s([("a5", "rope", card | {"steps": 15, "tokens_per_s": None})], 60)
