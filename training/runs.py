@@ -148,12 +148,12 @@ def render_training_runs(results: Path) -> str:
 
 # ---------------------------------------------------------------- docs/suites/state_tracking.md
 
-def render_state_tracking_trials(results: Path) -> str:
-    """The A5 training trial on the H200 (results/state_tracking/trials/: the timing trial's line and
-    this script's output over the models it trained): held-out accuracies at k = 20 by variant and
-    depth, mean [min, max] over seeds."""
-    trial_path = results / "state_tracking" / "trials" / "a5_trial_h200.json"
-    runs_path = results / "state_tracking" / "trials" / "a5_1100_steps_h200.json"
+def render_a5_training(results: Path, trial_name: str, runs_name: str) -> str:
+    """One A5 training call (results/state_tracking/trials/: the timing trial's line and this
+    script's output over the models it trained): held-out accuracies at k = 20 by variant and depth,
+    mean [min, max] over seeds."""
+    trial_path = results / "state_tracking" / "trials" / trial_name
+    runs_path = results / "state_tracking" / "trials" / runs_name
     trial, data = load(trial_path), load(runs_path)
     steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
@@ -166,6 +166,16 @@ def render_state_tracking_trials(results: Path) -> str:
         f"each process among {trial['concurrent']}: {steps}.",
         "Held-out accuracy at k = 20 (4096 words) after the fitted budget, mean [min, max] over seeds:",
         table(["variant", "layers", "steps", "seeds", "token", "sequence", "final"], rows)])
+
+
+def render_state_tracking_trials(results: Path) -> str:
+    """The first A5 training, on the H200: 1100 steps of 256 words."""
+    return render_a5_training(results, "a5_trial_h200.json", "a5_1100_steps_h200.json")
+
+
+def render_a5_1800_steps(results: Path) -> str:
+    """The A5 models of the committed records, on an H100: 1800 steps of 1024 words."""
+    return render_a5_training(results, "a5_trial_h100.json", "a5_1800_steps_h100.json")
 
 
 if __name__ == "__main__":

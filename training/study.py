@@ -164,6 +164,19 @@ STUDY_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey
                "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "phonebook")
 
 
+STATE_TRACKING_RUNS = ("a5_L12", "a5_L34", "flipflop")  # results/state_tracking/: the suite's parts, one run each
+
+
+def render_state_tracking_report(results: Path) -> str:
+    """`report --layout state_tracking` over the committed compact copies of the suite's parts."""
+    from path_eval.api import load_results
+
+    folders = [results / "state_tracking" / part for part in STATE_TRACKING_RUNS]
+    command = "eval.py report " + " ".join(f"results/state_tracking/{part}" for part in STATE_TRACKING_RUNS)
+    return "\n\n".join([f"`{command} --layout state_tracking --format markdown`:",
+                         load_results(*folders).report("state_tracking", "markdown").strip()])
+
+
 def render_study(results: Path) -> str:
     """The variant study committed under results/zoo/study/ (compact copies this script made): every
     variant at 1x-4x on the CPU, paired against RoPE (the variants view); FoX and the flip-flop models

@@ -16,7 +16,8 @@ are the suite's A5 and MQRAR-N tasks (their kinds, whatever their names), and fl
   test, p < 0.05); PaTH solves A5 with fewer layers than RoPE and FoX (its fewest layers below
   theirs, at the trained length, per metric); flip-flop error PaTH below RoPE in distribution and
   sparse (the paired test of `compare` on the same sequences, p < 0.05). Each is marked reproduced,
-  not reproduced, or untested (no records)."""
+  not reproduced, untested (no records), or undecided: A5's direction where no variant reaches 90% at
+  any depth tried, so the models, not the attention, decide nothing (more steps or depth would)."""
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ A5_METRICS = ("token_accuracy", "sequence_accuracy", "final_accuracy")
 MQRAR_METRIC = "token_accuracy"
 NAME = re.compile(r"^(?:a5|mqrar\d+|flipflop)_(?P<variant>rope|fox|path_fox|path)(?:_L(?P<depth>\d+))?"
                   r"(?:_s(?P<seed>\d+))?$")
-REPRODUCED, NOT_REPRODUCED, UNTESTED = "reproduced", "not reproduced", "untested"
+REPRODUCED, NOT_REPRODUCED, UNTESTED, UNDECIDED = "reproduced", "not reproduced", "untested", "undecided"
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,11 @@ def a5_directions(d: Diagnostics) -> list[Direction]:
             fewest = {v: fewest_layers(by_depth) for v, by_depth in cells.items()}
             direction.measured = ", ".join(f"{v} {layers_cell(fewest[v], sorted(cells[v]))}" for v in fewest)
             others = [fewest[v] if fewest[v] is not None else math.inf for v in BASELINES]
-            direction.verdict = REPRODUCED if fewest["path"] is not None and fewest["path"] < min(others) \
-                else NOT_REPRODUCED
+            if all(layers is None for layers in fewest.values()):
+                direction.verdict = UNDECIDED
+            else:
+                direction.verdict = REPRODUCED if fewest["path"] is not None and fewest["path"] < min(others) \
+                    else NOT_REPRODUCED
         directions.append(direction)
     return directions
 
@@ -276,7 +280,8 @@ def state_tracking_tables(runs: list[StoredRun], suites: dict) -> list[tuple[str
         flipflop_directions(studies[0])
     tables.append(("The PaTH paper's directions (section 4.1, Figure 2)", ["claim", "test", "measured", "verdict"],
                    [[x.claim, x.test, x.measured or "-", x.verdict] for x in found],
-                   "untested: the runs hold no records of the models the test needs"))
+                   "untested: the runs hold no records of the models the test needs; undecided: neither PaTH "
+                   "nor a baseline reaches 90% at any depth tried"))
     return tables
 
 
