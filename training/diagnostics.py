@@ -72,12 +72,25 @@ class Planned:
         return words + (["--deadline-s", str(deadline_s)] if deadline_s else []) + (["--heads", str(heads)] if heads else [])
 
 
-def plan(only: str | None = None) -> list[Planned]:
+def plan(only: str | None = None, seeds: tuple[int, ...] = SEEDS) -> list[Planned]:
+    """The models, or one task's (`only`) and some seeds' (a call per seed holds every variant and
+    depth, so that calls of one fixed --steps compare)."""
     models = [Planned(f"a5_{v}_L{depth}_s{seed}", "a5", v, seed, {"layers": depth})
               for depth in A5_DEPTHS for seed in SEEDS for v in VARIANTS]
     models += [Planned(f"mqrar{n}_{v}_s{seed}", "mqrar", v, seed, {"mqrar_n": n})
                for n in MQRAR_NS for seed in SEEDS for v in VARIANTS]
-    return [m for m in models if only in (None, m.task)]
+    return [m for m in models if only in (None, m.task) and m.seed in seeds]
+
+
+def seed_list(text: str) -> tuple[int, ...]:
+    """--seeds: a comma-separated subset of the plan's seeds."""
+    try:
+        seeds = tuple(sorted({int(word) for word in text.split(",")}))
+    except ValueError:
+        seeds = ()
+    if not seeds or not set(seeds) <= set(SEEDS):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seeds among {','.join(map(str, SEEDS))}, comma-separated")
+    return seeds
 
 
 def train_share(share: list[list[str]], log: Path) -> None:
@@ -162,6 +175,11 @@ def main() -> None:
     parser.add_argument("command", choices=("plan", "trial", "train"))
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--only", choices=tuple(RECIPE), help="train one task's models alone")
+    parser.add_argument("--seeds", type=seed_list, default=SEEDS,
+                        help="these seeds' models alone, comma-separated (every variant and depth of each)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="train: every model this many steps, in place of --fit's scaled recipe (one budget "
+                             "for calls that each train some seeds)")
     parser.add_argument("--out", default="/tmp/diagnostics")
     parser.add_argument("--revision", default="unknown")
     parser.add_argument("--deadline-s", type=float, default=None,
@@ -176,14 +194,16 @@ def main() -> None:
                         help="MQRAR's heads at hidden 256 (the paper's 2, head dim 128; 4 if fla's PaTH kernel "
                              "refuses head dim 128: a departure, in every MQRAR card)")
     args = parser.parse_args()
+    if args.steps and args.fit:
+        parser.error("--steps and --fit both set the steps: give one")
     out = Path(args.out)
-    models = plan(args.only)
+    models = plan(args.only, args.seeds)
 
     def heads(model: Planned) -> int | None:
         return args.mqrar_heads if model.task == "mqrar" and args.mqrar_heads != 2 else None
     if args.command == "plan":
         for model in models:
-            print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision)))
+            print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision, steps=args.steps)))
         return
     if args.command == "trial":
         # One model of each task and variant (the deepest A5), repeated to as many processes at once
@@ -193,7 +213,7 @@ def main() -> None:
         # number of steps instead let the quick-starting processes time theirs while the others were
         # still compiling: MQRAR's trial on an H100 read 0.07 s a step where the training took 0.26.
         probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
-                                        and m.options["mqrar_n"] == 1) and m.seed == 0]
+                                        and m.options["mqrar_n"] == 1) and m.seed == min(args.seeds)]
         replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers))]
         started = time.time()
         quiet = ["--eval-every", str(10 ** 9), "--final-eval", "256"]  # no evaluation among the timed steps
@@ -208,7 +228,7 @@ def main() -> None:
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
                           "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
         return
-    steps = {task: recipe["steps"] for task, recipe in RECIPE.items()}
+    steps = {task: args.steps or recipe["steps"] for task, recipe in RECIPE.items()}
     trial = json.loads(Path(args.fit).read_text()) if args.fit else None
     if trial:
         steps = fitted_steps(trial, models, args.workers, args.fit_s)

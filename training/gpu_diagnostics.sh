@@ -16,15 +16,19 @@
 # The weights stay on the host (about 400 MB). Back in $OUT: trial.json, cards.tar (every model's
 # model_card.json and README.md), logs.tar, runs.tar.xz (the run folders with their per-sample logs,
 # without lm-eval's copy and the resume cache: training/study.py compacts them for git), report.md,
-# figure2.png and the run log the caller tees. A suite run stopped by the budget resumes with the
-# same command on the same host (RESUME=1 skips the training).
+# figure2.png and the run log the caller tees. SEEDS=0 (or 1, 2; comma-separated) trains those seeds'
+# models alone, every variant and depth of each, and STEPS=N trains every model N steps in place of
+# the fitted budget: the plan split over calls that share one budget. A suite run stopped by the
+# budget resumes with the same command on the same host (RESUME=1 skips the training).
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
+shopt -s nullglob  # a part whose models this call did not train (SEEDS, ONLY) is left out, not globbed literally
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
 REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}; TRIAL_DEADLINE_S=${TRIAL_DEADLINE_S:-60}
+SEEDS=${SEEDS:-0,1,2}; STEPS=${STEPS:-}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac
-only=${ONLY:+--only $ONLY}
+only="${ONLY:+--only $ONLY} --seeds $SEEDS"
 export OMP_NUM_THREADS=1 TRITON_CACHE_AUTOTUNING=1  # our kernels tune once, every suite process reads it
 stamp() { echo "[$(date +%T) +${SECONDS}s] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -50,15 +54,16 @@ PY
   else cat $W.probe.log; fi
 fi
 if [ "$RESUME" = 0 ]; then
-  stamp "trial: a few steps of each task and variant, at once"
+  stamp "trial: every task and variant training at once until ${TRIAL_DEADLINE_S}s"
   timeout $((TRIAL_DEADLINE_S + 120)) python3 -m training.diagnostics trial $only --trial-s $TRIAL_DEADLINE_S --workers $WORKERS \
     --mqrar-heads $MQRAR_HEADS --out $W 2> $W.trial.err | tail -1 > $OUT/trial.json
   cat $OUT/trial.json; [ -s $OUT/trial.json ] || { tail -20 $W.trial.err; tar -cf $OUT/logs.tar -C $W/trial logs; exit 1; }
   # what is left once the suite's share is set aside; each worker's deadline a little inside it
   left=$((BUDGET_S - SECONDS - SUITE_S - 15)); fit=$((left * 5 / 6))
-  stamp "training every model, fitted to ${fit}s (deadline ${left}s)"
+  if [ -n "$STEPS" ]; then budget="--steps $STEPS"; stamp "training every model ${STEPS} steps (deadline ${left}s)"
+  else budget="--fit $OUT/trial.json --fit-s $fit"; stamp "training every model, fitted to ${fit}s (deadline ${left}s)"; fi
   timeout $((left + 20)) python3 -m training.diagnostics train $only --workers $WORKERS --out $W/models \
-    --revision $REVISION --mqrar-heads $MQRAR_HEADS --fit $OUT/trial.json --fit-s $fit --deadline-s $left
+    --revision $REVISION --mqrar-heads $MQRAR_HEADS $budget --deadline-s $left
   stamp "trained: exit $?"
   (cd $W/models && tar -cf $OUT/cards.tar */model_card.json */README.md); tar -cf $OUT/logs.tar -C $W/models logs
 fi
@@ -67,10 +72,11 @@ stamp "the state_tracking suite on the trained models (${suite}s)"
 # A5's 48 models in two processes (depths 1-2, 3-4), MQRAR's in one
 for part in a5_L12 a5_L34 mqrar; do
   task=${part%%_*}; [ -n "$ONLY" ] && [ "$ONLY" != $task ] && continue
-  case $part in a5_L12) models="$W/models/a5_*_L1_* $W/models/a5_*_L2_*"; tasks=a5;;
-    a5_L34) models="$W/models/a5_*_L3_* $W/models/a5_*_L4_*"; tasks=a5;;
-    mqrar) models="$W/models/mqrar*"; tasks=mqrar_1,mqrar_2,mqrar_3,mqrar_4;; esac
-  timeout $suite python3 eval.py run --suite state_tracking --model $models --tasks $tasks --device cuda \
+  case $part in a5_L12) models=($W/models/a5_*_L1_* $W/models/a5_*_L2_*); tasks=a5;;
+    a5_L34) models=($W/models/a5_*_L3_* $W/models/a5_*_L4_*); tasks=a5;;
+    mqrar) models=($W/models/mqrar*); tasks=mqrar_1,mqrar_2,mqrar_3,mqrar_4;; esac
+  [ ${#models[@]} -gt 0 ] || { stamp "$part: no models"; continue; }
+  timeout $suite python3 eval.py run --suite state_tracking --model "${models[@]}" --tasks $tasks --device cuda \
     --batch-size 64 --out $RUN/$part --quiet > $W.run_$part.log 2>&1 &
   parts+=("$part:$!")
 done

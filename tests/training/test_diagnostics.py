@@ -132,3 +132,27 @@ def test_trial_step_times_are_each_variants_mean_over_its_replicas():
     from path_eval.errors import PathEvalError
     with pytest.raises(PathEvalError, match="took 15 steps before --trial-s 60.*give a longer --trial-s"):
         diagnostics.trial_step_s([("a5", "rope", card | {"steps": 15, "tokens_per_s": None})], 60)
+
+
+def test_a_call_per_seed_holds_every_variant_and_depth_of_it():
+    models = diagnostics.plan("a5", (1,))
+    assert {m.seed for m in models} == {1}
+    assert {(m.variant, m.options["layers"]) for m in models} == {(v, d) for v in VARIANTS for d in diagnostics.A5_DEPTHS}
+    assert diagnostics.seed_list("2,0") == (0, 2)
+    import argparse
+    for bad in ("3", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="give seeds among 0,1,2"):
+            diagnostics.seed_list(bad)
+
+
+def test_fixed_steps_reach_every_planned_command_and_exclude_fitting(tmp_path):
+    import subprocess
+    import sys
+
+    def diagnostics_cli(*words):
+        return subprocess.run([sys.executable, "-m", "training.diagnostics", *words], capture_output=True, text=True,
+                              cwd=Path(__file__).parents[2])
+    listed = diagnostics_cli("plan", "--only", "a5", "--seeds", "1", "--steps", "4000").stdout.splitlines()
+    assert len(listed) == 16 and all("--steps 4000" in line and "--seed 1 " in line for line in listed)
+    both = diagnostics_cli("train", "--steps", "10", "--fit", str(tmp_path / "trial.json"))
+    assert both.returncode == 2 and "--steps and --fit both set the steps: give one" in both.stderr
