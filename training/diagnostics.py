@@ -14,10 +14,11 @@ same budget, data law and seeds:
 
 `plan` lists them with their commands; `trial` times steps of each task and variant, as many
 processes at once as the training will run, and says what the whole plan would take with W workers
-(run it first on a fresh host: eight trainings at once once ran past their deadline); `train` trains the plan (or a part: --only), W workers, each model's
-folder under OUT with its card, with the recipe's steps or (--fit TRIAL) the recipe's scaled down by
-one factor to fit a time budget, so every variant keeps the same budget. A model that does not
-finish its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
+(run it first on a fresh host: eight trainings at once once ran past their deadline); `train` trains
+the plan (or a part: --only, --seeds), W workers, each model's folder under OUT with its card, with
+the recipe's steps, or (--fit TRIAL) the recipe's scaled down by one factor to fit a time budget, or
+(--steps N) N for every model, so every variant keeps the same budget. A model that does not finish
+its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
 silently.
 
     python -m training.diagnostics trial --workers 12
@@ -223,7 +224,7 @@ def main() -> None:
         step_s = trial_step_s([(p.task, p.variant, json.loads((out / "trial" / f"r{i}" / p.name / "model_card.json")
                                                              .read_text())) for i, p in enumerate(replicas)],
                               args.trial_s)
-        total = sum(step_s[(m.task, m.variant)] * RECIPE[m.task]["steps"] for m in models)
+        total = sum(step_s[(m.task, m.variant)] * (args.steps or RECIPE[m.task]["steps"]) for m in models)
         print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "concurrent": len(replicas),
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
                           "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
