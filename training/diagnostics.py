@@ -225,7 +225,8 @@ def main() -> None:
                                                              .read_text())) for i, p in enumerate(replicas)],
                               args.trial_s)
         total = sum(step_s[(m.task, m.variant)] * (args.steps or RECIPE[m.task]["steps"]) for m in models)
-        print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "concurrent": len(replicas),
+        print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "trial_s": args.trial_s,
+                          "concurrent": len(replicas),
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
                           "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
         return

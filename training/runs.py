@@ -162,10 +162,16 @@ def render_a5_training(results: Path, trial_name: str, runs_name: str) -> str:
     return "\n\n".join([
         f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}.",
         f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start to the "
-        f"last card (imports, compiling, 40 steps, the held-out evaluation); a step of {batches} words at depth 4, "
-        f"each process among {trial['concurrent']}: {steps}.",
+        f"last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step of {batches} words "
+        f"at depth 4, each process among {trial['concurrent']}: {steps}.",
         "Held-out accuracy at k = 20 (4096 words) after the fitted budget, mean [min, max] over seeds:",
         table(["variant", "layers", "steps", "seeds", "token", "sequence", "final"], rows)])
+
+
+def trial_steps(trial: dict) -> str:
+    """What a trial's processes trained: until a common deadline (`trial_s`), or, in the trials
+    before it, 40 steps each."""
+    return f"steps until {trial['trial_s']:g} s" if "trial_s" in trial else "40 steps"
 
 
 def render_state_tracking_trials(results: Path) -> str:

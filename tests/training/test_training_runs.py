@@ -61,3 +61,10 @@ def test_a_folder_without_runs_or_an_unfinished_log_is_one_error(tmp_path):
     (tmp_path / "flipflop_rope_seed0.log").write_text('{"step": 1, "loss": 2.0}\n')
     with pytest.raises(PathEvalError, match="does not end with a model card"):
         collect("x", tmp_path)
+
+
+def test_a_trial_says_how_its_processes_were_timed():
+    from training.runs import trial_steps
+
+    assert trial_steps({"trial_s": 60.0, "step_s": {}}) == "steps until 60 s"
+    assert trial_steps({"step_s": {}}) == "40 steps"  # the committed trials, timed before --trial-s
