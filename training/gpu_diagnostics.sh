@@ -18,8 +18,8 @@
 # without lm-eval's copy and the resume cache: training/study.py compacts them for git), report.md,
 # figure2.png and the run log the caller tees. SEEDS=0 (or 1, 2; comma-separated) trains those seeds'
 # models alone, every variant and depth of each, and STEPS=N trains every model N steps in place of
-# the fitted budget: the plan split over calls that share one budget. A suite run stopped by the
-# budget resumes with the same command on the same host (RESUME=1 skips the training).
+# the fitted budget (no trial then): the plan split over calls that share one budget. A suite run
+# stopped by the budget resumes with the same command on the same host (RESUME=1 skips the training).
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
 shopt -s nullglob  # a part whose models this call did not train (SEEDS, ONLY) is left out, not globbed literally
@@ -53,11 +53,13 @@ PY
   then MQRAR_HEADS=4; tail -3 $W.probe.log; stamp "head dim 128: no forward and backward within 120 s; MQRAR with 4 heads of 64"
   else cat $W.probe.log; fi
 fi
-if [ "$RESUME" = 0 ]; then
+if [ "$RESUME" = 0 ] && [ -z "$STEPS" ]; then
   stamp "trial: every task and variant training at once until ${TRIAL_DEADLINE_S}s"
   timeout $((TRIAL_DEADLINE_S + 120)) python3 -m training.diagnostics trial $only --trial-s $TRIAL_DEADLINE_S --workers $WORKERS \
     --mqrar-heads $MQRAR_HEADS --out $W 2> $W.trial.err | tail -1 > $OUT/trial.json
   cat $OUT/trial.json; [ -s $OUT/trial.json ] || { tail -20 $W.trial.err; tar -cf $OUT/logs.tar -C $W/trial logs; exit 1; }
+fi
+if [ "$RESUME" = 0 ]; then
   # what is left once the suite's share is set aside; each worker's deadline a little inside it
   left=$((BUDGET_S - SECONDS - SUITE_S - 15)); fit=$((left * 5 / 6))
   if [ -n "$STEPS" ]; then budget="--steps $STEPS"; stamp "training every model ${STEPS} steps (deadline ${left}s)"

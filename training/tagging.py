@@ -31,6 +31,7 @@ class TaggingTask:
     vocabulary: SymbolVocabulary
     options: dict
     tokens: int  # per sequence
+    labels_per_sequence: int  # at most: A5 labels every letter, MQRAR-N only keys (2 per pair)
 
     def generate(self, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         if self.name == "a5":
@@ -43,12 +44,13 @@ class TaggingTask:
 
 
 def a5_task(length: int, form: str) -> TaggingTask:
-    return TaggingTask("a5", a5.VOCABULARY, {"length": length, "form": form}, length + 1)
+    return TaggingTask("a5", a5.VOCABULARY, {"length": length, "form": form}, length + 1, length)
 
 
 def mqrar_task(n: int, length: int, pairs: int) -> TaggingTask:
     mqrar.check_length(length, pairs)
-    return TaggingTask("mqrar", mqrar.VOCABULARY, {"n": n, "length": length, "pairs": pairs}, length)
+    return TaggingTask("mqrar", mqrar.VOCABULARY, {"n": n, "length": length, "pairs": pairs}, length,
+                       2 * pairs)
 
 
 def step_seed(seed: int, step: int) -> int:

@@ -28,7 +28,7 @@ With --agree-dir the models trained at once (one process each) agree on one numb
 most the slowest fits before its --deadline-s and at most --steps (training/agreement.py), so every
 variant sees the same tokens under one schedule; the card keeps what each member measured.
 
-With --cuda-graphs (A5 on a GPU) each step's forward and backward are replayed from CUDA graphs
+With --cuda-graphs (A5 and MQRAR-N on a GPU) each step's forward and backward are replayed from CUDA graphs
 captured on the first batch (`step_loss`); the card's steps_run says whether they were, or why not.
 """
 from __future__ import annotations
@@ -108,7 +108,8 @@ def labelled_loss(model, inputs: torch.Tensor, targets: torch.Tensor) -> torch.T
     applied at those positions alone: MQRAR-N labels a few dozen of its 768 positions at most, and its
     full float32 logits (64 x 768 x 8194) cost more than the rest of its step. The same loss as
     cross-entropy over full logits with ignore_index -100 (tests/training/test_train_loss.py)."""
-    return FixedPositionsLoss(model, labelled_positions(targets))(inputs, targets)
+    positions = labelled_positions(targets)
+    return PositionsLoss(model)(inputs, positions, targets.flatten()[positions])
 
 
 def labelled_positions(targets: torch.Tensor) -> torch.Tensor:
@@ -116,53 +117,65 @@ def labelled_positions(targets: torch.Tensor) -> torch.Tensor:
     return (targets.flatten() != -100).nonzero().flatten()
 
 
-class FixedPositionsLoss(torch.nn.Module):
-    """The loss of `labelled_loss` at given flat positions: a batch's own (`labelled_loss`), or, for a
-    CUDA graph, positions that are the same in every batch (A5: every letter, all but BOS), so that
-    every shape is static. Autocast keeps no weight cache, which would not outlive a replay."""
+def padded_positions(targets: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positions, labels), both of length `size`: the labelled positions in row-major order and
+    their targets, then position 0 with label -100 (ignored) up to `size`. Static shapes, computed
+    on the device without a host synchronisation, so that a CUDA graph can take them as inputs.
+    `size` must bound the batch's labelled positions (`TaggingTask.labels_per_sequence`)."""
+    flat = targets.flatten()
+    found = torch.nonzero_static(flat != -100, size=size, fill_value=-1).flatten()
+    positions = found.clamp(min=0)
+    return positions, flat[positions].masked_fill(found < 0, -100)
 
-    def __init__(self, model, positions: torch.Tensor):
+
+class PositionsLoss(torch.nn.Module):
+    """The loss of `labelled_loss` at given flat positions against their labels (-100 ignored): a
+    batch's own positions (`labelled_loss`), or, for a CUDA graph, `padded_positions`, whose shapes
+    are the same in every batch. Autocast keeps no weight cache, which would not outlive a replay."""
+
+    def __init__(self, model):
         super().__init__()
-        self.model, self.positions = model, positions
+        self.model = model
 
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(self, inputs: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         gpu = inputs.device.type == "cuda"
         with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=gpu, cache_enabled=False):
             hidden = self.model.model(input_ids=inputs, use_cache=False).last_hidden_state
-            logits = self.model.lm_head(hidden.flatten(0, 1)[self.positions])
-        return F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)),
-                               targets.flatten()[self.positions])
+            logits = self.model.lm_head(hidden.flatten(0, 1)[positions])
+        return F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)), labels)
 
 
 def step_loss(model, args, task, inputs: torch.Tensor, targets: torch.Tensor):
-    """(loss function of a batch, how steps run). Eager `labelled_loss`; with --cuda-graphs, for A5 on a
-    GPU, the forward and backward replayed from CUDA graphs (`torch.cuda.make_graphed_callables` on
-    `FixedPositionsLoss`, captured on the first batch): a small model's step is bound by launching its
-    hundreds of kernels (A5 at 16 processes: 28-48 ms a step for a few GFLOP), which a replay does at
-    once. Where capturing fails, or the replayed loss of the first batch differs from the eager one by
-    more than 1e-3, steps run eagerly and the card says why."""
+    """(loss function of a batch, how steps run). Eager `labelled_loss`; with --cuda-graphs, for A5
+    and MQRAR-N on a GPU, the forward and backward replayed from CUDA graphs
+    (`torch.cuda.make_graphed_callables` on `PositionsLoss`, captured on the first batch, the labelled
+    positions padded to the task's bound so that every batch has the same shapes): a small model's
+    step is bound by launching its hundreds of kernels (A5 at 16 processes: 28-48 ms a step for a few
+    GFLOP), which a replay does at once. Where capturing fails, or the replayed loss of the first
+    batch differs from the eager one by more than 1e-3, steps run eagerly and the card says why."""
     def eager(x, y):
         return labelled_loss(model, x, y)
     if not args.cuda_graphs:
         return eager, "eager"
     if args.device != "cuda":
         return eager, "eager (CUDA graphs need a CUDA device)"
-    if task is None or task.name != "a5":
-        return eager, "eager (CUDA graphs need the same labelled positions in every batch, as A5's)"
-    positions = labelled_positions(targets)
+    if task is None:
+        return eager, "eager (CUDA graphs need a bound on the labelled positions, as A5's and MQRAR-N's)"
+    size = targets.shape[0] * task.labels_per_sequence
     try:
         with torch.no_grad():
             expected = labelled_loss(model, inputs, targets).item()
-        graphed = torch.cuda.make_graphed_callables(FixedPositionsLoss(model, positions),
-                                                    (inputs.clone(), targets.clone()), allow_unused_input=True)
-        replayed = graphed(inputs, targets).item()
+        graphed = torch.cuda.make_graphed_callables(PositionsLoss(model),
+                                                    (inputs.clone(), *padded_positions(targets, size)),
+                                                    allow_unused_input=True)
+        replayed = graphed(inputs, *padded_positions(targets, size)).item()
     except Exception as error:  # noqa: BLE001  (any capture failure: the steps run eagerly instead)
         first_line = str(error).splitlines()[0][:160] if str(error) else ""
         return eager, f"eager (capturing failed: {type(error).__name__}: {first_line})"
     model.zero_grad(set_to_none=True)
     if abs(replayed - expected) > 1e-3 * abs(expected):
         return eager, f"eager (the replayed loss {replayed:.6f} differs from the eager {expected:.6f})"
-    return graphed, "cuda graphs"
+    return (lambda x, y: graphed(x, *padded_positions(y, size))), "cuda graphs"
 
 
 def wait_for(path: Path, deadline_s: float | None) -> None:
@@ -500,7 +513,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--mqrar-length", type=int, default=768)
     parser.add_argument("--final-eval", type=int, default=4096, help="a5, mqrar: held-out sequences scored at the end")
     parser.add_argument("--cuda-graphs", action="store_true",
-                        help="a5 on a GPU: each step's forward and backward replayed from CUDA graphs (eager where "
+                        help="a5, mqrar on a GPU: each step's forward and backward replayed from CUDA graphs (eager where "
                              "capturing fails; the card's steps_run says which)")
     parser.add_argument("--device", default="cuda", help="cuda; cpu for smoke tests of the recipe and the ci "
                                                           "suite's small A5 model")

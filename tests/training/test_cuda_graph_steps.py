@@ -1,4 +1,4 @@
-"""A5's training steps replayed from CUDA graphs (`train.py --cuda-graphs`) against eager steps from
+"""A5's and MQRAR-N's training steps replayed from CUDA graphs (`train.py --cuda-graphs`) against eager steps from
 the same weights and batches, on a GPU: the graphs must capture (the step mode says so) and give the
 eager losses, step after step, within bf16 autocast's rounding."""
 import copy
@@ -11,17 +11,19 @@ import torch
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
-@pytest.mark.parametrize("variant", ["rope", "path"])
-def test_replayed_steps_give_the_eager_losses(variant):
+@pytest.mark.parametrize("task_name,variant", [("a5", "rope"), ("a5", "path"), ("mqrar", "rope"),
+                                               ("mqrar", "path_fox")])
+def test_replayed_steps_give_the_eager_losses(task_name, variant):
     if variant != "rope" and importlib.util.find_spec("fla") is None:
         pytest.skip("fla's classes are not installed")
     from training import tagging
-    from training.train import build_model, labelled_loss, step_loss
+    from training.train import SHAPES, build_model, labelled_loss, step_loss
 
-    task = tagging.a5_task(20, "product")
+    # MQRAR-2 at the paper's shape: its labelled positions differ from batch to batch (padded)
+    task = tagging.a5_task(20, "product") if task_name == "a5" else tagging.mqrar_task(2, 768, 32)
     bos, eos, pad = task.special_ids()
     torch.manual_seed(0)
-    model = build_model(variant, len(task.vocabulary.symbols), layers=2, hidden=128, heads=2, bos=bos, eos=eos,
+    model = build_model(variant, len(task.vocabulary.symbols), **SHAPES[task_name], bos=bos, eos=eos,
                         pad=pad).cuda().train()
     twin = copy.deepcopy(model)
     batches = list(tagging.batches(task, 64, 6, 0, "cuda"))

@@ -27,8 +27,7 @@ def test_every_variant_has_the_same_models_budget_and_seeds():
     assert all(variants == set(VARIANTS) for variants in by_setting.values())
     assert {m.options["layers"] for m in models if m.task == "a5"} == {1, 2, 3, 4}
     assert {m.options["mqrar_n"] for m in models if m.task == "mqrar"} == {1, 2, 3, 4}
-    assert {(m.task, "--cuda-graphs" in m.arguments(Path("/out"), "rev")) for m in models} == {("a5", True),
-                                                                                           ("mqrar", False)}
+    assert all("--cuda-graphs" in m.arguments(Path("/out"), "rev") for m in models)
 
 
 def test_shares_hold_every_model_once_and_end_together():

@@ -77,18 +77,27 @@ def test_pinned_autotuners_keep_one_config_and_pinning_is_once_per_process(monke
     pin_autotuning()
 
 
-def test_the_fixed_positions_loss_equals_the_labelled_loss_and_its_gradients():
-    """The CUDA-graph step's loss (flat indices of A5's labelled positions, static shapes) against
-    `labelled_loss` (a boolean index), float64 on the CPU: the same value and gradients."""
-    from path_eval.tasks import a5
-    from training.train import FixedPositionsLoss
+@pytest.mark.parametrize("task_name", ["a5", "mqrar"])
+def test_the_padded_positions_loss_equals_the_labelled_loss_and_its_gradients(task_name):
+    """The CUDA-graph step's loss (labelled positions padded to the task's bound: static shapes)
+    against `labelled_loss` (the batch's own positions), float64 on the CPU: the same value and
+    gradients. MQRAR-2's keys are few and its padding long; A5 labels every letter, no padding."""
+    from training import tagging
+    from training.train import PositionsLoss, padded_positions
 
+    task = tagging.a5_task(9, "product") if task_name == "a5" else tagging.mqrar_task(2, 64, 8)
+    bos, eos, pad = task.special_ids()
     torch.manual_seed(1)
-    model = build_model("rope", len(a5.VOCABULARY.symbols), layers=2, hidden=64, heads=2, bos=1, eos=2, pad=0).double()
-    inputs, targets = (torch.from_numpy(t) for t in a5.generate(6, 9, seed=3))
-    positions = (targets.flatten() != -100).nonzero().flatten()
-    assert len(positions) == 6 * 9  # every letter, not BOS
-    loss = FixedPositionsLoss(model, positions)(inputs, targets)
+    model = build_model("rope", len(task.vocabulary.symbols), layers=2, hidden=64, heads=2, bos=bos, eos=eos,
+                        pad=pad).double()
+    inputs, targets = (torch.from_numpy(t) for t in task.generate(6, seed=3))
+    positions, labels = padded_positions(targets, 6 * task.labels_per_sequence)
+    labelled = int((targets != -100).sum())
+    assert len(positions) == 6 * task.labels_per_sequence
+    assert (labelled == len(positions)) == (task_name == "a5")  # A5: every letter, not BOS; MQRAR: padded
+    assert (labels[labelled:] == -100).all() and (positions[labelled:] == 0).all()
+    assert (labels[:labelled] == targets.flatten()[targets.flatten() != -100]).all()
+    loss = PositionsLoss(model)(inputs, positions, labels)
     loss.backward()
     ours = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
@@ -97,3 +106,16 @@ def test_the_fixed_positions_loss_equals_the_labelled_loss_and_its_gradients():
     assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
     for got, want in zip(ours, (p.grad for p in model.parameters())):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda t: t.a5_task(20, "product"), lambda t: t.a5_task(20, "identity"),
+                                  *(lambda t, n=n: t.mqrar_task(n, 768, 32) for n in (1, 2, 3, 4))])
+def test_no_sequence_has_more_labels_than_its_tasks_bound(make):
+    """`padded_positions` drops labels past the bound without a word, so the bound must hold for
+    every sequence the generators draw: 10,000 of each task here."""
+    from training import tagging
+
+    task = make(tagging)
+    _, targets = task.generate(10_000, seed=5)
+    counts = (targets != -100).sum(axis=1)
+    assert counts.max() <= task.labels_per_sequence
