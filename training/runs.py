@@ -58,6 +58,7 @@ def collect(label: str, folder: Path) -> list[dict]:
         raise PathEvalError(f"no training runs in {folder}: give a folder of training logs or of checkpoints "
                             "with model_card.json")
     return [{"run": label, "name": name, "task": card["task"], "variant": card["variant"], "layers": card["layers"],
+             "mqrar_n": card["data"]["n"] if card["task"] == "mqrar" else None,
              "batch": card["batch_windows"], "seed": card["seed"],
              "steps": card["steps"], "planned_steps": card["planned_steps"], "tokens": card["tokens"],
              "finished": not card["stopped_at_deadline"], "scores": scores(card),
@@ -67,20 +68,21 @@ def collect(label: str, folder: Path) -> list[dict]:
 
 
 def summarize(runs: list[dict]) -> list[dict]:
-    """Mean, min and max of each score per task, variant, depth, batch, planned budget and whether the
-    runs finished it (a run stopped at its deadline keeps its own group, with the steps it reached)."""
+    """Mean, min and max of each score per task, variant, depth, MQRAR's N, batch, planned budget and
+    whether the runs finished it (a run stopped at its deadline keeps its own group, with the steps it
+    reached)."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["task"], run["variant"], run["layers"], run["batch"], run["planned_steps"],
-                           run["finished"]), []).append(run)
-    return [{"task": task, "variant": variant, "layers": layers, "batch": batch, "planned_steps": planned,
-             "finished": finished,
+        groups.setdefault((run["task"], run["variant"], run["layers"], run.get("mqrar_n") or 0, run["batch"],
+                           run["planned_steps"], run["finished"]), []).append(run)
+    return [{"task": task, "variant": variant, "layers": layers, "mqrar_n": n or None, "batch": batch,
+             "planned_steps": planned, "finished": finished,
              "steps": [min(r["steps"] for r in group), max(r["steps"] for r in group)], "runs": len(group),
              "labels": [r["run"] for r in group], "seeds": [r["seed"] for r in group],
              "scores": {name: {"mean": statistics.fmean(r["scores"][name] for r in group),
                                "min": min(r["scores"][name] for r in group),
                                "max": max(r["scores"][name] for r in group)} for name in group[0]["scores"]}}
-            for (task, variant, layers, batch, planned, finished), group in sorted(groups.items())]
+            for (task, variant, layers, n, batch, planned, finished), group in sorted(groups.items())]
 
 
 def main() -> None:
@@ -101,7 +103,7 @@ def main() -> None:
            "summary": summarize(runs), "runs": runs}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     for row in out["summary"]:
-        print(row["task"], row["variant"], row["layers"], row["planned_steps"], row["finished"], row["steps"], row["runs"],
+        print(row["task"], row["variant"], row["layers"], row.get("mqrar_n"), row["planned_steps"], row["finished"], row["steps"], row["runs"],
               {name: round(value["mean"], 4) for name, value in row["scores"].items()})
 
 
@@ -148,24 +150,29 @@ def render_training_runs(results: Path) -> str:
 
 # ---------------------------------------------------------------- docs/suites/state_tracking.md
 
-def render_a5_training(results: Path, trial_name: str, runs_name: str) -> str:
-    """One A5 training call (results/state_tracking/trials/: the timing trial's line and this
-    script's output over the models it trained): held-out accuracies at k = 20 by variant and depth,
-    mean [min, max] over seeds."""
+def render_diagnostic_training(results: Path, trial_name: str, runs_name: str, task: str) -> str:
+    """A diagnostic's training (results/state_tracking/trials/: the timing trial's line and this
+    script's output over the models trained): held-out accuracies by variant and depth (A5) or N
+    (MQRAR-N), mean [min, max] over seeds."""
     trial_path = results / "state_tracking" / "trials" / trial_name
     runs_path = results / "state_tracking" / "trials" / runs_name
     trial, data = load(trial_path), load(runs_path)
     steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
-    rows = [[row["variant"], str(row["layers"]), str(row["steps"][0]), str(row["runs"]),
-             *(spread(row["scores"][name]) for name in tagging.METRICS)] for row in data["summary"]]
+    if task == "a5":
+        step, column, held_out_set = f"{batches} words at depth 4", "layers", "at k = 20 (4096 words)"
+    else:
+        step, column, held_out_set = f"{batches} sequences of 768 tokens", "N", "(4096 sequences of 768 tokens)"
+    rows = [[row["variant"], str(row["layers"] if task == "a5" else row["mqrar_n"]), str(row["steps"][0]),
+             str(row["runs"]), *(spread(row["scores"][name]) for name in tagging.METRICS)]
+            for row in data["summary"] if row["task"] == task]
     return "\n\n".join([
         f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}.",
         f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start to the "
-        f"last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step of {batches} words "
-        f"at depth 4, each process among {trial['concurrent']}: {steps}.",
-        "Held-out accuracy at k = 20 (4096 words) after the fitted budget, mean [min, max] over seeds:",
-        table(["variant", "layers", "steps", "seeds", "token", "sequence", "final"], rows)])
+        f"last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step of {step}, "
+        f"each process among {trial['concurrent']}: {steps}.",
+        f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds:",
+        table(["variant", column, "steps", "seeds", "token", "sequence", "final"], rows)])
 
 
 def trial_steps(trial: dict) -> str:
@@ -176,12 +183,17 @@ def trial_steps(trial: dict) -> str:
 
 def render_state_tracking_trials(results: Path) -> str:
     """The first A5 training, on the H200: 1100 steps of 256 words."""
-    return render_a5_training(results, "a5_trial_h200.json", "a5_1100_steps_h200.json")
+    return render_diagnostic_training(results, "a5_trial_h200.json", "a5_1100_steps_h200.json", "a5")
 
 
 def render_a5_1800_steps(results: Path) -> str:
     """The A5 models of the committed records, on an H100: 1800 steps of 1024 words."""
-    return render_a5_training(results, "a5_trial_h100.json", "a5_1800_steps_h100.json")
+    return render_diagnostic_training(results, "a5_trial_h100.json", "a5_1800_steps_h100.json", "a5")
+
+
+def render_mqrar_900_steps(results: Path) -> str:
+    """The MQRAR-N models of the committed records, on an H100: 900 steps of 64 sequences."""
+    return render_diagnostic_training(results, "mqrar_trial_h100.json", "mqrar_900_steps_h100.json", "mqrar")
 
 
 if __name__ == "__main__":

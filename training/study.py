@@ -164,7 +164,7 @@ STUDY_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey
                "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "phonebook")
 
 
-STATE_TRACKING_RUNS = ("a5_L12", "a5_L34", "flipflop")  # results/state_tracking/: the suite's parts, one run each
+STATE_TRACKING_RUNS = ("a5_L12", "a5_L34", "mqrar", "flipflop")  # results/state_tracking/: the suite's parts, one run each
 
 
 def render_state_tracking_report(results: Path) -> str:

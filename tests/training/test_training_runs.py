@@ -55,6 +55,34 @@ def test_state_tracking_runs_group_by_depth_and_keep_their_accuracies(tmp_path):
                              "final_accuracy": {"mean": 0.225, "min": 0.225, "max": 0.225}}
 
 
+def test_mqrar_runs_group_by_n_and_render_by_variant_and_n(tmp_path):
+    from training.runs import render_diagnostic_training
+
+    def mqrar_card(n, seed, token):
+        return {"task": "mqrar", "variant": "path", "layers": 2, "batch_windows": 64, "seed": seed, "steps": 900,
+                "planned_steps": 900, "tokens": 900 * 64 * 768, "stopped_at_deadline": False,
+                "final_training_loss": 3.0, "data": {"n": n},
+                "accuracy": {"sequences": 4096, "token_accuracy": token, "sequence_accuracy": token / 2,
+                             "final_accuracy": token / 4},
+                "command": "python -m training.train ...", "git_revision": "abc1234"}
+    models = tmp_path / "models"
+    for n, seed, token in ((1, 0, 0.995), (1, 1, 0.102), (2, 0, 0.011)):
+        (models / f"mqrar{n}_path_s{seed}").mkdir(parents=True)
+        (models / f"mqrar{n}_path_s{seed}" / "model_card.json").write_text(json.dumps(mqrar_card(n, seed, token)))
+    runs = collect("mqrar", models)
+    one, two = summarize(runs)  # one depth, two Ns: two groups
+    assert (one["mqrar_n"], one["runs"], two["mqrar_n"], two["runs"]) == (1, 2, 2, 1)
+    assert one["scores"]["token_accuracy"] == {"mean": pytest.approx(0.5485), "min": 0.102, "max": 0.995}
+    trials = tmp_path / "results" / "state_tracking" / "trials"
+    trials.mkdir(parents=True)
+    (trials / "trial.json").write_text(json.dumps({"trial_wall_s": 70.0, "trial_s": 60.0, "concurrent": 16,
+                                                   "step_s": {"mqrar/path": 0.267}}))
+    (trials / "runs.json").write_text(json.dumps({"machine": "a GPU", "summary": summarize(runs), "runs": runs}))
+    text = render_diagnostic_training(tmp_path / "results", "trial.json", "runs.json", "mqrar")
+    assert "a step of 64 sequences of 768 tokens, each process among 16: path 267 ms" in text
+    assert "| path | 1 | 900 | 2 | 54.85% [10.2%, 99.5%] |" in text and "| path | 2 | 900 | 1 |" in text
+
+
 def test_a_folder_without_runs_or_an_unfinished_log_is_one_error(tmp_path):
     with pytest.raises(PathEvalError, match="no training runs"):
         collect("x", tmp_path)
