@@ -35,6 +35,7 @@ DEFAULT_ROOT = Path("runs")  # runs/SUITE-KEY when --out is not given
 DEMO_FOLDER = DEFAULT_ROOT / "demo"  # `eval.py demo`'s
 
 PLAN, SUITE, RESULTS, TIMINGS, LOCK = "plan.json", "suite.json", "results.json", "timings.json", "run.lock"
+RESULTS_ARCHIVE = RESULTS + ".xz"  # a compact copy's records (training/study.py), read as results.json is
 SAMPLES, CURVES, RESUME, LM_EVAL, WANDB = "samples", "curves", "resume", "lm_eval", "wandb"
 BY_POSITION = "perplexity_by_position"
 BY_POSITION_FORMATS = ("csv", "md", "png")
@@ -64,9 +65,13 @@ def results_file(run: Path) -> Path:
 
 
 def results_of(path: Path) -> Path:
-    """The records a reader is given: a run folder's results.json, or a results file given on its own."""
+    """The records a reader is given: a run folder's results.json (a compact copy's results.json.xz
+    where the folder holds that alone), or a results file given on its own."""
     path = Path(path)
-    return results_file(path) if path.is_dir() else path
+    if not path.is_dir():
+        return path
+    plain, archived = results_file(path), path / RESULTS_ARCHIVE
+    return archived if archived.is_file() and not plain.exists() else plain
 
 
 def folder_of(results: Path) -> Path:

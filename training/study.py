@@ -1,9 +1,11 @@
 """A compact copy of a run folder, small enough to commit: the zoo study's per-sample logs hold every
 prompt (up to 16K tokens each, hundreds of MB in all), which the reports never read.
 
-The copy keeps results.json, plan.json, suite.json, timings.json and the per-position curves, and
-every per-sample log in one archive, samples.tar.xz, at its path under the run folder (which every
-reader of the logs opens): the models of a run share their samples, so one archive stores each
+The copy keeps plan.json, suite.json, timings.json and the per-position curves, results.json as
+results.json.xz (every record repeats the run's provenance: the A5 parts' 580 KB archive to 7 KB;
+every reader of a run folder's records opens either), and every per-sample log in one archive,
+samples.tar.xz, at its path under the run folder (which every reader of the logs opens): the
+models of a run share their samples, so one archive stores each
 input and target once (the state-tracking diagnostics score every A5 model on the same words). In
 each log it replaces the prompt (`request`) and every long text of the sample (`doc`: the input,
 the haystack) by its sha256 and length; the short fields stay
@@ -35,13 +37,14 @@ import shutil
 import tarfile
 from pathlib import Path
 
+from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.results.sample_logs import ARCHIVE
 from training import run_cli
 from benchmarks.markdown import kilo, load, percent, table
 from training.train import VARIANTS
 
-KEPT_FILES = ("results.json", "plan.json", "suite.json", "timings.json")
+KEPT_FILES = ("plan.json", "suite.json", "timings.json")
 LONG_TEXT = 256  # characters: longer strings of a sample are replaced by their hash
 
 
@@ -82,6 +85,9 @@ def compact_run(run: Path, copy: Path) -> int:
     for name in KEPT_FILES:
         if (run / name).is_file():
             shutil.copyfile(run / name, copy / name)
+    if run_folder.results_file(run).is_file():
+        (copy / run_folder.RESULTS_ARCHIVE).write_bytes(lzma.compress(run_folder.results_file(run).read_bytes(),
+                                                                      preset=9 | lzma.PRESET_EXTREME))
     if (run / "curves").is_dir():
         shutil.copytree(run / "curves", copy / "curves")
     logs, rows = [], 0

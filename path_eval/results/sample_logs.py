@@ -1,7 +1,7 @@
 """A run's per-sample logs read back (OUT/samples/<model>/<name>.jsonl, one JSON line per sample, as
 the evaluators write them through `path_eval.samples`): by rescore and by the reports' paired tests.
 A committed compact copy of a run (training/study.py) holds them all in one archive beside its
-results.json, OUT/samples.tar.xz, at the same paths, read the same way: its models share their
+records, OUT/samples.tar.xz, at the same paths, read the same way: its models share their
 samples' inputs and targets, which one archive stores once."""
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -25,7 +26,10 @@ def load_records(path: Path) -> list[ResultRecord]:
         raise PathEvalError(f"no results file at {path}: give a results.json or the run folder holding it")
     give = "give a results.json that `python eval.py run` wrote"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        raw = json.loads((lzma.decompress(data) if path.name.endswith(".xz") else data).decode("utf-8"))
+    except lzma.LZMAError as err:
+        raise PathEvalError(f"{path} is not a path-eval results file: not an xz archive ({err}): {give}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise PathEvalError(f"{path} is not a path-eval results file: not JSON ({err}): {give}") from None
     except RecursionError:

@@ -6,6 +6,7 @@ import tarfile
 
 import pytest
 
+from path_eval.api import load_results
 from path_eval.reports.paired import RunSamples
 from path_eval.results import load_records
 from path_eval.results.rescore import rescore
@@ -32,6 +33,10 @@ def test_the_copy_reads_back_as_the_run(run, tmp_path):
     assert rows == sum(len(log.splitlines()) for log in logs.values()) == 12
     assert [r.value for r in rescore(copy)[0]] == [r.value for r in rescore(run)[0]] == \
         [r.value for r in load_records(run)]
+    # the records compressed, read back whole through the folder as the run's own file is
+    assert not (copy / "results.json").exists() and (copy / "results.json.xz").is_file()
+    assert load_records(copy) == load_records(run)
+    assert load_results(copy).records == load_results(run).records
     for record in load_records(run):
         ours, theirs = RunSamples(copy).scores(record).strata, RunSamples(run).scores(record).strata
         assert len(ours) == len(theirs) > 0
@@ -45,7 +50,18 @@ def test_the_copy_reads_back_as_the_run(run, tmp_path):
 def test_compacting_again_writes_the_same_bytes(run, tmp_path):
     compact_run(run, tmp_path / "a")
     compact_run(run, tmp_path / "b")
-    assert (tmp_path / "a" / "samples.tar.xz").read_bytes() == (tmp_path / "b" / "samples.tar.xz").read_bytes()
+    for name in ("samples.tar.xz", "results.json.xz"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_a_broken_records_archive_is_one_line(run, tmp_path):
+    from path_eval.errors import PathEvalError
+
+    copy = tmp_path / "copy"
+    compact_run(run, copy)
+    (copy / "results.json.xz").write_bytes(b"not xz")
+    with pytest.raises(PathEvalError, match=r"results\.json\.xz is not a path-eval results file: not an xz archive"):
+        load_records(copy)
 
 
 def test_a_broken_or_incomplete_archive_is_one_line(run, tmp_path):
