@@ -28,8 +28,9 @@ With --agree-dir the models trained at once (one process each) agree on one numb
 most the slowest fits before its --deadline-s and at most --steps (training/agreement.py), so every
 variant sees the same tokens under one schedule; the card keeps what each member measured.
 
-With --cuda-graphs (A5 and MQRAR-N on a GPU) each step's forward and backward are replayed from CUDA graphs
-captured on the first batch (`step_loss`); the card's steps_run says whether they were, or why not.
+With --cuda-graphs (A5 and MQRAR-N on a GPU) each step's forward and backward are replayed from
+CUDA graphs captured on the first batch (`step_loss`); the card's steps_run says whether they were,
+or why not.
 """
 from __future__ import annotations
 
@@ -513,8 +514,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--mqrar-length", type=int, default=768)
     parser.add_argument("--final-eval", type=int, default=4096, help="a5, mqrar: held-out sequences scored at the end")
     parser.add_argument("--cuda-graphs", action="store_true",
-                        help="a5, mqrar on a GPU: each step's forward and backward replayed from CUDA graphs (eager where "
-                             "capturing fails; the card's steps_run says which)")
+                        help="a5, mqrar on a GPU: each step's forward and backward replayed from CUDA graphs "
+                             "(eager where capturing fails; the card's steps_run says which)")
     parser.add_argument("--device", default="cuda", help="cuda; cpu for smoke tests of the recipe and the ci "
                                                           "suite's small A5 model")
     parser.add_argument("--out", required=True)
