@@ -18,8 +18,10 @@
 # without lm-eval's copy and the resume cache: training/study.py compacts them for git), report.md,
 # figure2.png and the run log the caller tees. SEEDS=0 (or 1, 2; comma-separated) trains those seeds'
 # models alone, every variant and depth of each, and STEPS=N trains every model N steps in place of
-# the fitted budget (no trial then): the plan split over calls that share one budget. A suite run
-# stopped by the budget resumes with the same command on the same host (RESUME=1 skips the training).
+# the fitted budget (no trial then): the plan split over calls that share one budget. Calls one
+# after another on a warm host leave their models side by side, and each call's suite part scores
+# every model there so far (a new run each time). A suite run stopped by the budget resumes with the
+# same command on the same host (RESUME=1 skips the training and keeps the run).
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
 shopt -s nullglob  # a part whose models this call did not train (SEEDS, ONLY) is left out, not globbed literally
@@ -78,6 +80,8 @@ for part in a5_L12 a5_L34 mqrar; do
     a5_L34) models=($W/models/a5_*_L3_* $W/models/a5_*_L4_*); tasks=a5;;
     mqrar) models=($W/models/mqrar*); tasks=mqrar_1,mqrar_2,mqrar_3,mqrar_4;; esac
   [ ${#models[@]} -gt 0 ] || { stamp "$part: no models"; continue; }
+  # a later call on the same (warm) host scores every model trained there so far: a new run, unless resuming
+  [ "$RESUME" = 1 ] || rm -rf $RUN/$part
   timeout $suite python3 eval.py run --suite state_tracking --model "${models[@]}" --tasks $tasks --device cuda \
     --batch-size 64 --out $RUN/$part --quiet > $W.run_$part.log 2>&1 &
   parts+=("$part:$!")
