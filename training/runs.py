@@ -73,9 +73,9 @@ def summarize(runs: list[dict]) -> list[dict]:
     reached)."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["task"], run["variant"], run["layers"], run.get("mqrar_n") or 0, run["batch"],
+        groups.setdefault((run["task"], run["variant"], run["layers"], run["mqrar_n"], run["batch"],
                            run["planned_steps"], run["finished"]), []).append(run)
-    return [{"task": task, "variant": variant, "layers": layers, "mqrar_n": n or None, "batch": batch,
+    return [{"task": task, "variant": variant, "layers": layers, "mqrar_n": n, "batch": batch,
              "planned_steps": planned, "finished": finished,
              "steps": [min(r["steps"] for r in group), max(r["steps"] for r in group)], "runs": len(group),
              "labels": [r["run"] for r in group], "seeds": [r["seed"] for r in group],
@@ -103,7 +103,7 @@ def main() -> None:
            "summary": summarize(runs), "runs": runs}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     for row in out["summary"]:
-        print(row["task"], row["variant"], row["layers"], row.get("mqrar_n"), row["planned_steps"], row["finished"], row["steps"], row["runs"],
+        print(row["task"], row["variant"], row["layers"], row["mqrar_n"], row["planned_steps"], row["finished"], row["steps"], row["runs"],
               {name: round(value["mean"], 4) for name, value in row["scores"].items()})
 
 
@@ -159,12 +159,11 @@ def render_diagnostic_training(results: Path, trial_name: str, runs_name: str, t
     trial, data = load(trial_path), load(runs_path)
     steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
-    if task == "a5":
-        step, column, held_out_set = f"{batches} words at depth 4", "layers", "at k = 20 (4096 words)"
-    else:
-        step, column, held_out_set = f"{batches} sequences of 768 tokens", "N", "(4096 sequences of 768 tokens)"
-    rows = [[row["variant"], str(row["layers"] if task == "a5" else row["mqrar_n"]), str(row["steps"][0]),
-             str(row["runs"]), *(spread(row["scores"][name]) for name in tagging.METRICS)]
+    step, column, key, held_out_set = {
+        "a5": (f"{batches} words at depth 4", "layers", "layers", "at k = 20 (4096 words)"),
+        "mqrar": (f"{batches} sequences of 768 tokens", "N", "mqrar_n", "(4096 sequences of 768 tokens)")}[task]
+    rows = [[row["variant"], str(row[key]), str(row["steps"][0]), str(row["runs"]),
+             *(spread(row["scores"][name]) for name in tagging.METRICS)]
             for row in data["summary"] if row["task"] == task]
     return "\n\n".join([
         f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}.",

@@ -14,9 +14,10 @@ are the suite's A5 and MQRAR-N tasks (their kinds, whatever their names), and fl
 - Directions: PaTH solves MQRAR-N for N < 4 (a majority of its seeds at 90% for each N = 1..3); FoX
   struggles there where PaTH succeeds (of the pairs by N and seed over N < 4 that exactly one of the
   two solves, PaTH is that one: one-sided exact sign test, p < 0.05; a difference between two
-  failures, 1.1% against 0.0%, is no success of PaTH's); PaTH solves A5 with fewer layers than RoPE and FoX (its fewest layers below
-  theirs, at the trained length, per metric); flip-flop error PaTH below RoPE in distribution and
-  sparse (the paired test of `compare` on the same sequences, p < 0.05). Each is marked reproduced,
+  failures, 1.1% against 0.0%, is no success of PaTH's); PaTH solves A5 with fewer layers than RoPE
+  and FoX (its fewest layers below theirs, at the trained length, per metric); flip-flop error PaTH
+  below RoPE in distribution and sparse (the paired test of `compare` on the same sequences,
+  p < 0.05). Each is marked reproduced,
   not reproduced, untested (no records), or undecided: A5's direction where no variant reaches 90% at
   any depth tried, and FoX against PaTH on MQRAR-N where neither solves any pair, so the models, not
   the attention, decide nothing (more steps or depth would)."""
