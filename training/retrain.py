@@ -124,34 +124,43 @@ def render_baseline(results: Path) -> str:
 
 
 def render_zoo_retrain(results: Path) -> str:
-    """The retrained zoo's ci records (results/zoo/retrain/) against the baseline's records of the
-    models the retrain ran, under the baseline's tolerances and under the retraining tolerances
-    (fixed before it was evaluated)."""
+    """The retrain checks of the zoo's language models (results/zoo/retrain/index.json): each check's
+    ci records against the baseline it names, under that baseline's tolerances and under each
+    retraining tolerance file the check names (files committed before its records were made)."""
     from path_eval.reports.check import check, load_baseline, load_tolerances
-    from path_eval.results import load_records
 
     index = load(results / "zoo" / "retrain" / "index.json")
     root = results.parent
-    baseline, tolerances = load_baseline(root / index["baseline"])
+    files = index["retraining_tolerances"]
     rows = []
-    for retrain in index["retrains"]:
-        current = load_records(root / retrain["records"])
+    for entry in index["checks"]:
+        baseline, tolerances = load_baseline(root / entry["baseline"])
+        current, _ = load_baseline(root / entry["records"])  # a results.json, or the records of a baseline file
         ran = {r.model for r in current}  # a model added to the zoo after the retrain has no record in it
         mine = [r for r in baseline if r.model in ran]
-        verdicts = []
-        for tol in (tolerances, load_tolerances(root / index["retraining_tolerances"], baseline)):
-            findings, problems, _ = check(current, mine, tol)
+        cells, beyond = [], {}
+        for name in [None, *files]:
+            if name is not None and name not in entry["tolerances"]:
+                cells.append("- (derived from these records)")
+                continue
+            findings, problems, _ = check(current, mine, tolerances if name is None else
+                                          load_tolerances(root / files[name], baseline))
             if problems:
-                raise PathEvalError(f"{retrain['records']} is not comparable with the baseline: {problems[0]}")
-            verdicts.append(findings)
-        beyond = [" ".join(map(str, filter(None, f.key))) + f" ({f.value:.4g} vs {f.baseline:.4g})"
-                  for f in verdicts[1] if f.regressed]
-        rows.append([retrain["label"], f"{sum(f.regressed for f in verdicts[0])} of {len(verdicts[0])}",
-                     f"{sum(f.regressed for f in verdicts[1])} of {len(verdicts[1])}", "; ".join(beyond) or "none"])
+                raise PathEvalError(f"{entry['records']} is not comparable with {entry['baseline']}: {problems[0]}")
+            cells.append(f"{sum(f.regressed for f in findings)} of {len(findings)}")
+            if name is not None:
+                beyond |= {" ".join(map(str, filter(None, f.key))): f"({f.value:.4g} vs {f.baseline:.4g})"
+                           for f in findings if f.regressed}
+        rows.append([entry["label"], source(root / entry["records"], results), source(root / entry["baseline"], results),
+                     *cells, "; ".join(f"{key} {values}" for key, values in beyond.items()) or "none"])
+    notes = [f"- {entry['label']}: {entry['note']}" for entry in index["checks"]]
     return "\n\n".join([
-        f"From {source(results / 'zoo' / 'retrain' / 'index.json', results)}: {index['note']}",
-        table(["retrain", "beyond the baseline's tolerances", f"beyond {source(root / index['retraining_tolerances'], results)}",
-               "which"], rows)])
+        f"From {source(results / 'zoo' / 'retrain' / 'index.json', results)}; a cell counts the records beyond "
+        "the tolerances its column names ('which': those beyond a retraining tolerance file):",
+        table(["check", "records", "against", "beyond the baseline's tolerances",
+               *(f"beyond {source(root / path, results)}" for path in files.values()), "which"],
+              rows),
+        "\n".join(notes)])
 
 
 def render_first_retrains(results: Path) -> str:

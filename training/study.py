@@ -41,7 +41,7 @@ from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.results.sample_logs import ARCHIVE
 from training import run_cli
-from benchmarks.markdown import kilo, load, percent, table
+from benchmarks.markdown import load, percent, table
 from training.train import VARIANTS
 
 KEPT_FILES = ("plan.json", "suite.json", "timings.json")
@@ -166,10 +166,6 @@ def main() -> None:
 
 # ---------------------------------------------------------------- docs/zoo.md
 
-STUDY_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
-               "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "phonebook")
-
-
 STATE_TRACKING_RUNS = ("a5_L12", "a5_L34", "mqrar", "flipflop")  # results/state_tracking/: the suite's parts, one run each
 
 
@@ -183,41 +179,27 @@ def render_state_tracking_report(results: Path) -> str:
                          load_results(*folders).report("state_tracking", "markdown").strip()])
 
 
+def study_parts(results: Path) -> dict[str, Path]:
+    """The committed study's parts (results/zoo/study/index.json): part name -> compact copy."""
+    return {part: results.parent / folder
+            for part, folder in load(results / "zoo" / "study" / "index.json")["gpu"]["parts"].items()}
+
+
 def render_study(results: Path) -> str:
-    """The variant study committed under results/zoo/study/ (compact copies this script made): every
-    variant at 1x-4x on the CPU, paired against RoPE (the variants view); FoX and the flip-flop models
-    at 1x-16x on the H200 (summarised from the per-sample logs of a run stopped at its time limit)."""
+    """The variant study committed under results/zoo/study/ (a compact copy per part of one
+    gpu_study.sh call, every model at 1x-16x): the variants view against RoPE over all its parts,
+    then the paper's directions tested on it."""
     from path_eval.api import load_results
 
-    study = results / "zoo" / "study"
-    index = load(study / "index.json")
-    gpu = load(study / "gpu_summary.json")["cells"]
-    cell = {(c["model"], c["task"], c["length"]): c for c in gpu}
-    lengths = sorted({c["length"] for c in gpu if c["model"] == "fox"})
-    fox_rows = [[task, *(f"{100 * cell['fox', task, n]['value']:.1f}" if ("fox", task, n) in cell else "-"
-                         for n in lengths)] for task in STUDY_TASKS]
-    fox_rows.append(["heldout perplexity", *(f"{cell['fox', 'heldout', n]['value']:.2f}" for n in lengths)])
-    ff_lengths = sorted({c["length"] for c in gpu if c["task"] == "flipflop_in"})
-    ff_rows = [[f"flipflop_{v}", split, *(percent(cell[f"flipflop_{v}", f"flipflop_{split}", n]["value"])
-                                          for n in ff_lengths)] for v in VARIANTS for split in ("in", "sparse")]
+    run = load(results / "zoo" / "study" / "index.json")["gpu"]
+    parts = study_parts(results)
     return "\n\n".join([
-        f"On the CPU: `{index['cpu']['command']}` ({index['cpu']['machine']}):",
-        load_results(results.parent / index["cpu"]["run"]).report("variants", "markdown", baseline="rope").strip(),
-        niah_at_training_length(results, index["niah_1k"]),
+        f"On {run['machine']}, {run['samples']} samples per task and length, from `{run['script']}` (each "
+        f"part: `{run['command']}`), `report --layout variants --baseline rope` over its "
+        f"{len(parts)} parts:",
+        load_results(*parts.values()).report("variants", "markdown", baseline="rope").strip(),
         "The paper's directions beside these numbers:",
-        directions_table(results),
-        f"On the H200: FoX at 1x to 16x ({index['gpu']['samples']} samples per cell), from `{index['gpu']['command']}`:",
-        table(["task", *(f"@{kilo(n)}" for n in lengths)], fox_rows),
-        "Flip-flop error of the flip-flop models (trained at 512) at 1x to 16x, same run:",
-        table(["model", "split", *(f"@{kilo(n)}" for n in ff_lengths)], ff_rows)])
-
-
-def niah_at_training_length(results: Path, run: dict) -> str:
-    from path_eval.results import load_records
-
-    found = {r.model: r for r in load_records(results.parent / run["run"])}
-    return (f"At the training length with more samples (`{run['command']}`): NIAH single_1 "
-            + ", ".join(f"{v} {100 * found[v].value:.1f}% of {found[v].n}" for v in VARIANTS) + ".")
+        directions_table(results)])
 
 
 def directions_table(results: Path) -> str:
@@ -227,59 +209,59 @@ def directions_table(results: Path) -> str:
     from path_eval.reports.paired import RunSamples, delta_test
     from path_eval.results import load_records
 
-    study = results / "zoo" / "study"
-    cpu = results.parent / load(study / "index.json")["cpu"]["run"]
-    samples = RunSamples(cpu)
-    records = {(r.model, r.task, r.length, tuple(r.bucket or ())): r for r in load_records(cpu)
-               if r.task != "heldout" or r.bucket is None}
-    gpu = {(c["model"], c["task"], c["length"]): c for c in load(study / "gpu_summary.json")["cells"]}
-    baseline = {(r["model"], r["task"], r["length"]): r for r in load(results / "ci" / "baseline.json")["records"]
-                if r["bucket"] is None}
+    records, samples = {}, {}
+    for folder in study_parts(results).values():
+        run_samples = RunSamples(folder)
+        for r in load_records(folder):
+            if r.bucket is None:
+                records[r.model, r.task, r.length] = r
+                samples[r.model] = run_samples
 
     def test(first: tuple, second: tuple):
         a, b = records[first], records[second]
-        return delta_test(a, samples.scores(a), b, samples.scores(b))
+        return delta_test(a, samples[a.model].scores(a), b, samples[b.model].scores(b))
 
     def pct(key: tuple) -> str:
         return f"{100 * records[key].value:.1f}"
 
     rows = []
     # RoPE collapses past its training length (RULER, paper 35.7 -> 1.3 -> 0.0 at 1x, 2x, 4x).
-    drop = test(("rope", "niah_single_1", 1024, ()), ("rope", "niah_single_1", 2048, ()))
+    drop = test(("rope", "niah_single_1", 1024), ("rope", "niah_single_1", 2048))
     rows.append(["RoPE fails past its training length (RULER)", "35.7 / 1.3 / 0.0 at 1x / 2x / 4x",
-                 "NIAH single_1: " + " / ".join(pct(("rope", "niah_single_1", n, ())) for n in (1024, 2048, 4096)),
-                 drop.cell(), verdict(records["rope", "niah_single_1", 2048, ()].value
-                                      < records["rope", "niah_single_1", 1024, ()].value and drop.significant)])
-    others = [test(("rope", "niah_single_1", 2048, ()), (v, "niah_single_1", 2048, ())) for v in VARIANTS[1:]]
+                 "NIAH single_1: " + " / ".join(pct(("rope", "niah_single_1", n)) for n in (1024, 2048, 4096)),
+                 drop.cell(), verdict(records["rope", "niah_single_1", 2048].value
+                                      < records["rope", "niah_single_1", 1024].value and drop.significant)])
+    others = [test(("rope", "niah_single_1", 2048), (v, "niah_single_1", 2048)) for v in VARIANTS[1:]]
     rows.append(["... while the other variants keep the needle at 2x", "RULER at 2x: FoX 29.5, PaTH 34.8, PaTH-FoX 34.0",
-                 "NIAH single_1 at 2x: " + ", ".join(f"{v} {pct((v, 'niah_single_1', 2048, ()))}" for v in VARIANTS[1:]),
+                 "NIAH single_1 at 2x: " + ", ".join(f"{v} {pct((v, 'niah_single_1', 2048))}" for v in VARIANTS[1:]),
                  "; ".join(t.cell() for t in others),
-                 verdict(all(t.significant and records[v, "niah_single_1", 2048, ()].value
-                             > records["rope", "niah_single_1", 2048, ()].value
+                 verdict(all(t.significant and records[v, "niah_single_1", 2048].value
+                             > records["rope", "niah_single_1", 2048].value
                              for t, v in zip(others, VARIANTS[1:])))])
     # PhoneBook: PaTH-FoX far above PaTH past the training length (paper 93.8 vs 20.8 at 1x, 66.6 vs 0.0 at 2x).
     for n in (2048, 4096):
-        t = test(("path", "phonebook", n, ()), ("path_fox", "phonebook", n, ()))
+        t = test(("path", "phonebook", n), ("path_fox", "phonebook", n))
         rows.append([f"PaTH-FoX above PaTH on PhoneBook at {n // 1024}x", "93.8 vs 20.8 at 1x; 66.6 vs 0.0 at 2x",
-                     f"{pct(('path_fox', 'phonebook', n, ()))} vs {pct(('path', 'phonebook', n, ()))}", t.cell(),
-                     verdict(records["path_fox", "phonebook", n, ()].value > records["path", "phonebook", n, ()].value
+                     f"{pct(('path_fox', 'phonebook', n))} vs {pct(('path', 'phonebook', n))}", t.cell(),
+                     verdict(records["path_fox", "phonebook", n].value > records["path", "phonebook", n].value
                              and t.significant)])
     # Perplexity: RoPE climbs past its training length, FoX and PaTH-FoX stay flat (Figure 3).
-    climb = {v: records[v, "heldout", 4096, ()].value / records[v, "heldout", 1024, ()].value for v in VARIANTS}
+    longest = max(n for (model, task, n) in records if model == "rope" and task == "heldout")
+    climb = {(v, n): records[v, "heldout", n].value / records[v, "heldout", 1024].value
+             for v in VARIANTS for n in (4096, longest)}
     rows.append(["RoPE's perplexity climbs past its training length; FoX and PaTH-FoX stay flat (Figure 3)",
                  "RoPE fails past 4K; FoX, PaTH-FoX flat to 64K",
-                 "held-out perplexity at 4x over 1x: " + ", ".join(f"{v} {climb[v]:.2f}x" for v in VARIANTS), "-",
-                 verdict(climb["rope"] > 1.5 and climb["fox"] < 1.1 and climb["path_fox"] < 1.1)])
-    fox_climb = gpu["fox", "heldout", 16384]["value"] / gpu["fox", "heldout", 1024]["value"]
-    rows.append(["FoX's perplexity flat to 16x (Figure 3)", "flat to 16x (64K)",
-                 f"FoX at 16x over 1x: {fox_climb:.2f}x (H200)", "-", verdict(fox_climb < 1.1)])
+                 f"held-out perplexity at 4x / {longest // 1024}x over 1x: "
+                 + ", ".join(f"{v} {climb[v, 4096]:.2f}x / {climb[v, longest]:.2f}x" for v in VARIANTS), "-",
+                 verdict(climb["rope", 4096] > 1.5 and all(climb[v, n] < 1.1 for v in ("fox", "path_fox")
+                                                           for n in (4096, longest)))])
     # Flip-flop: PaTH below RoPE in and out of distribution.
     for split, paper in (("in", "0% vs 6.9%"), ("sparse", "0.0001% vs 40.3%")):
-        path_err = baseline["flipflop_path", f"flipflop_{split}", 512]["value"]
-        rope_err = baseline["flipflop_rope", f"flipflop_{split}", 512]["value"]
-        rows.append([f"PaTH's flip-flop error below RoPE's ({split})", paper,
-                     f"{percent(path_err)} vs {percent(rope_err)} (ci baseline)", "-",
-                     verdict(path_err < 0.5 * rope_err)])
+        first, second = ("flipflop_rope", f"flipflop_{split}", 512), ("flipflop_path", f"flipflop_{split}", 512)
+        t = test(first, second)
+        rows.append([f"PaTH's flip-flop error below RoPE's ({split}, at 512)", paper,
+                     f"{percent(records[second].value)} vs {percent(records[first].value)}", t.cell(),
+                     verdict(records[second].value < records[first].value and t.significant)])
     return table(["the paper's direction", "paper", "zoo", "paired test", "here"], rows)
 
 

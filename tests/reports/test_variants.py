@@ -329,41 +329,50 @@ def test_the_html_page_holds_the_variant_tables(study, tmp_path):
     assert text.count("<table>") >= 4 + 1  # the variant tables, then the suite's own table, runs...
 
 
-STUDY = Path(__file__).resolve().parents[2] / "results" / "zoo" / "study" / "cpu"
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = {part: ROOT / folder for part, folder in
+         json.loads((ROOT / "results" / "zoo" / "study" / "index.json").read_text())["gpu"]["parts"].items()}
+LANGUAGE_MODELS = ("rope", "fox", "path", "path_fox")
 
 
 def test_on_the_committed_zoo_study_each_retrieval_mark_is_the_mcnemar_p_of_its_logs(capsys):
-    """The view on the zoo study's committed CPU run (results/zoo/study/cpu): every NIAH and variable
-    tracking cell of FoX, PaTH and PaTH-FoX is marked exactly where scipy's binomial test of the
-    discordant pairs against RoPE, read from the per-sample logs, gives p < 0.05."""
-    assert main(["report", str(STUDY), "--layout", "variants", "--baseline", "rope", "--format", "markdown"]) == 0
+    """The view on the zoo study's committed parts (results/zoo/study/gpu/, one run folder per
+    language model): every NIAH single_1 and multikey_2 cell of FoX, PaTH and PaTH-FoX, 1x to 16x, is
+    marked exactly where scipy's binomial test of the discordant pairs against RoPE, read from the
+    per-sample logs of the two parts, gives p < 0.05."""
+    folders = [str(STUDY[model]) for model in LANGUAGE_MODELS]
+    assert main(["report", *folders, "--layout", "variants", "--baseline", "rope", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
+    lengths = (1024, 2048, 4096, 8192, 16384)
     checked = 0
     for task, label in (("niah_single_1", "niah_single_1 string_match_all"),
                         ("niah_multikey_2", "niah_multikey_2 string_match_all")):
         block = out.split(f"**zoo_study: {label}**", 1)[1].split("\n\n", 2)[1]
         rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in block.splitlines()[2:]}
-        for model in ("fox", "path", "path_fox"):
-            for column, length in enumerate((1024, 2048, 4096)):
-                def scores(name):
-                    with tarfile.open(STUDY / "samples.tar.xz") as archive:  # the compact copy's logs
-                        log = archive.extractfile(f"samples/{name}/{task}_{length}_s1234.jsonl").read()
-                    return [json.loads(line)["scores"]["string_match_all"] for line in log.decode().splitlines()]
-                base, other = np.array(scores("rope")), np.array(scores(model))
+
+        def scores(model, length):
+            with tarfile.open(STUDY[model] / "samples.tar.xz") as archive:  # the compact copy's logs
+                log = archive.extractfile(f"samples/{model}/{task}_{length}_s1234.jsonl").read()
+            return [json.loads(line)["scores"]["string_match_all"] for line in log.decode().splitlines()]
+
+        for model in LANGUAGE_MODELS[1:]:
+            for column, length in enumerate(lengths):
+                base, other = np.array(scores("rope", length)), np.array(scores(model, length))
+                assert len(base) == len(other) == 64
                 only_base, only_other = int(((base == 1) & (other == 0)).sum()), int(((base == 0) & (other == 1)).sum())
                 p = 1.0 if only_base + only_other == 0 else \
                     stats.binomtest(only_base, only_base + only_other, 0.5).pvalue
                 assert rows[model][column].rstrip(" |").endswith("*") == (p < 0.05), (task, model, length, p)
                 checked += 1
-    assert checked == 18
+    assert checked == 30
 
 
 def test_the_python_api_gives_the_same_view():
     from path_eval.api import load_results
 
-    study = load_results(STUDY)
+    study = load_results(*(STUDY[model] for model in LANGUAGE_MODELS))
     text = study.report("variants", "markdown", baseline="rope")
-    assert "**zoo_study: niah_single_1 string_match_all**" in text and "| fox | 100.0 ± 0.0 | 100.0 ± 0.0 * |" in text
+    assert "**zoo_study: niah_single_1 string_match_all**" in text and "| rope | 100.0 ± 0.0 | 0.0 ± 0.0 |" in text
     with pytest.raises(PathEvalError, match="go together"):
         study.report("variants", "markdown")
 
