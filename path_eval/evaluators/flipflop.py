@@ -19,7 +19,7 @@ from path_eval.tasks import flipflop
 class FlipFlopEvaluator:
     def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
         """One set of sequences per (task, length, seed), as `run` reads them."""
-        return [FrozenSet(item.length * item.samples, partial(self._sequences, context.plan.spec(item), item, seed))
+        return [FrozenSet.of_item(item, seed, partial(self._sequences, context.plan.spec(item), item, seed))
                 for item in items for seed in item.seeds]
 
     @staticmethod

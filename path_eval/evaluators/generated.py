@@ -13,7 +13,7 @@ from path_eval.tasks.generated import build_generated_task
 class GeneratedEvaluator:
     def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
         """One set per (task, length, seed): what `run` reads back (checked against its hash)."""
-        return [FrozenSet(item.length * item.samples, partial(self._task, tokenizer, item, seed, context))
+        return [FrozenSet.of_item(item, seed, partial(self._task, tokenizer, item, seed, context))
                 for item in items for seed in item.seeds]
 
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:

@@ -131,10 +131,17 @@ def native_output(name: str, metrics: dict[str, tuple[float, float | None]], doc
 class FrozenSet:
     """One set of samples to generate and freeze before the model is needed (the model loads
     meanwhile; under data parallelism each process freezes its share of the sets). `tokens`: its
-    size in tokens, the cost its share is balanced by."""
+    size in tokens, the cost its share is balanced by; `label`: TASK@LENGTH/sSEED, for whoever times
+    or reports the sets (benchmarks.freezing)."""
 
     tokens: int
     freeze: Callable[[], object]
+    label: str = ""
+
+    @classmethod
+    def of_item(cls, item: PlannedItem, seed: int, freeze: Callable[[], object]) -> FrozenSet:
+        """The set of one plan item and seed: its samples at the item's length."""
+        return cls(item.length * item.samples, freeze, f"{item.task}@{item.length}/s{seed}")
 
 
 class Evaluator(Protocol):

@@ -44,7 +44,7 @@ class TaggingEvaluator:
 
     def frozen_sets(self, tokenizer, items: list[PlannedItem], context: EvaluationContext) -> list[FrozenSet]:
         """One set of sequences per (task, length, seed), as `run` reads them."""
-        return [FrozenSet(item.length * item.samples, partial(self.sequences, context.plan.spec(item), item, seed))
+        return [FrozenSet.of_item(item, seed, partial(self.sequences, context.plan.spec(item), item, seed))
                 for item in items for seed in item.seeds]
 
     def run(self, lm, items: list[PlannedItem], context: EvaluationContext) -> list[TaskResult]:
