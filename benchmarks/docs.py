@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import (beta_near_two, block_rows, coarse_loop, data_parallel, end_to_end, extrapolation_speed,
-                        fixed_cost, fla_parity, forward_autotune, generation, kernels, launch_configs, scoring_profile,
+                        fixed_cost, fla_parity, forward_autotune, freezing, generation, kernels, launch_configs, scoring_profile,
                         transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
@@ -55,6 +55,7 @@ BLOCKS = {
     "scoring profile": scoring_profile.render_scoring_profile,
     "end to end": end_to_end.render_end_to_end,
     "fixed cost": fixed_cost.render_fixed_cost,
+    "freezing": freezing.render_freezing,
     "beta near two": beta_near_two.render_beta_near_two,
     "generation": generation.render_generation,
     "suite runs": data_parallel.render_suite_runs,

@@ -79,12 +79,19 @@ def freeze_sets(args: argparse.Namespace) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    saved = os.environ.get("PATH_EVAL_CACHE")
     with tempfile.TemporaryDirectory() as cache:
         os.environ["PATH_EVAL_CACHE"] = cache  # read when a set is frozen: a fresh cache, every set generated
-        began = time.perf_counter()
-        rows = freeze_sets(args)
-        total = time.perf_counter() - began
-        files = frozen_files(Path(cache))
+        try:
+            began = time.perf_counter()
+            rows = freeze_sets(args)
+            total = time.perf_counter() - began
+            files = frozen_files(Path(cache))
+        finally:
+            if saved is None:
+                del os.environ["PATH_EVAL_CACHE"]
+            else:
+                os.environ["PATH_EVAL_CACHE"] = saved
     from benchmarks.end_to_end import machine, versions
 
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -103,7 +110,7 @@ def task_of(label: str) -> str:
     return label.split("@", 1)[0]
 
 
-def render(results: Path) -> str:
+def render_freezing(results: Path) -> str:
     """The freezing bench's runs side by side: seconds per task (its sets summed) and in all, and
     whether the runs froze the same samples."""
     path = results / "bench" / "freezing_cpu.json"
