@@ -17,7 +17,6 @@ import argparse
 import hashlib
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,8 +25,6 @@ from pathlib import Path
 
 from benchmarks.markdown import load, source, table
 from path_eval.atomic_files import write_json_atomic
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -93,11 +90,10 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 os.environ["PATH_EVAL_CACHE"] = saved
     from benchmarks.end_to_end import machine, versions
+    from path_eval.results.provenance import git_revision
 
-    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip() or None
     run = {"label": args.label, "command": shlex.join(["python", "-m", "benchmarks.freezing", *sys.argv[1:]]),
-           "revision": revision, "machine": machine("cpu"), "versions": versions(),
+           "revision": git_revision(), "machine": machine("cpu"), "versions": versions(),
            "sets": rows, "sets_s": round(sum(r["seconds"] for r in rows), 1), "wall_s": round(total, 1),
            "files_sha256": hashlib.sha256("".join(f"{k} {v}\n" for k, v in files.items()).encode()).hexdigest(),
            "files": len(files)}

@@ -350,14 +350,17 @@ def test_on_the_committed_zoo_study_each_retrieval_mark_is_the_mcnemar_p_of_its_
         block = out.split(f"**zoo_study: {label}**", 1)[1].split("\n\n", 2)[1]
         rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1:] for line in block.splitlines()[2:]}
 
-        def scores(model, length):
-            with tarfile.open(STUDY[model] / "samples.tar.xz") as archive:  # the compact copy's logs
-                log = archive.extractfile(f"samples/{model}/{task}_{length}_s1234.jsonl").read()
-            return [json.loads(line)["scores"]["string_match_all"] for line in log.decode().splitlines()]
+        scores = {}  # (model, length) -> the per-sample scores in the compact copy's log archive
+        for model in LANGUAGE_MODELS:
+            with tarfile.open(STUDY[model] / "samples.tar.xz") as archive:
+                for length in lengths:
+                    log = archive.extractfile(f"samples/{model}/{task}_{length}_s1234.jsonl").read()
+                    scores[model, length] = [json.loads(line)["scores"]["string_match_all"]
+                                             for line in log.decode().splitlines()]
 
         for model in LANGUAGE_MODELS[1:]:
             for column, length in enumerate(lengths):
-                base, other = np.array(scores("rope", length)), np.array(scores(model, length))
+                base, other = np.array(scores["rope", length]), np.array(scores[model, length])
                 assert len(base) == len(other) == 64
                 only_base, only_other = int(((base == 1) & (other == 0)).sum()), int(((base == 0) & (other == 1)).sum())
                 p = 1.0 if only_base + only_other == 0 else \
