@@ -116,6 +116,7 @@ def lockstep(runs: dict[str, Iterator[None]], cuda: bool) -> list[str]:
     deadline, say) is named and dropped; the others go on. Returns the failed ones' folders."""
     import torch
 
+    cuda = cuda and len(runs) > 1  # a model alone steps on the current stream
     streams = {out: torch.cuda.Stream() if cuda else None for out in runs}
     started = {out: time.time() for out in runs}
     failed = []
