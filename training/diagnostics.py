@@ -1,9 +1,7 @@
 """Every model of the state-tracking diagnostics (the `state_tracking` suite: A5 word problem,
 MQRAR-N), trained on one GPU host by a few worker processes, each training its share of the models
-in lockstep, a step of each in turn, each model on its own CUDA stream (`lockstep`): a step of these
-models is a few hundred kernels, each too small to fill an H100, and streams of one process run
-side by side where processes only take turns (sixteen processes of one model each kept an H100
-busy with about 4.4 ms per model-step of A5 at depths 1-4).
+one after another in-process (imports and compiled kernels reused; a small model leaves most of an
+H200 idle, so the workers run at once).
 
 The models, each variant (RoPE, FoX, PaTH, PaTH-FoX in fla's classes, `train.build_model`) with the
 same budget, data law and seeds:
@@ -15,25 +13,23 @@ same budget, data law and seeds:
                             (the PaTH paper's shape); seeds 0-2
 
 `plan` lists them with their commands; `trial` times steps of each task and variant, as many
-models at once in as many processes as the training will run, and says what the whole plan would
-take (run it first on a fresh host: eight trainings at once once ran past their deadline); `train`
-trains the plan (or a part: --only, --seeds), W workers, each model's folder under OUT with its card, with
+processes at once as the training will run, and says what the whole plan would take with W workers
+(run it first on a fresh host: eight trainings at once once ran past their deadline); `train` trains
+the plan (or a part: --only, --seeds), W workers, each model's folder under OUT with its card, with
 the recipe's steps, or (--fit TRIAL) the recipe's scaled down by one factor to fit a time budget, or
 (--steps N) N for every model, so every variant keeps the same budget. A model that does not finish
 its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
 silently.
 
-    python -m training.diagnostics trial --workers 4
-    python -m training.diagnostics train --workers 4 --out /tmp/diag --revision "$(git rev-parse --short HEAD)"
+    python -m training.diagnostics trial --workers 12
+    python -m training.diagnostics train --workers 12 --out /tmp/diag --revision "$(git rev-parse --short HEAD)"
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import multiprocessing
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,42 +94,25 @@ def seed_list(text: str) -> tuple[int, ...]:
 
 
 def train_share(share: list[list[str]], log: Path) -> None:
-    """One worker: its models in lockstep (`lockstep`), each on its own CUDA stream."""
-    from training.train import parser, training
+    """One worker: its models one after another, in this process."""
+    from training.train import parser, train
 
-    with open(log, "a") as stream, contextlib.redirect_stdout(stream):
-        failed = lockstep({words[words.index("--out") + 1]: training(parser().parse_args(words), lockstep=len(share))
-                           for words in share}, cuda=any(parser().parse_args(words).device == "cuda" for words in share))
+    failed = []
+    with open(log, "a") as stream:
+        import contextlib
+
+        with contextlib.redirect_stdout(stream):
+            for words in share:
+                started, out = time.time(), words[words.index("--out") + 1]
+                try:
+                    train(parser().parse_args(words))
+                except PathEvalError as error:  # the deadline, say: the rest of the share still gets its turn
+                    print(json.dumps({"not_trained": out, "error": str(error)}), flush=True)
+                    failed.append(out)
+                    continue
+                print(json.dumps({"trained": out, "wall_s": round(time.time() - started, 1)}), flush=True)
     if failed:
         raise SystemExit(f"not trained: {', '.join(failed)} (see {log})")
-
-
-def lockstep(runs: dict[str, Iterator[None]], cuda: bool) -> list[str]:
-    """Advance every model's training (`train.training`, keyed by its output folder) one step a
-    round until each has saved its card, each step issued on the model's own stream: one process's
-    streams share the GPU's SMs at once, where processes only take turns (a step of these models
-    is a few hundred kernels too small to fill an H100). A model that fails with PathEvalError (its
-    deadline, say) is named and dropped; the others go on. Returns the failed ones' folders."""
-    import torch
-
-    cuda = cuda and len(runs) > 1  # a model alone steps on the current stream
-    streams = {out: torch.cuda.Stream() if cuda else None for out in runs}
-    started = {out: time.time() for out in runs}
-    failed = []
-    while runs:
-        for out, steps in list(runs.items()):
-            try:
-                with torch.cuda.stream(streams[out]) if cuda else contextlib.nullcontext():
-                    next(steps)
-            except StopIteration:
-                print(json.dumps({"trained": out, "wall_s": round(time.time() - started[out], 1)}), flush=True)
-            except PathEvalError as error:
-                print(json.dumps({"not_trained": out, "error": str(error)}), flush=True)
-                failed.append(out)
-            else:
-                continue
-            del runs[out]
-    return failed
 
 
 def run_workers(shares: list[list[list[str]]], logs: Path) -> None:
@@ -159,9 +138,8 @@ def model_cost(trial: dict | None, model: Planned) -> float:
 
 
 def deal(models: list[Planned], workers: int, trial: dict | None = None) -> list[list[Planned]]:
-    """Longest first, each model to the worker with the least work so far: every worker's lockstep
-    round costs about the same, so no process holds all of one variant's models (PaTH's steps are
-    the slowest) while another idles."""
+    """Longest first, each model to the worker with the least work so far: the shares end together,
+    so no variant's models (PaTH's steps are the slowest) run past a deadline the others meet."""
     shares: list[list[Planned]] = [[] for _ in range(workers)]
     loads = [0.0] * workers
     for model in sorted(models, key=lambda m: -model_cost(trial, m)):
@@ -171,13 +149,11 @@ def deal(models: list[Planned], workers: int, trial: dict | None = None) -> list
     return shares
 
 
-def fitted_steps(trial: dict, models: list[Planned], seconds: float) -> dict[str, int]:
+def fitted_steps(trial: dict, models: list[Planned], workers: int, seconds: float) -> dict[str, int]:
     """Each task's steps, the recipe's scaled by one factor for every task (never up) so that the
-    slowest model's projected time fits `seconds`: a worker's models step in lockstep, so a worker
-    takes as long as its slowest (the trial timed a round of each worker's share, not one model
-    alone); every variant keeps one budget."""
-    slowest = max((model_cost(trial, m) for m in models), default=0.0)
-    factor = min(1.0, seconds / slowest) if slowest else 1.0
+    busiest worker's projected time fits `seconds`: every variant keeps one budget."""
+    busiest = max((sum(model_cost(trial, m) for m in share) for share in deal(models, workers, trial)), default=0.0)
+    factor = min(1.0, seconds / busiest) if busiest else 1.0
     return {task: max(100, int(recipe["steps"] * factor) // 100 * 100) for task, recipe in RECIPE.items()}
 
 
@@ -197,8 +173,7 @@ def trial_step_s(cards: list[tuple[str, str, dict]], trial_s: float) -> dict[tup
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("plan", "trial", "train"))
-    parser.add_argument("--workers", type=int, default=4,
-                        help="processes, each training its share of the models in lockstep")
+    parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--only", choices=tuple(RECIPE), help="train one task's models alone")
     parser.add_argument("--seeds", type=seed_list, default=SEEDS,
                         help="these seeds' models alone, comma-separated (every variant and depth of each)")
@@ -231,34 +206,33 @@ def main() -> None:
             print(model.name, "python -m training.train " + " ".join(model.arguments(out, args.revision, steps=args.steps)))
         return
     if args.command == "trial":
-        # One model of each task and variant (the deepest A5), repeated until every worker holds as
-        # many as the training will give it, each worker's in lockstep and all training until
-        # --trial-s: every timed step (from step 21 on, the card's throughput; the first compile the
-        # kernels) is a round of a share as large as the training's, under the same contention. A
-        # fixed number of steps instead let the quick starters time theirs while the others still
-        # compiled: MQRAR's trial on an H100 read 0.07 s a step where the training took 0.26.
+        # One model of each task and variant (the deepest A5), repeated to as many processes at once
+        # as the training's workers, each training until --trial-s: all stop together, so every
+        # timed step (from step 21 on, the card's throughput; the first compile the kernels) is
+        # taken under the training's contention (the GPU time-sliced between processes). A fixed
+        # number of steps instead let the quick-starting processes time theirs while the others were
+        # still compiling: MQRAR's trial on an H100 read 0.07 s a step where the training took 0.26.
         probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
                                         and m.options["mqrar_n"] == 1) and m.seed == min(args.seeds)]
-        per_worker = -(-len(models) // args.workers)
-        replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers * per_worker))]
+        replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers))]
         started = time.time()
         quiet = ["--eval-every", str(10 ** 9), "--final-eval", "256"]  # no evaluation among the timed steps
-        words = [p.arguments(out / "trial" / f"r{i}", args.revision, deadline_s=args.trial_s, heads=heads(p)) + quiet
-                 for i, p in enumerate(replicas)]
-        run_workers([words[w::args.workers] for w in range(args.workers)], out / "trial" / "logs")
+        run_workers([[p.arguments(out / "trial" / f"r{i}", args.revision, deadline_s=args.trial_s, heads=heads(p))
+                      + quiet] for i, p in enumerate(replicas)],
+                    out / "trial" / "logs")
         step_s = trial_step_s([(p.task, p.variant, json.loads((out / "trial" / f"r{i}" / p.name / "model_card.json")
                                                              .read_text())) for i, p in enumerate(replicas)],
                               args.trial_s)
-        projected = max(step_s[(m.task, m.variant)] * (args.steps or RECIPE[m.task]["steps"]) for m in models)
+        total = sum(step_s[(m.task, m.variant)] * (args.steps or RECIPE[m.task]["steps"]) for m in models)
         print(json.dumps({"trial_wall_s": round(time.time() - started, 1), "trial_s": args.trial_s,
-                          "concurrent": len(replicas), "workers": args.workers, "lockstep_per_worker": per_worker,
+                          "concurrent": len(replicas),
                           "step_s": {f"{t}/{v}": round(s, 4) for (t, v), s in step_s.items()},
-                          "projected_s": round(projected)}))
+                          "serial_s": round(total), "projected_s_with_workers": round(total / args.workers)}))
         return
     steps = {task: args.steps or recipe["steps"] for task, recipe in RECIPE.items()}
     trial = json.loads(Path(args.fit).read_text()) if args.fit else None
     if trial:
-        steps = fitted_steps(trial, models, args.fit_s)
+        steps = fitted_steps(trial, models, args.workers, args.fit_s)
     print(json.dumps({"steps": steps, "models": len(models), "workers": args.workers}), flush=True)
     run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s, heads=heads(m))
                   for m in share] for share in deal(models, args.workers, trial)], out / "logs")

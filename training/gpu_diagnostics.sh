@@ -7,14 +7,12 @@
 #     background from the start (it needs no training);
 #   - MQRAR only, MQRAR_HEADS=2: a check that fla's PaTH trains at head dim 128 (the paper's 2 heads
 #     of 128), else 4 heads of 64, a departure every MQRAR card names;
-#   - a timing trial of each task and variant (WORKERS processes at once, each with as many models in
-#     lockstep as the training gives it, all training until TRIAL_DEADLINE_S, so that every timed step
-#     shares the GPU as the training will);
+#   - a timing trial of each task and variant (WORKERS processes at once, all training until
+#     TRIAL_DEADLINE_S, so that every timed step shares the GPU as the training will);
 #   - every model, the recipe's steps scaled by one factor to fit what the budget leaves
 #     (training/diagnostics.py; every variant keeps one budget);
 #   - the suite's A5 and MQRAR-N tasks on them (A5 in two processes: depths 1-2, 3-4), and the report.
-# Each worker process trains its share of the models in lockstep, each model on its own CUDA stream
-# (training/diagnostics.py). Training processes pin each autotuned fla kernel to one launch configuration (training/autotune.py).
+# Training processes pin each autotuned fla kernel to one launch configuration (training/autotune.py).
 # The weights stay on the host (about 400 MB). Back in $OUT: trial.json, cards.tar (every model's
 # model_card.json and README.md), logs.tar, runs.tar.xz (the run folders with their per-sample logs,
 # without lm-eval's copy and the resume cache: training/study.py compacts them for git), report.md,
@@ -28,7 +26,7 @@
 set -uo pipefail
 shopt -s nullglob  # a part whose models this call did not train (SEEDS, ONLY) is left out, not globbed literally
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
-REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-4}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
+REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}; TRIAL_DEADLINE_S=${TRIAL_DEADLINE_S:-60}
 SEEDS=${SEEDS:-0,1,2}; STEPS=${STEPS:-}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac

@@ -167,20 +167,11 @@ def render_diagnostic_training(results: Path, trial_name: str, runs_name: str, t
             for row in data["summary"] if row["task"] == task]
     return "\n\n".join([
         f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}.",
-        f"The timing trial: {trial_layout(trial)}, {trial['trial_wall_s']} s from start to the "
+        f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start to the "
         f"last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step of {step}, "
-        f"each model among {trial['concurrent']}: {steps}.",
+        f"each process among {trial['concurrent']}: {steps}.",
         f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds:",
         table(["variant", column, "steps", "seeds", "token", "sequence", "final"], rows)])
-
-
-def trial_layout(trial: dict) -> str:
-    """How a trial's models shared the GPU: a process each, or (`lockstep_per_worker`) several in
-    lockstep in each of a few processes."""
-    if "lockstep_per_worker" in trial:
-        return (f"{trial['concurrent']} models at once, {trial['lockstep_per_worker']} in lockstep in each of "
-                f"{trial['workers']} processes")
-    return f"{trial['concurrent']} processes at once"
 
 
 def trial_steps(trial: dict) -> str:

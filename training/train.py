@@ -39,7 +39,6 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -277,17 +276,6 @@ def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int) -> dict
 
 
 def train(args) -> None:
-    """One model from initialisation to its saved card."""
-    for _ in training(args):
-        pass
-
-
-def training(args, lockstep: int = 1) -> Iterator[None]:
-    """`train`, yielding after every optimizer step so that one process can train several models in
-    lockstep (training/diagnostics.py), each step issued on the stream the caller made current: a
-    small model's kernels fill a sliver of the GPU, and streams of one process run side by side where
-    processes only take turns. `lockstep` (how many models share the process) goes into the card,
-    since the throughput it records is then each model's share."""
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
     shape = SHAPES[args.task] | ({"layers": args.layers} if args.layers else {}) | ({"heads": args.heads} if args.heads else {})
@@ -363,7 +351,6 @@ def training(args, lockstep: int = 1) -> Iterator[None]:
                                                        tagging.EVAL_SEED, logits_of)
             curve.append(point)
             print(json.dumps(point), flush=True)
-        yield
     if not steps_done:  # a model that never stepped is no model: nothing is saved
         raise PathEvalError(f"{args.out}: --deadline-s {args.deadline_s:g} passed before the first training step "
                             f"(the process had run {time.time() - PROCESS_START:.0f} s); give a later deadline, or "
@@ -389,8 +376,6 @@ def training(args, lockstep: int = 1) -> Iterator[None]:
             "wall_time_s": round(wall, 1), "tokens_per_s": round(throughput) if throughput else None,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
             "command": command_of(args), "git_revision": args.revision}
-    if lockstep > 1:
-        card["models_in_lockstep"] = lockstep
     if agreement:
         card["budget_agreement"] = agreement
     if args.task == "lm":

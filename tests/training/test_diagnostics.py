@@ -81,20 +81,21 @@ def test_the_recipe_trains_saves_and_reloads_a_model_on_the_cpu(tmp_path):
 def test_fitting_scales_every_task_by_one_factor_and_never_up():
     models = diagnostics.plan()
     trial = {"step_s": {f"{task}/{variant}": 0.01 for task in diagnostics.RECIPE for variant in VARIANTS}}
-    longest = 0.01 * max(recipe["steps"] for recipe in diagnostics.RECIPE.values())  # 40 s
-    steps = diagnostics.fitted_steps(trial, models, seconds=longest / 2)
+    serial = sum(0.01 * diagnostics.RECIPE[m.task]["steps"] for m in models)  # 3840 s
+    steps = diagnostics.fitted_steps(trial, models, workers=12, seconds=serial / 12 / 2)
     assert steps == {task: recipe["steps"] // 2 for task, recipe in diagnostics.RECIPE.items()}
-    assert diagnostics.fitted_steps(trial, models, seconds=10 * longest) == \
+    assert diagnostics.fitted_steps(trial, models, workers=12, seconds=10 * serial) == \
         {task: recipe["steps"] for task, recipe in diagnostics.RECIPE.items()}
 
 
-def test_fitting_fits_the_slowest_model_of_a_lockstep_round():
+def test_fitting_fits_the_busiest_worker_not_the_mean():
     models = diagnostics.plan()
     trial = {"step_s": {f"{task}/{variant}": 0.03 if variant == "path" else 0.01
                         for task in diagnostics.RECIPE for variant in VARIANTS}}
-    steps = diagnostics.fitted_steps(trial, models, seconds=100.0)
-    slowest = max(trial["step_s"][f"{m.task}/{m.variant}"] * steps[m.task] for m in models)
-    assert 100.0 - 0.03 * 100 < slowest <= 100.0 and steps["a5"] == steps["mqrar"]
+    steps = diagnostics.fitted_steps(trial, models, workers=12, seconds=100.0)
+    shares = diagnostics.deal(models, 12, trial)
+    busiest = max(sum(trial["step_s"][f"{m.task}/{m.variant}"] * steps[m.task] for m in share) for share in shares)
+    assert busiest <= 100.0 and steps["a5"] == steps["mqrar"]
 
 
 def a5_words(out: Path, *extra: str) -> list[str]:
@@ -154,33 +155,3 @@ def test_fixed_steps_reach_every_planned_command_and_exclude_fitting(tmp_path):
     assert len(listed) == 16 and all("--steps 4000" in line and "--seed 1 " in line for line in listed)
     both = diagnostics_cli("train", "--steps", "10", "--fit", str(tmp_path / "trial.json"))
     assert both.returncode == 2 and "--steps and --fit both set the steps: give one" in both.stderr
-
-
-def test_models_trained_in_lockstep_equal_each_trained_alone(tmp_path):
-    """Interleaving steps of several models in one process changes nothing a model computes: the
-    cards' curves and accuracies and the saved weights equal those of each model trained alone."""
-    from safetensors.torch import load_file
-
-    from training.train import train
-
-    settings = [("1", "0"), ("2", "1")]  # (layers, seed)
-    for layers, seed in settings:
-        train(parser().parse_args(a5_words(tmp_path / "alone" / f"L{layers}", "--layers", layers, "--seed", seed,
-                                           "--eval-every", "3")))
-    share = [a5_words(tmp_path / "lockstep" / f"L{layers}", "--layers", layers, "--seed", seed, "--eval-every", "3")
-             for layers, seed in settings]
-    diagnostics.train_share(share, tmp_path / "worker.log")
-    lines = [json.loads(line) for line in (tmp_path / "worker.log").read_text().splitlines() if line.startswith("{")]
-    assert [line["trained"] for line in lines if "trained" in line] == [str(tmp_path / "lockstep" / "L1"),
-                                                                        str(tmp_path / "lockstep" / "L2")]
-    for layers, _ in settings:
-        alone, together = (json.loads((tmp_path / kind / f"L{layers}" / "model_card.json").read_text())
-                           for kind in ("alone", "lockstep"))
-        assert together.pop("models_in_lockstep") == 2 and "models_in_lockstep" not in alone
-        def computed(card):
-            return ([{k: v for k, v in point.items() if k != "elapsed_s"} for point in card["curve"]],
-                    card["accuracy"], card["final_training_loss"], card["steps"])
-        assert computed(together) == computed(alone)
-        weights = [load_file(tmp_path / kind / f"L{layers}" / "model.safetensors") for kind in ("alone", "lockstep")]
-        assert weights[0].keys() == weights[1].keys()
-        assert all(weights[0][name].equal(weights[1][name]) for name in weights[0])

@@ -79,8 +79,7 @@ def test_mqrar_runs_group_by_n_and_render_by_variant_and_n(tmp_path):
                                                    "step_s": {"mqrar/path": 0.267}}))
     (trials / "runs.json").write_text(json.dumps({"machine": "a GPU", "summary": summarize(runs), "runs": runs}))
     text = render_diagnostic_training(tmp_path / "results", "trial.json", "runs.json", "mqrar")
-    assert "16 processes at once, 70.0 s" in text
-    assert "a step of 64 sequences of 768 tokens, each model among 16: path 267 ms" in text
+    assert "a step of 64 sequences of 768 tokens, each process among 16: path 267 ms" in text
     assert "| path | 1 | 900 | 2 | 54.85% [10.2%, 99.5%] |" in text and "| path | 2 | 900 | 1 |" in text
 
 
@@ -97,11 +96,3 @@ def test_a_trial_says_how_its_processes_were_timed():
 
     assert trial_steps({"trial_s": 60.0, "step_s": {}}) == "steps until 60 s"
     assert trial_steps({"step_s": {}}) == "40 steps"  # the committed trials, timed before --trial-s
-
-
-def test_a_lockstep_trial_says_how_its_models_shared_the_processes():
-    from training.runs import trial_layout
-
-    assert trial_layout({"concurrent": 16}) == "16 processes at once"
-    assert trial_layout({"concurrent": 48, "workers": 4, "lockstep_per_worker": 12}) == \
-        "48 models at once, 12 in lockstep in each of 4 processes"
