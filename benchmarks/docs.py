@@ -70,7 +70,8 @@ BLOCKS = {
     "retrain": retrain.render_first_retrains,
     # docs/suites/state_tracking.md
     "state tracking trials": runs.render_state_tracking_trials,
-    "state tracking a5": runs.render_a5_1800_steps,
+    "state tracking a5 1800": runs.render_a5_1800_steps,
+    "state tracking a5": runs.render_a5_4000_steps,
     "state tracking mqrar": runs.render_mqrar_900_steps,
     "state tracking report": study.render_state_tracking_report,
 }

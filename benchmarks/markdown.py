@@ -3,6 +3,7 @@ number formats, and the line that names a block's JSON and machine."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 
@@ -48,4 +49,6 @@ def kernel_source(path: Path, results: Path, data: dict) -> str:
 
 
 def load(path: Path):
-    return json.loads(path.read_text())
+    """A committed JSON record; `.json.xz` ones (large training summaries) decompressed."""
+    data = path.read_bytes()
+    return json.loads(lzma.decompress(data) if path.suffix == ".xz" else data)

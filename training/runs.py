@@ -7,11 +7,15 @@ training loss and the held-out loss at the training length; flip-flop models the
 large fixed evaluation sets (in, sparse, dense).
 
     python -m training.runs --run zoo=path_eval/zoo/models --run retrain1=LOGS1 --out FILE
+
+An --out ending in .xz is written xz-compressed (a plan's curves run to hundreds of KB); the docs'
+renderers read either.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import statistics
 from pathlib import Path
 
@@ -101,7 +105,8 @@ def main() -> None:
     out = {"machine": args.machine, "command": "python -m training.runs " +
            " ".join(f"--run {spec}" for spec in args.run) + f" --out {args.out}",
            "summary": summarize(runs), "runs": runs}
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    text = (json.dumps(out, indent=1) + "\n").encode()
+    Path(args.out).write_bytes(lzma.compress(text) if args.out.endswith(".xz") else text)
     for row in out["summary"]:
         print(row["task"], row["variant"], row["layers"], row["mqrar_n"], row["planned_steps"], row["finished"], row["steps"], row["runs"],
               {name: round(value["mean"], 4) for name, value in row["scores"].items()})
@@ -150,14 +155,12 @@ def render_training_runs(results: Path) -> str:
 
 # ---------------------------------------------------------------- docs/suites/state_tracking.md
 
-def render_diagnostic_training(results: Path, trial_name: str, runs_name: str, task: str) -> str:
-    """A diagnostic's training (results/state_tracking/trials/: the timing trial's line and this
-    script's output over the models trained): held-out accuracies by variant and depth (A5) or N
-    (MQRAR-N), mean [min, max] over seeds."""
-    trial_path = results / "state_tracking" / "trials" / trial_name
+def render_diagnostic_training(results: Path, trial_name: str | None, runs_name: str, task: str) -> str:
+    """A diagnostic's training (results/state_tracking/trials/: the timing trial's line, where the
+    calls ran one, and this script's output over the models trained): held-out accuracies by
+    variant and depth (A5) or N (MQRAR-N), mean [min, max] over seeds."""
     runs_path = results / "state_tracking" / "trials" / runs_name
-    trial, data = load(trial_path), load(runs_path)
-    steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
+    data = load(runs_path)
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
     step, column, key, held_out_set = {
         "a5": (f"{batches} words at depth 4", "layers", "layers", "at k = 20 (4096 words)"),
@@ -165,13 +168,20 @@ def render_diagnostic_training(results: Path, trial_name: str, runs_name: str, t
     rows = [[row["variant"], str(row[key]), str(row["steps"][0]), str(row["runs"]),
              *(spread(row["scores"][name]) for name in tagging.METRICS)]
             for row in data["summary"] if row["task"] == task]
-    return "\n\n".join([
-        f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}.",
-        f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start to the "
-        f"last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step of {step}, "
-        f"each process among {trial['concurrent']}: {steps}.",
-        f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds:",
-        table(["variant", column, "steps", "seeds", "token", "sequence", "final"], rows)])
+    if trial_name is None:
+        origin = f"From {source(runs_path, results)}. Machine: {data['machine']}."
+        trial_line = "No timing trial: the calls fixed the budget (`STEPS`)."
+    else:
+        trial_path = results / "state_tracking" / "trials" / trial_name
+        trial = load(trial_path)
+        steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
+        origin = f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}."
+        trial_line = (f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start "
+                      f"to the last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step "
+                      f"of {step}, each process among {trial['concurrent']}: {steps}.")
+    return "\n\n".join([origin, trial_line,
+                         f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds:",
+                         table(["variant", column, "steps", "seeds", "token", "sequence", "final"], rows)])
 
 
 def trial_steps(trial: dict) -> str:
@@ -188,6 +198,12 @@ def render_state_tracking_trials(results: Path) -> str:
 def render_a5_1800_steps(results: Path) -> str:
     """The A5 models of the committed records, on an H100: 1800 steps of 1024 words."""
     return render_diagnostic_training(results, "a5_trial_h100.json", "a5_1800_steps_h100.json", "a5")
+
+
+def render_a5_4000_steps(results: Path) -> str:
+    """The A5 models of the committed records, on an H100: the recipe's 4000 steps of 1024 words,
+    a call per seed."""
+    return render_diagnostic_training(results, None, "a5_4000_steps_h100.json.xz", "a5")
 
 
 def render_mqrar_900_steps(results: Path) -> str:

@@ -166,7 +166,8 @@ def main() -> None:
 
 # ---------------------------------------------------------------- docs/zoo.md
 
-STATE_TRACKING_RUNS = ("a5_L12", "a5_L34", "mqrar", "flipflop")  # results/state_tracking/: the suite's parts, one run each
+# results/state_tracking/: the suite's parts, one run each (A5: a device call per seed, depths 1-2 and 3-4)
+STATE_TRACKING_RUNS = ("a5_s0_L12", "a5_s0_L34", "a5_s1_L12", "a5_s1_L34", "mqrar", "flipflop")
 
 
 def render_state_tracking_report(results: Path) -> str:

@@ -81,6 +81,13 @@ def test_mqrar_runs_group_by_n_and_render_by_variant_and_n(tmp_path):
     text = render_diagnostic_training(tmp_path / "results", "trial.json", "runs.json", "mqrar")
     assert "a step of 64 sequences of 768 tokens, each process among 16: path 267 ms" in text
     assert "| path | 1 | 900 | 2 | 54.85% [10.2%, 99.5%] |" in text and "| path | 2 | 900 | 1 |" in text
+    untimed = render_diagnostic_training(tmp_path / "results", None, "runs.json", "mqrar")  # calls of fixed STEPS
+    assert "No timing trial: the calls fixed the budget (`STEPS`)." in untimed and "trial.json" not in untimed
+    assert untimed.split("\n\n")[2:] == text.split("\n\n")[2:]  # the same accuracies, from the same runs
+    import lzma
+    (trials / "runs.json.xz").write_bytes(lzma.compress((trials / "runs.json").read_bytes()))
+    compressed = render_diagnostic_training(tmp_path / "results", "trial.json", "runs.json.xz", "mqrar")
+    assert compressed == text.replace("runs.json`", "runs.json.xz`")  # an .xz summary reads as the plain one
 
 
 def test_a_folder_without_runs_or_an_unfinished_log_is_one_error(tmp_path):
