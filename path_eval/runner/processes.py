@@ -20,6 +20,7 @@ from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
 from path_eval.lm.distributed import finish_processes  # noqa: F401  (the run's last step)
+from path_eval.tasks import frozen
 
 PHASES = ("start", "tokenizer", "load", "samples", "load_wait", "requests", "write")
 
@@ -92,22 +93,33 @@ def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
 POOL_MIN_TOKENS = 4_000_000
 
 
-def _freeze(make) -> None:
-    make()  # the built task holds closures: only the files it leaves behind come back
+def _freeze_unless_busy(make) -> bool:
+    """Freeze one set unless another process is making it: whether it is frozen now. The built task
+    holds closures: only the files it leaves behind come back."""
+    with frozen.skipping_busy():
+        try:
+            make()
+        except frozen.SetBusy:
+            return False
+    return True
 
 
 def freeze_on_cores(sets: list[FrozenSet], cores: int) -> None:
     """Freeze `sets` here, or, when they are large and this process has spare cores, in that many
-    worker processes (spawned: the model loads in a thread meanwhile), costliest first. Each set is
-    generated from its own seed and written atomically, so where it is made changes no sample."""
+    worker processes (spawned: the model loads in a thread meanwhile), costliest first. A set
+    another process is making is passed over and waited for at the end, so processes of one study
+    freezing the same sets split them rather than each trailing the first. Each set is generated
+    from its own seed and written atomically, so where it is made changes no sample."""
     workers = min(len(sets), cores - 1)
-    if workers < 2 or sum(s.tokens for s in sets) < POOL_MIN_TOKENS:
-        for frozen in sets:
-            frozen.freeze()
-        return
     ordered = sorted(sets, key=lambda s: -s.tokens)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_freeze, [s.freeze for s in ordered]))
+    if workers < 2 or sum(s.tokens for s in sets) < POOL_MIN_TOKENS:
+        done = [_freeze_unless_busy(s.freeze) for s in ordered]
+    else:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = list(pool.map(_freeze_unless_busy, [s.freeze for s in ordered]))
+    for frozen_set, made in zip(ordered, done):
+        if not made:
+            frozen_set.freeze()  # waits for the process making it, then checks what it wrote
 
 
 def writes_results(parallel: DataParallel | None) -> bool:

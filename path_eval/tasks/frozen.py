@@ -9,11 +9,15 @@ recorded sha256, so an edited or truncated set is regenerated rather than silent
 
 Processes that need the same set at once (a study's models run side by side, sharing a tokenizer)
 make it once: the first holds `<stem>.lock` (an exclusive `flock`, dropped by the kernel with its
-holder) while it generates; the others wait on it and read what it wrote.
+holder) while it generates; the others wait on it and read what it wrote. Within `skipping_busy()`
+a set another process is making raises `SetBusy` at once instead, so that a process can make the
+sets nobody holds first and wait only at the end (`runner.processes.freeze_on_cores`): processes
+freezing one list of sets then share the work instead of queueing behind one another.
 """
 from __future__ import annotations
 
 import fcntl
+from contextvars import ContextVar
 import hashlib
 import json
 import logging
@@ -27,6 +31,21 @@ from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
 
 log = logging.getLogger("path_eval")
+_SKIP_BUSY: ContextVar[bool] = ContextVar("skip_busy", default=False)
+
+
+class SetBusy(Exception):
+    """Within `skipping_busy()`: another process (or thread) holds the set's lock, making it."""
+
+
+@contextmanager
+def skipping_busy():
+    """Freezes in this block raise `SetBusy` where another holder is making the set, not wait."""
+    token = _SKIP_BUSY.set(True)
+    try:
+        yield
+    finally:
+        _SKIP_BUSY.reset(token)
 
 
 def frozen_dir() -> Path:
@@ -74,12 +93,19 @@ def freeze(key: dict, generate: Callable[[], list[dict]], root: Path | None = No
 
 @contextmanager
 def generating(samples: Path):
-    """Hold the set's lock file while the block runs, waiting for a process (or thread) that holds it.
+    """Hold the set's lock file while the block runs, waiting for a process (or thread) that holds it
+    (within `skipping_busy()`, raising `SetBusy` instead).
     The empty lock file stays: removing it would let a third process lock a file no longer the one
     the waiting ones hold."""
     samples.parent.mkdir(parents=True, exist_ok=True)
     with open(samples.with_suffix(".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        if _SKIP_BUSY.get():
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SetBusy(str(samples)) from None
+        else:
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
