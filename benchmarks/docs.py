@@ -56,6 +56,7 @@ BLOCKS = {
     "end to end": end_to_end.render_end_to_end,
     "fixed cost": fixed_cost.render_fixed_cost,
     "freezing": freezing.render_freezing,
+    "freezing processes": freezing.render_freezing_processes,
     "beta near two": beta_near_two.render_beta_near_two,
     "generation": generation.render_generation,
     "suite runs": data_parallel.render_suite_runs,

@@ -111,10 +111,11 @@ def freeze_on_cores(sets: list[FrozenSet], cores: int) -> None:
     freezing the same sets split them rather than each trailing the first. Each set is generated
     from its own seed and written atomically, so where it is made changes no sample."""
     workers = min(len(sets), cores - 1)
-    ordered = sorted(sets, key=lambda s: -s.tokens)
     if workers < 2 or sum(s.tokens for s in sets) < POOL_MIN_TOKENS:
+        ordered = sets
         done = [_freeze_unless_busy(s.freeze) for s in ordered]
     else:
+        ordered = sorted(sets, key=lambda s: -s.tokens)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             done = list(pool.map(_freeze_unless_busy, [s.freeze for s in ordered]))
     for frozen_set, made in zip(ordered, done):

@@ -26,3 +26,20 @@ def test_two_runs_freeze_the_same_files_into_fresh_caches(tmp_path, monkeypatch)
     runs[0]["files_sha256"] = "0" * 64
     out.write_text(json.dumps({"runs": runs}))
     assert "**they differ between runs**" in render_freezing(tmp_path / "results")
+
+
+def test_a_group_of_processes_freezes_the_files_one_process_freezes(tmp_path, monkeypatch):
+    from benchmarks.freezing import render_freezing_processes
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "user_cache"))
+    results = tmp_path / "results"
+    alone, group = results / "bench" / "freezing_cpu.json", results / "bench" / "freezing_processes_cpu.json"
+    main(["--suite", "ci", "--model", "zoo:flipflop_path", "--label", "alone", "--out", str(alone)])
+    main(["--suite", "ci", "--model", "zoo:flipflop_path", "--processes", "2", "--label", "two", "--out", str(group)])
+    run = json.loads(group.read_text())["runs"][0]
+    assert run["processes"] == 2 and run["sets"] == 3 and len(run["process_s"]) == 2
+    assert run["wall_s"] >= max(run["process_s"])
+    assert run["files"] == 3 and run["files_sha256"] == json.loads(alone.read_text())["runs"][0]["files_sha256"]
+    assert not (tmp_path / "user_cache").exists()
+    text = render_freezing_processes(results)
+    assert "| two | 2 | 3 |" in text and "identical in every group" in text
