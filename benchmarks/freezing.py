@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -35,6 +35,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.markdown import load, source, table
+from path_eval.atomic_files import write_json_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
 from path_eval.atomic_files import write_json_atomic
 
 
@@ -109,8 +112,8 @@ def freeze_in_a_group(args: argparse.Namespace, cache: Path, argv: list[str]) ->
     time from the first start to the last exit."""
     command = [sys.executable, "-m", "benchmarks.freezing", *argv, "--group-member"]
     began = time.perf_counter()
-    members = [subprocess.Popen(command, env=os.environ | {"PATH_EVAL_CACHE": str(cache)}, stdout=subprocess.PIPE,
-                                text=True) for _ in range(args.processes)]
+    members = [subprocess.Popen(command, env=os.environ | {"PATH_EVAL_CACHE": str(cache)}, cwd=ROOT,
+                                stdout=subprocess.PIPE, text=True) for _ in range(args.processes)]
     outputs = [member.communicate()[0] for member in members]
     wall = time.perf_counter() - began
     if any(member.returncode for member in members):
@@ -163,6 +166,14 @@ def task_of(label: str) -> str:
     return label.split("@", 1)[0]
 
 
+def files_verdict(runs: list[dict], noun: str) -> str:
+    """Whether the runs froze the same samples (the hash of every file's hash)."""
+    same = len({run["files_sha256"] for run in runs}) == 1
+    verdict = f"identical in every {noun} (sha256 of the file list and hashes)." if same else \
+        f"**they differ between {noun}s**."
+    return f"The frozen files ({runs[0]['files']} sets): {verdict}"
+
+
 def render_freezing(results: Path) -> str:
     """The freezing bench's runs side by side: seconds per task (its sets summed) and in all, and
     whether the runs froze the same samples."""
@@ -177,14 +188,11 @@ def render_freezing(results: Path) -> str:
     tasks = sorted(set().union(*per_task), key=lambda t: -per_task[0].get(t, 0.0))
     rows = [[task, *(f"{seconds.get(task, 0.0):.1f}" for seconds in per_task)] for task in tasks]
     rows.append(["all sets", *(f"**{run['sets_s']:.1f}**" for run in runs)])
-    same = len({run["files_sha256"] for run in runs}) == 1
     lines = [f"Source: {source(path, results)}."]
     lines += [f"- {run['label']}: `{run['command']}` at {run['revision']}, {run['machine']}, python "
               f"{run['versions']['python']}, transformers {run['versions']['transformers']}" for run in runs]
     return "\n".join(lines) + "\n\n" + "\n\n".join([
-        table(["task (its sets, seconds)", *(run["label"] for run in runs)], rows),
-        f"The frozen files ({runs[0]['files']} sets): "
-        + ("identical in every run (sha256 of the file list and hashes)." if same else "**they differ between runs**.")])
+        table(["task (its sets, seconds)", *(run["label"] for run in runs)], rows), files_verdict(runs, "run")])
 
 
 def render_freezing_processes(results: Path) -> str:
@@ -196,11 +204,8 @@ def render_freezing_processes(results: Path) -> str:
     lines += [f"- {run['label']}: `{run['command']}` at {run['revision']}, {run['machine']}" for run in runs]
     rows = [[run["label"], str(run["processes"]), str(run["sets"]), ", ".join(f"{s:.1f}" for s in run["process_s"]),
              f"**{run['wall_s']:.1f}**"] for run in runs]
-    same = len({run["files_sha256"] for run in runs}) == 1
     return "\n".join(lines) + "\n\n" + "\n\n".join([
-        table(["run", "processes", "sets each", "each process (s)", "wall (s)"], rows),
-        f"The frozen files ({runs[0]['files']} sets): "
-        + ("identical in every group (sha256 of the file list and hashes)." if same else "**they differ between groups**.")])
+        table(["run", "processes", "sets each", "each process (s)", "wall (s)"], rows), files_verdict(runs, "group")])
 
 
 if __name__ == "__main__":

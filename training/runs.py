@@ -66,6 +66,7 @@ def collect(label: str, folder: Path) -> list[dict]:
              "batch": card["batch_windows"], "seed": card["seed"],
              "steps": card["steps"], "planned_steps": card["planned_steps"], "tokens": card["tokens"],
              "finished": not card["stopped_at_deadline"], "scores": scores(card),
+             "wall_time_s": card.get("wall_time_s"),
              "steps_run": card.get("steps_run", "eager"),  # cards before --cuda-graphs ran every step eagerly
              "command": card["command"], "git_revision": card["git_revision"], "curve": curve}
             for (card, curve), name in found]
@@ -162,9 +163,8 @@ def render_diagnostic_training(results: Path, trial_name: str | None, runs_name:
     runs_path = results / "state_tracking" / "trials" / runs_name
     data = load(runs_path)
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
-    step, column, key, held_out_set = {
-        "a5": (f"{batches} words at depth 4", "layers", "layers", "at k = 20 (4096 words)"),
-        "mqrar": (f"{batches} sequences of 768 tokens", "N", "mqrar_n", "(4096 sequences of 768 tokens)")}[task]
+    column, key, held_out_set = {"a5": ("layers", "layers", "at k = 20 (4096 words)"),
+                                 "mqrar": ("N", "mqrar_n", "(4096 sequences of 768 tokens)")}[task]
     rows = [[row["variant"], str(row[key]), str(row["steps"][0]), str(row["runs"]),
              *(spread(row["scores"][name]) for name in tagging.METRICS)]
             for row in data["summary"] if row["task"] == task]
@@ -174,11 +174,12 @@ def render_diagnostic_training(results: Path, trial_name: str | None, runs_name:
     else:
         trial_path = results / "state_tracking" / "trials" / trial_name
         trial = load(trial_path)
+        step = {"a5": f"{batches} words at depth 4", "mqrar": f"{batches} sequences of 768 tokens"}[task]
         steps = ", ".join(f"{key.split('/')[1]} {1000 * value:.0f} ms" for key, value in trial["step_s"].items())
         origin = f"From {source(trial_path, results)} and {source(runs_path, results)}. Machine: {data['machine']}."
-        trial_line = (f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from start "
-                      f"to the last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); a step "
-                      f"of {step}, each process among {trial['concurrent']}: {steps}.")
+        trial_line = (f"The timing trial: {trial['concurrent']} processes at once, {trial['trial_wall_s']} s from "
+                      f"start to the last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); "
+                      f"a step of {step}, each process among {trial['concurrent']}: {steps}.")
     return "\n\n".join([origin, trial_line,
                          f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds:",
                          table(["variant", column, "steps", "seeds", "token", "sequence", "final"], rows)])
@@ -196,7 +197,7 @@ def render_state_tracking_trials(results: Path) -> str:
 
 
 def render_a5_1800_steps(results: Path) -> str:
-    """The A5 models of the committed records, on an H100: 1800 steps of 1024 words."""
+    """An earlier budget's A5 models (1800 steps of 1024 words, an H100), which the recipe's replaced."""
     return render_diagnostic_training(results, "a5_trial_h100.json", "a5_1800_steps_h100.json", "a5")
 
 

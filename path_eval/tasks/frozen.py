@@ -17,11 +17,11 @@ freezing one list of sets then share the work instead of queueing behind one ano
 from __future__ import annotations
 
 import fcntl
-from contextvars import ContextVar
 import hashlib
 import json
 import logging
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Callable
 

@@ -29,6 +29,8 @@ def test_two_runs_freeze_the_same_files_into_fresh_caches(tmp_path, monkeypatch)
 
 
 def test_a_group_of_processes_freezes_the_files_one_process_freezes(tmp_path, monkeypatch):
+    """The group mode's plumbing (members, their lines, the files' hash); whether processes share the
+    work is tests/tasks/test_frozen_sharing.py's."""
     from benchmarks.freezing import render_freezing_processes
 
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "user_cache"))
@@ -38,7 +40,6 @@ def test_a_group_of_processes_freezes_the_files_one_process_freezes(tmp_path, mo
     main(["--suite", "ci", "--model", "zoo:flipflop_path", "--processes", "2", "--label", "two", "--out", str(group)])
     run = json.loads(group.read_text())["runs"][0]
     assert run["processes"] == 2 and run["sets"] == 3 and len(run["process_s"]) == 2
-    assert run["wall_s"] >= max(run["process_s"])
     assert run["files"] == 3 and run["files_sha256"] == json.loads(alone.read_text())["runs"][0]["files_sha256"]
     assert not (tmp_path / "user_cache").exists()
     text = render_freezing_processes(results)

@@ -103,3 +103,25 @@ def test_a_trial_says_how_its_processes_were_timed():
 
     assert trial_steps({"trial_s": 60.0, "step_s": {}}) == "steps until 60 s"
     assert trial_steps({"step_s": {}}) == "40 steps"  # the committed trials, timed before --trial-s
+
+
+def test_an_xz_summary_is_written_compressed_and_read_back(tmp_path, monkeypatch):
+    import lzma
+    import sys
+
+    from benchmarks.markdown import load
+    from training import runs
+
+    card = {"task": "a5", "variant": "path", "layers": 4, "batch_windows": 1024, "seed": 0, "steps": 40,
+            "planned_steps": 40, "tokens": 40 * 1024 * 21, "stopped_at_deadline": False, "final_training_loss": 1.0,
+            "data": {"length": 20}, "wall_time_s": 12.5,
+            "accuracy": {"sequences": 64, "token_accuracy": 0.5, "sequence_accuracy": 0.1, "final_accuracy": 0.2},
+            "command": "python -m training.train ...", "git_revision": "abc1234"}
+    (tmp_path / "models" / "a5_path_L4_s0").mkdir(parents=True)
+    (tmp_path / "models" / "a5_path_L4_s0" / "model_card.json").write_text(json.dumps(card))
+    out = tmp_path / "runs.json.xz"
+    monkeypatch.setattr(sys, "argv", ["runs", "--run", f"x={tmp_path / 'models'}", "--out", str(out)])
+    runs.main()
+    data = json.loads(lzma.decompress(out.read_bytes()))
+    assert load(out) == data and data["runs"][0]["wall_time_s"] == 12.5
+    assert data["summary"][0]["scores"]["token_accuracy"]["mean"] == 0.5
