@@ -19,7 +19,8 @@ the plan (or a part: --only, --seeds), W workers, each model's folder under OUT 
 the recipe's steps, or (--fit TRIAL) the recipe's scaled down by one factor to fit a time budget, or
 (--steps N) N for every model, so every variant keeps the same budget. A model that does not finish
 its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
-silently.
+silently. With --pause-after N each model pauses after N steps in a call and the same command goes
+on from there on the same host (MQRAR's 4000 steps take about 20 minutes a seed, a call 10).
 
     python -m training.diagnostics trial --workers 12
     python -m training.diagnostics train --workers 12 --out /tmp/diag --revision "$(git rev-parse --short HEAD)"
@@ -61,7 +62,7 @@ class Planned:
     options: dict  # train.py's task options (--layers, --mqrar-n)
 
     def arguments(self, out: Path, revision: str, steps: int | None = None, deadline_s: float | None = None,
-                  heads: int | None = None) -> list[str]:
+                  heads: int | None = None, pause_after: int | None = None) -> list[str]:
         recipe = RECIPE[self.task]
         words = ["--variant", self.variant, "--task", self.task, "--seed", str(self.seed),
                  "--steps", str(steps or recipe["steps"]), "--batch", str(recipe["batch"]), "--lr", str(recipe["lr"]),
@@ -69,7 +70,8 @@ class Planned:
                  "--cuda-graphs"]
         for key, value in self.options.items():
             words += [f"--{key.replace('_', '-')}", str(value)]
-        return words + (["--deadline-s", str(deadline_s)] if deadline_s else []) + (["--heads", str(heads)] if heads else [])
+        return words + (["--deadline-s", str(deadline_s)] if deadline_s else []) + \
+            (["--heads", str(heads)] if heads else []) + (["--pause-after", str(pause_after)] if pause_after else [])
 
 
 def plan(only: str | None = None, seeds: tuple[int, ...] = SEEDS) -> list[Planned]:
@@ -94,8 +96,10 @@ def seed_list(text: str) -> tuple[int, ...]:
 
 
 def train_share(share: list[list[str]], log: Path) -> None:
-    """One worker: its models one after another, in this process."""
-    from training.train import parser, train
+    """One worker: its models one after another, in this process. With --pause-after, a model whose
+    card is saved and which holds no paused state is done: a later call passes it over, and one
+    paused goes on (`train.train`)."""
+    from training.train import RESUME_FILE, parser, train
 
     failed = []
     with open(log, "a") as stream:
@@ -103,14 +107,19 @@ def train_share(share: list[list[str]], log: Path) -> None:
 
         with contextlib.redirect_stdout(stream):
             for words in share:
-                started, out = time.time(), words[words.index("--out") + 1]
-                try:
-                    train(parser().parse_args(words))
-                except PathEvalError as error:  # the deadline, say: the rest of the share still gets its turn
-                    print(json.dumps({"not_trained": out, "error": str(error)}), flush=True)
-                    failed.append(out)
+                started, args = time.time(), parser().parse_args(words)
+                out = Path(args.out)
+                if args.pause_after and (out / "model_card.json").is_file() and not (out / RESUME_FILE).is_file():
+                    print(json.dumps({"already_trained": str(out)}), flush=True)
                     continue
-                print(json.dumps({"trained": out, "wall_s": round(time.time() - started, 1)}), flush=True)
+                try:
+                    finished = train(args)
+                except PathEvalError as error:  # the deadline, say: the rest of the share still gets its turn
+                    print(json.dumps({"not_trained": str(out), "error": str(error)}), flush=True)
+                    failed.append(str(out))
+                    continue
+                print(json.dumps({"trained" if finished else "paused": str(out),
+                                  "wall_s": round(time.time() - started, 1)}), flush=True)
     if failed:
         raise SystemExit(f"not trained: {', '.join(failed)} (see {log})")
 
@@ -180,6 +189,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None,
                         help="train: every model this many steps, in place of --fit's scaled recipe (one budget "
                              "for calls that each train some seeds)")
+    parser.add_argument("--pause-after", type=int, default=None,
+                        help="train: each model pauses after this many steps in a process (its state in its folder) "
+                             "and the same command goes on from there: a budget longer than one device call")
     parser.add_argument("--out", default="/tmp/diagnostics")
     parser.add_argument("--revision", default="unknown")
     parser.add_argument("--deadline-s", type=float, default=None,
@@ -234,7 +246,8 @@ def main() -> None:
     if trial:
         steps = fitted_steps(trial, models, args.workers, args.fit_s)
     print(json.dumps({"steps": steps, "models": len(models), "workers": args.workers}), flush=True)
-    run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s, heads=heads(m))
+    run_workers([[m.arguments(out, args.revision, steps=steps[m.task], deadline_s=args.deadline_s, heads=heads(m),
+                              pause_after=args.pause_after)
                   for m in share] for share in deal(models, args.workers, trial)], out / "logs")
 
 if __name__ == "__main__":

@@ -21,15 +21,20 @@
 # the fitted budget (no trial then): the plan split over calls that share one budget. Calls one
 # after another on a warm host leave their models side by side, and each call's suite part scores
 # every model there so far (a new run each time). A suite run stopped by the budget resumes with the
-# same command on the same host (RESUME=1 skips the training and keeps the run).
+# same command on the same host (RESUME=1 skips the training and keeps the run). PAUSE_AFTER=N (with
+# STEPS) has each model pause after N steps in a call, its state kept on the host: the same command
+# again, on the same warm host, goes on from there (a budget longer than one call; MQRAR's 4000
+# steps take about 20 minutes a seed), and scores only the models that have finished.
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
 shopt -s nullglob  # a part whose models this call did not train (SEEDS, ONLY) is left out, not globbed literally
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
 REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}; TRIAL_DEADLINE_S=${TRIAL_DEADLINE_S:-60}
-SEEDS=${SEEDS:-0,1,2}; STEPS=${STEPS:-}
+SEEDS=${SEEDS:-0,1,2}; STEPS=${STEPS:-}; PAUSE_AFTER=${PAUSE_AFTER:-}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac
+[ -z "$PAUSE_AFTER" ] || [ -n "$STEPS" ] || {
+  echo "PAUSE_AFTER=$PAUSE_AFTER needs STEPS (the budget it splits)"; exit 2; }
 only="${ONLY:+--only $ONLY} --seeds $SEEDS"
 export OMP_NUM_THREADS=1 TRITON_CACHE_AUTOTUNING=1  # our kernels tune once, every suite process reads it
 stamp() { echo "[$(date +%T) +${SECONDS}s] $*"; }
@@ -64,12 +69,14 @@ fi
 if [ "$RESUME" = 0 ]; then
   # what is left once the suite's share is set aside; each worker's deadline a little inside it
   left=$((BUDGET_S - SECONDS - SUITE_S - 15)); fit=$((left * 5 / 6))
-  if [ -n "$STEPS" ]; then budget="--steps $STEPS"; stamp "training every model ${STEPS} steps (deadline ${left}s)"
+  if [ -n "$STEPS" ]; then budget="--steps $STEPS${PAUSE_AFTER:+ --pause-after $PAUSE_AFTER}"
+    stamp "training every model ${STEPS} steps${PAUSE_AFTER:+, ${PAUSE_AFTER} a call} (deadline ${left}s)"
   else budget="--fit $OUT/trial.json --fit-s $fit"; stamp "training every model, fitted to ${fit}s (deadline ${left}s)"; fi
   timeout $((left + 20)) python3 -m training.diagnostics train $only --workers $WORKERS --out $W/models \
     --revision $REVISION --mqrar-heads $MQRAR_HEADS $budget --deadline-s $left
   stamp "trained: exit $?"
-  (cd $W/models && tar -cf $OUT/cards.tar */model_card.json */README.md); tar -cf $OUT/logs.tar -C $W/models logs
+  (cd $W/models && tar -cf $OUT/cards.tar */model_card.json */README.md 2>/dev/null)  # none while all pause
+  tar -cf $OUT/logs.tar -C $W/models logs
 fi
 suite=$((BUDGET_S - SECONDS - 15)); parts=()
 stamp "the state_tracking suite on the trained models (${suite}s)"
@@ -79,7 +86,9 @@ for part in a5_L12 a5_L34 mqrar; do
   case $part in a5_L12) models=($W/models/a5_*_L1_* $W/models/a5_*_L2_*); tasks=a5;;
     a5_L34) models=($W/models/a5_*_L3_* $W/models/a5_*_L4_*); tasks=a5;;
     mqrar) models=($W/models/mqrar*); tasks=mqrar_1,mqrar_2,mqrar_3,mqrar_4;; esac
-  [ ${#models[@]} -gt 0 ] || { stamp "$part: no models"; continue; }
+  finished=(); for model in "${models[@]}"; do [ -f $model/model_card.json ] && finished+=($model); done
+  models=("${finished[@]}")  # a paused model (PAUSE_AFTER) is scored once it finishes
+  [ ${#models[@]} -gt 0 ] || { stamp "$part: no finished models"; continue; }
   # a later call on the same (warm) host scores every model trained there so far: a new run, unless resuming
   [ "$RESUME" = 1 ] || rm -rf $RUN/$part
   timeout $suite python3 eval.py run --suite state_tracking --model "${models[@]}" --tasks $tasks --device cuda \

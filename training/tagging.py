@@ -57,10 +57,11 @@ def step_seed(seed: int, step: int) -> int:
     return 1_000_000 * (seed + 1) + step
 
 
-def batches(task: TaggingTask, batch: int, steps: int, seed: int, device: str):
+def batches(task: TaggingTask, batch: int, steps: int, seed: int, device: str, first: int = 0):
+    """Steps `first` to `steps` - 1, each drawn from its own seed (so a resumed run sees the same)."""
     import torch
 
-    for step in range(steps):
+    for step in range(first, steps):
         inputs, targets = task.generate(batch, step_seed(seed, step))
         yield (torch.from_numpy(inputs).to(device, non_blocking=True),
                torch.from_numpy(targets).to(device, non_blocking=True))

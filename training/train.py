@@ -31,6 +31,12 @@ variant sees the same tokens under one schedule; the card keeps what each member
 With --cuda-graphs (A5 and MQRAR-N on a GPU) each step's forward and backward are replayed from
 CUDA graphs captured on the first batch (`step_loss`); the card's steps_run says whether they were,
 or why not.
+
+With --pause-after N (A5 and MQRAR-N) a process trains at most N steps, or until --deadline-s,
+then saves what the next needs (OUT/resume.pt: float32 weights, optimizer state, the curve so far)
+and stops without a card; the same command goes on from there, so a budget longer than one device
+call is still one schedule. The model is the one an uninterrupted run gives, bit for bit on the CPU
+(every batch is drawn from its own seed); the card lists the segments.
 """
 from __future__ import annotations
 
@@ -51,6 +57,7 @@ from training import run_cli, tagging
 from training.corpus import HELDOUT_FILE
 
 PROCESS_START = time.time()
+RESUME_FILE = "resume.pt"  # a paused model's state, in its output folder
 
 FLA_TYPES = {"fox": ("forgetting_transformer", {}), "path": ("path_attn", {}),
              "path_fox": ("path_attn", {"use_forget_gate": True})}
@@ -275,7 +282,9 @@ def heldout_loss(model, tokenizer_dir: Path, heldout: Path, length: int) -> dict
     return {"loss": total / (windows.shape[0] * length), "windows": windows.shape[0], "tokens": windows.shape[0] * length}
 
 
-def train(args) -> None:
+def train(args) -> bool:
+    """One model from initialisation, or from the state a process paused it in (--pause-after), to
+    its saved card (True) or to its next pause (False)."""
     torch.manual_seed(args.seed)
     torch.backends.cuda.matmul.allow_tf32 = True
     shape = SHAPES[args.task] | ({"layers": args.layers} if args.layers else {}) | ({"heads": args.heads} if args.heads else {})
@@ -304,8 +313,11 @@ def train(args) -> None:
         agreement = agreed_budget(args, model, vocab, length)
         args.steps = agreement["steps"]
         print(json.dumps({"agreed_steps": args.steps, "members": agreement["members"]}), flush=True)
+    paused_state = Path(args.out) / RESUME_FILE
+    resumed = load_paused(paused_state, args) if paused_state.is_file() else None
+    first_step = resumed["steps_done"] if resumed else 0
     if task is not None:
-        batches = tagging.batches(task, args.batch, args.steps, args.seed, args.device)
+        batches = tagging.batches(task, args.batch, args.steps, args.seed, args.device, first_step)
     elif args.task == "lm":
         batches = lm_batches(args.stream, args.batch, args.steps, pad, length)
     else:
@@ -317,10 +329,28 @@ def train(args) -> None:
                                   lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=args.device == "cuda")
     warmup = max(1, int(args.warmup * args.steps))
     curve, recent, start, timed_start = [], [], time.time(), None
+    segments, throughput = [], None  # earlier processes' (first step, last step, seconds); their tokens/s
+    if resumed:
+        model.load_state_dict(resumed["model"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        curve, segments, throughput = resumed["curve"], resumed["segments"], resumed["tokens_per_s"]
+        recent = [torch.tensor(value, device=args.device) for value in resumed["recent"]]
+        print(json.dumps({"resumed_at_step": first_step}), flush=True)
     print(f"{args.variant}/{args.task}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
-    steps_done, stopped_at_deadline, loss_of, step_mode = 0, False, None, None
-    for step, (inputs, targets) in enumerate(batches):
+    steps_done, stopped_at_deadline, loss_of, step_mode = first_step, False, None, None
+
+    def save_segment(steps_done: int) -> None:
+        """Pause: this process's steps saved for the next to go on from (`save_paused`)."""
+        synchronize(args.device)
+        save_paused(paused_state, args, model, optimizer, steps_done, curve, recent,
+                    segments + [[first_step, steps_done, round(time.time() - start, 1)]],
+                    throughput or segment_throughput(args, length, steps_done - first_step, timed_start))
+        print(json.dumps({"paused_at_step": steps_done}), flush=True)
+    for step, (inputs, targets) in enumerate(batches, start=first_step):
         if args.deadline_s and time.time() - PROCESS_START > args.deadline_s:
+            if args.pause_after and steps_done > first_step:  # pausing: the schedule goes on next time
+                save_segment(steps_done)
+                return False
             stopped_at_deadline = True
             break
         if loss_of is None:
@@ -337,7 +367,7 @@ def train(args) -> None:
         steps_done = step + 1
         if steps_done in (1, 10):  # the first steps include compiling fla's kernels
             print(json.dumps({"step": steps_done, "loss": loss.item(), "elapsed_s": round(time.time() - start, 1)}), flush=True)
-        if step == 20:
+        if step == first_step + 20:
             synchronize(args.device)
             timed_start = time.time()
         if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
@@ -351,17 +381,20 @@ def train(args) -> None:
                                                        tagging.EVAL_SEED, logits_of)
             curve.append(point)
             print(json.dumps(point), flush=True)
-    if not steps_done:  # a model that never stepped is no model: nothing is saved
+        if args.pause_after and steps_done - first_step == args.pause_after and steps_done < args.steps:
+            save_segment(steps_done)
+            return False
+    if steps_done == first_step:  # a model that never stepped is no model: nothing is saved
         raise PathEvalError(f"{args.out}: --deadline-s {args.deadline_s:g} passed before the first training step "
                             f"(the process had run {time.time() - PROCESS_START:.0f} s); give a later deadline, or "
                             "fewer models to each worker")
     if recent:
         curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
     synchronize(args.device)
-    wall = time.time() - start
+    segments = segments + [[first_step, steps_done, round(time.time() - start, 1)]]
+    wall = sum(seconds for _, _, seconds in segments)
     tokens_per_step = args.batch * length
-    timed_steps = steps_done - 21
-    throughput = tokens_per_step * timed_steps / (time.time() - timed_start) if timed_start and timed_steps > 0 else None
+    throughput = throughput or segment_throughput(args, length, steps_done - first_step, timed_start)
     card = {"variant": args.variant, "task": args.task, "architecture": type(model).__name__,
             "parameters": sum(p.numel() for p in model.parameters()), **shape, "head_dim": shape["hidden"] // shape["heads"],
             "vocab_size": vocab, "tie_word_embeddings": True, "weights_dtype": "bfloat16",
@@ -376,6 +409,8 @@ def train(args) -> None:
             "wall_time_s": round(wall, 1), "tokens_per_s": round(throughput) if throughput else None,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
             "command": command_of(args), "git_revision": args.revision}
+    if len(segments) > 1:
+        card["segments"] = [{"steps": [first, last], "wall_s": seconds} for first, last, seconds in segments]
     if agreement:
         card["budget_agreement"] = agreement
     if args.task == "lm":
@@ -396,7 +431,46 @@ def train(args) -> None:
                                   **flipflop_errors(model, FINAL_EVAL_SETS, FINAL_EVAL_SEED)}
     symbols = flipflop.SYMBOLS if args.task == "flipflop" else task.vocabulary.symbols if task else None
     save(model, card, Path(args.out), Path(args.tokenizer) if args.task == "lm" else None, symbols)
+    paused_state.unlink(missing_ok=True)
     print(json.dumps({k: v for k, v in card.items() if k != "curve"}), flush=True)
+    return True
+
+
+def segment_throughput(args, length: int, steps: int, timed_start: float | None) -> float | None:
+    """Tokens a second over this process's steps from its 21st on (the first compile the kernels)."""
+    timed_steps = steps - 21
+    return args.batch * length * timed_steps / (time.time() - timed_start) if timed_start and timed_steps > 0 else None
+
+
+# Settings a paused model's state holds it to: the rest (where it runs, its deadline, the revision,
+# how many steps a process takes) may differ between the processes that train it.
+RESUMABLE_UNCHANGED = ("variant", "task", "steps", "batch", "lr", "warmup", "weight_decay", "seed", "layers",
+                       "heads", "a5_form", "a5_length", "mqrar_n", "mqrar_pairs", "mqrar_length", "log_every",
+                       "eval_every", "cuda_graphs")
+
+
+def save_paused(path: Path, args, model, optimizer, steps_done: int, curve: list, recent: list, segments: list,
+                throughput: float | None) -> None:
+    """What a later process needs to go on exactly where this one paused: the float32 weights and
+    the optimizer's state, the steps done, the curve so far and the losses not yet logged."""
+    from path_eval.atomic_files import staged
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"settings": {name: getattr(args, name) for name in RESUMABLE_UNCHANGED}, "steps_done": steps_done,
+             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "curve": curve,
+             "recent": [loss.item() for loss in recent], "segments": segments, "tokens_per_s": throughput}
+    with staged(path, binary=True) as handle:
+        torch.save(state, handle)
+
+
+def load_paused(path: Path, args) -> dict:
+    """A paused model's state, if the command is the one it paused under."""
+    state = torch.load(path, map_location=args.device, weights_only=False)
+    changed = [name for name, value in state["settings"].items() if getattr(args, name) != value]
+    if changed:
+        raise PathEvalError(f"{path} paused under other settings ({', '.join(changed)}): give the command it "
+                            f"paused under, or remove {path} to train from the start")
+    return state
 
 
 def synchronize(device: str) -> None:
@@ -468,10 +542,11 @@ def readme(card: dict) -> str:
 
 def command_of(args) -> str:
     """The command line that trains this model again: every option whose value is not its default,
-    the agreed --steps in place of the agreement's options (alone, the model needs no other members)."""
+    the agreed --steps in place of the agreement's options (alone, the model needs no other members),
+    without --pause-after (where a process pauses changes nothing the model computes)."""
     words = ["python -m training.train"]
     for action in parser()._actions:
-        if not action.option_strings or action.dest in ("help", "agree_dir", "agree_members"):
+        if not action.option_strings or action.dest in ("help", "agree_dir", "agree_members", "pause_after"):
             continue
         value = getattr(args, action.dest)
         if value == action.default:
@@ -512,6 +587,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--mqrar-n", type=int, default=1, help="mqrar: the label is the value N assignments back")
     parser.add_argument("--mqrar-pairs", type=int, default=mqrar.PAIRS)
     parser.add_argument("--mqrar-length", type=int, default=768)
+    parser.add_argument("--pause-after", type=int, default=None,
+                        help="a5, mqrar: after this many steps in this process (or at --deadline-s), save the state "
+                             "(OUT/resume.pt) and stop; the same command goes on from there (a budget longer than "
+                             "one device call)")
     parser.add_argument("--final-eval", type=int, default=4096, help="a5, mqrar: held-out sequences scored at the end")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="a5, mqrar on a GPU: each step's forward and backward replayed from CUDA graphs "
@@ -529,6 +608,8 @@ def main() -> None:
         arguments.error("--task lm needs --stream and --tokenizer")
     if args.agree_dir and not (args.deadline_s and args.agree_members):
         arguments.error("--agree-dir needs --deadline-s (the time to fit) and --agree-members (how many meet)")
+    if args.pause_after is not None and (args.task not in ("a5", "mqrar") or args.agree_dir or args.pause_after < 1):
+        arguments.error("--pause-after takes a positive number of steps, for --task a5 or mqrar without --agree-dir")
     try:
         train(args)
     except BaseException:

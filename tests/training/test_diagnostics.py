@@ -155,3 +155,81 @@ def test_fixed_steps_reach_every_planned_command_and_exclude_fitting(tmp_path):
     assert len(listed) == 16 and all("--steps 4000" in line and "--seed 1 " in line for line in listed)
     both = diagnostics_cli("train", "--steps", "10", "--fit", str(tmp_path / "trial.json"))
     assert both.returncode == 2 and "--steps and --fit both set the steps: give one" in both.stderr
+
+
+def test_a_model_paused_and_resumed_equals_one_trained_straight_through(tmp_path):
+    """--pause-after: three processes of three, three and one steps give the card's curve and
+    accuracies and the weights of one process of seven steps, bit for bit (weights and optimizer
+    state kept in float32, every batch drawn from its own seed; a pause between two logged steps
+    keeps the losses not yet logged)."""
+    from safetensors.torch import load_file
+
+    from training.train import RESUME_FILE, train
+
+    common = ("--steps", "7", "--log-every", "2", "--eval-every", "3")
+    assert train(parser().parse_args(a5_words(tmp_path / "straight", *common))) is True
+    paused = a5_words(tmp_path / "paused", *common, "--pause-after", "3")
+    assert [train(parser().parse_args(paused)) for _ in range(3)] == [False, False, True]
+    assert not (tmp_path / "paused" / RESUME_FILE).exists()
+    straight, resumed = (json.loads((tmp_path / name / "model_card.json").read_text())
+                         for name in ("straight", "paused"))
+
+    def computed(card):
+        return ([{k: v for k, v in point.items() if k != "elapsed_s"} for point in card["curve"]], card["accuracy"],
+                card["final_training_loss"], card["steps"], card["command"].rsplit(" --out ", 1)[0])
+    assert computed(resumed) == computed(straight)
+    assert [segment["steps"] for segment in resumed["segments"]] == [[0, 3], [3, 6], [6, 7]]
+    assert "segments" not in straight and "--pause-after" not in resumed["command"]
+    weights = [load_file(tmp_path / name / "model.safetensors") for name in ("straight", "paused")]
+    assert weights[0].keys() == weights[1].keys() and all(weights[0][k].equal(weights[1][k]) for k in weights[0])
+
+
+def test_a_paused_model_goes_on_only_under_its_own_settings(tmp_path):
+    from path_eval.errors import PathEvalError
+    from training.train import train
+
+    assert train(parser().parse_args(a5_words(tmp_path / "m", "--pause-after", "2"))) is False
+    with pytest.raises(PathEvalError, match=r"paused under other settings \(lr\): give the command it paused"):
+        train(parser().parse_args(a5_words(tmp_path / "m", "--pause-after", "2", "--lr", "0.01")))
+
+
+def test_a_worker_goes_on_with_paused_models_and_passes_over_finished_ones(tmp_path):
+    share = [a5_words(tmp_path / "m", "--pause-after", "3")]  # five steps: a pause, then the card
+    for _ in range(3):
+        diagnostics.train_share(share, tmp_path / "worker.log")
+    lines = [json.loads(line) for line in (tmp_path / "worker.log").read_text().splitlines() if line.startswith("{")]
+    outcomes = [next(k for k in ("paused", "trained", "already_trained") if k in line) for line in lines
+                if {"paused", "trained", "already_trained"} & line.keys()]
+    assert outcomes == ["paused", "trained", "already_trained"]
+
+
+def test_pausing_is_refused_where_it_cannot_resume():
+    import subprocess
+    import sys
+
+    refused = subprocess.run([sys.executable, "-m", "training.train", "--variant", "rope", "--task", "flipflop",
+                              "--steps", "4", "--pause-after", "2", "--out", "/tmp/x"], capture_output=True, text=True,
+                             cwd=Path(__file__).parents[2])
+    assert refused.returncode == 2 and "--pause-after takes a positive number of steps, for --task a5 or mqrar" \
+        in refused.stderr
+
+
+def test_a_pausing_model_pauses_at_its_deadline_instead_of_ending_its_schedule(tmp_path, monkeypatch):
+    from training import train as train_module
+
+    real_lr_at = train_module.lr_at
+
+    def lr_at_then_late(*args):  # during the first step the process's deadline passes
+        monkeypatch.setattr(train_module, "PROCESS_START", train_module.time.time() - 2000.0)
+        return real_lr_at(*args)
+    monkeypatch.setattr(train_module, "lr_at", lr_at_then_late)
+    words = a5_words(tmp_path / "m", "--pause-after", "100", "--deadline-s", "1000")  # 5 steps, pausing at 100
+    assert train_module.train(parser().parse_args(words)) is False
+    assert not (tmp_path / "m" / "model_card.json").exists()
+    state = train_module.torch.load(tmp_path / "m" / train_module.RESUME_FILE, weights_only=False)
+    assert state["steps_done"] == 1 and state["segments"][0][:2] == [0, 1]
+    monkeypatch.setattr(train_module, "lr_at", real_lr_at)
+    monkeypatch.setattr(train_module, "PROCESS_START", train_module.time.time())
+    assert train_module.train(parser().parse_args(words)) is True  # the next process finishes the schedule
+    card = json.loads((tmp_path / "m" / "model_card.json").read_text())
+    assert card["steps"] == 5 and not card["stopped_at_deadline"] and len(card["segments"]) == 2
