@@ -109,7 +109,7 @@ def train_share(share: list[list[str]], log: Path) -> None:
             for words in share:
                 started, args = time.time(), parser().parse_args(words)
                 out = Path(args.out)
-                if args.pause_after and (out / "model_card.json").is_file() and not (out / RESUME_FILE).is_file():
+                if args.pause_after and finished_under(out, args) and not (out / RESUME_FILE).is_file():
                     print(json.dumps({"already_trained": str(out)}), flush=True)
                     continue
                 try:
@@ -122,6 +122,17 @@ def train_share(share: list[list[str]], log: Path) -> None:
                                   "wall_s": round(time.time() - started, 1)}), flush=True)
     if failed:
         raise SystemExit(f"not trained: {', '.join(failed)} (see {log})")
+
+
+def finished_under(out: Path, args) -> bool:
+    """Whether `out` holds a card of this schedule (an earlier call's model of other steps, seed or
+    learning rate, left on a warm host, is trained again)."""
+    card_path = out / "model_card.json"
+    if not card_path.is_file():
+        return False
+    card = json.loads(card_path.read_text())
+    return (card.get("variant"), card.get("planned_steps"), card.get("seed"), card.get("lr_schedule", {}).get("peak")) \
+        == (args.variant, args.steps, args.seed, args.lr) and not card.get("stopped_at_deadline")
 
 
 def run_workers(shares: list[list[list[str]]], logs: Path) -> None:
@@ -208,6 +219,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps and args.fit:
         parser.error("--steps and --fit both set the steps: give one")
+    if args.pause_after and not args.steps:
+        parser.error("--pause-after needs --steps: a fitted budget changes from call to call, a paused model's may not")
     out = Path(args.out)
     models = plan(args.only, args.seeds)
 

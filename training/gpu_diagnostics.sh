@@ -46,7 +46,9 @@ if [ "$ONLY" != mqrar ]; then
     > $W.run_flipflop.log 2>&1 &
   flipflop=$!
 fi
-if [ "$RESUME" = 0 ] && [ "$ONLY" != a5 ] && [ "$MQRAR_HEADS" = 2 ]; then
+if [ -f $W/mqrar_heads ]; then  # an earlier call on this host chose it: its paused models keep it
+  MQRAR_HEADS=$(cat $W/mqrar_heads); stamp "MQRAR with $MQRAR_HEADS heads, as an earlier call on this host"
+elif [ "$RESUME" = 0 ] && [ "$ONLY" != a5 ] && [ "$MQRAR_HEADS" = 2 ]; then
   stamp "fla's PaTH at MQRAR's shape (2 heads of 128): one forward and backward"
   if ! timeout 120 python3 - > $W.probe.log 2>&1 <<'PY'
 import torch
@@ -60,6 +62,7 @@ PY
   then MQRAR_HEADS=4; tail -3 $W.probe.log; stamp "head dim 128: no forward and backward within 120 s; MQRAR with 4 heads of 64"
   else cat $W.probe.log; fi
 fi
+[ "$ONLY" = a5 ] || echo $MQRAR_HEADS > $W/mqrar_heads
 if [ "$RESUME" = 0 ] && [ -z "$STEPS" ]; then
   stamp "trial: every task and variant training at once until ${TRIAL_DEADLINE_S}s"
   timeout $((TRIAL_DEADLINE_S + 120)) python3 -m training.diagnostics trial $only --trial-s $TRIAL_DEADLINE_S --workers $WORKERS \
@@ -86,7 +89,8 @@ for part in a5_L12 a5_L34 mqrar; do
   case $part in a5_L12) models=($W/models/a5_*_L1_* $W/models/a5_*_L2_*); tasks=a5;;
     a5_L34) models=($W/models/a5_*_L3_* $W/models/a5_*_L4_*); tasks=a5;;
     mqrar) models=($W/models/mqrar*); tasks=mqrar_1,mqrar_2,mqrar_3,mqrar_4;; esac
-  finished=(); for model in "${models[@]}"; do [ -f $model/model_card.json ] && finished+=($model); done
+  finished=(); for model in "${models[@]}"; do
+    [ -f $model/model_card.json ] && [ ! -f $model/resume.pt ] && finished+=($model); done
   models=("${finished[@]}")  # a paused model (PAUSE_AFTER) is scored once it finishes
   [ ${#models[@]} -gt 0 ] || { stamp "$part: no finished models"; continue; }
   # a later call on the same (warm) host scores every model trained there so far: a new run, unless resuming

@@ -329,7 +329,7 @@ def train(args) -> bool:
                                   lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=args.device == "cuda")
     warmup = max(1, int(args.warmup * args.steps))
     curve, recent, start, timed_start = [], [], time.time(), None
-    segments, throughput = [], None  # earlier processes' (first step, last step, seconds); their tokens/s
+    segments, throughput = [], None  # earlier processes' steps, seconds, revision and step mode; tokens/s
     if resumed:
         model.load_state_dict(resumed["model"])
         optimizer.load_state_dict(resumed["optimizer"])
@@ -342,8 +342,9 @@ def train(args) -> bool:
     def save_segment(steps_done: int) -> None:
         """Pause: this process's steps saved for the next to go on from (`save_paused`)."""
         synchronize(args.device)
+        (Path(args.out) / "model_card.json").unlink(missing_ok=True)  # an earlier schedule's: not this model
         save_paused(paused_state, args, model, optimizer, steps_done, curve, recent,
-                    segments + [[first_step, steps_done, round(time.time() - start, 1)]],
+                    segments + [segment(args, first_step, steps_done, start, step_mode)],
                     throughput or segment_throughput(args, length, steps_done - first_step, timed_start))
         print(json.dumps({"paused_at_step": steps_done}), flush=True)
     for step, (inputs, targets) in enumerate(batches, start=first_step):
@@ -391,8 +392,8 @@ def train(args) -> bool:
     if recent:
         curve.append({"step": steps_done, "loss": torch.stack(recent).mean().item(), "elapsed_s": round(time.time() - start, 1)})
     synchronize(args.device)
-    segments = segments + [[first_step, steps_done, round(time.time() - start, 1)]]
-    wall = sum(seconds for _, _, seconds in segments)
+    segments = segments + [segment(args, first_step, steps_done, start, step_mode)]
+    wall = sum(part["wall_s"] for part in segments)
     tokens_per_step = args.batch * length
     throughput = throughput or segment_throughput(args, length, steps_done - first_step, timed_start)
     card = {"variant": args.variant, "task": args.task, "architecture": type(model).__name__,
@@ -410,7 +411,7 @@ def train(args) -> bool:
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
             "command": command_of(args), "git_revision": args.revision}
     if len(segments) > 1:
-        card["segments"] = [{"steps": [first, last], "wall_s": seconds} for first, last, seconds in segments]
+        card["segments"] = segments
     if agreement:
         card["budget_agreement"] = agreement
     if args.task == "lm":
@@ -434,6 +435,13 @@ def train(args) -> bool:
     paused_state.unlink(missing_ok=True)
     print(json.dumps({k: v for k, v in card.items() if k != "curve"}), flush=True)
     return True
+
+
+def segment(args, first_step: int, steps_done: int, start: float, step_mode: str | None) -> dict:
+    """One process's part of a paused model's schedule: its steps, seconds, revision and how its steps
+    ran (the card's own fields describe the last process only)."""
+    return {"steps": [first_step, steps_done], "wall_s": round(time.time() - start, 1), "revision": args.revision,
+            "steps_run": step_mode, "gpu": torch.cuda.get_device_name() if args.device == "cuda" else args.device}
 
 
 def segment_throughput(args, length: int, steps: int, timed_start: float | None) -> float | None:

@@ -155,6 +155,8 @@ def test_fixed_steps_reach_every_planned_command_and_exclude_fitting(tmp_path):
     assert len(listed) == 16 and all("--steps 4000" in line and "--seed 1 " in line for line in listed)
     both = diagnostics_cli("train", "--steps", "10", "--fit", str(tmp_path / "trial.json"))
     assert both.returncode == 2 and "--steps and --fit both set the steps: give one" in both.stderr
+    fitted = diagnostics_cli("train", "--pause-after", "10", "--fit", str(tmp_path / "trial.json"))
+    assert fitted.returncode == 2 and "--pause-after needs --steps" in fitted.stderr
 
 
 def test_a_model_paused_and_resumed_equals_one_trained_straight_through(tmp_path):
@@ -179,6 +181,8 @@ def test_a_model_paused_and_resumed_equals_one_trained_straight_through(tmp_path
                 card["final_training_loss"], card["steps"], card["command"].rsplit(" --out ", 1)[0])
     assert computed(resumed) == computed(straight)
     assert [segment["steps"] for segment in resumed["segments"]] == [[0, 3], [3, 6], [6, 7]]
+    assert {(segment["revision"], segment["steps_run"]) for segment in resumed["segments"]} == \
+        {("unknown", "eager")}  # each process's own, not only the last one's
     assert "segments" not in straight and "--pause-after" not in resumed["command"]
     weights = [load_file(tmp_path / name / "model.safetensors") for name in ("straight", "paused")]
     assert weights[0].keys() == weights[1].keys() and all(weights[0][k].equal(weights[1][k]) for k in weights[0])
@@ -201,6 +205,11 @@ def test_a_worker_goes_on_with_paused_models_and_passes_over_finished_ones(tmp_p
     outcomes = [next(k for k in ("paused", "trained", "already_trained") if k in line) for line in lines
                 if {"paused", "trained", "already_trained"} & line.keys()]
     assert outcomes == ["paused", "trained", "already_trained"]
+    # another schedule in the same folder (a warm host's earlier call): trained again, and the old
+    # card goes at its first pause, so nothing scores the old model as this one
+    diagnostics.train_share([a5_words(tmp_path / "m", "--pause-after", "3", "--steps", "7")], tmp_path / "worker.log")
+    assert json.loads((tmp_path / "worker.log").read_text().splitlines()[-1]).keys() >= {"paused"}
+    assert not (tmp_path / "m" / "model_card.json").exists()
 
 
 def test_pausing_is_refused_where_it_cannot_resume():
@@ -227,7 +236,7 @@ def test_a_pausing_model_pauses_at_its_deadline_instead_of_ending_its_schedule(t
     assert train_module.train(parser().parse_args(words)) is False
     assert not (tmp_path / "m" / "model_card.json").exists()
     state = train_module.torch.load(tmp_path / "m" / train_module.RESUME_FILE, weights_only=False)
-    assert state["steps_done"] == 1 and state["segments"][0][:2] == [0, 1]
+    assert state["steps_done"] == 1 and state["segments"][0]["steps"] == [0, 1]
     monkeypatch.setattr(train_module, "lr_at", real_lr_at)
     monkeypatch.setattr(train_module, "PROCESS_START", train_module.time.time())
     assert train_module.train(parser().parse_args(words)) is True  # the next process finishes the schedule
