@@ -2,8 +2,6 @@
 number formats, and the line that names a block's JSON and machine."""
 from __future__ import annotations
 
-import json
-import lzma
 from pathlib import Path
 
 
@@ -50,5 +48,6 @@ def kernel_source(path: Path, results: Path, data: dict) -> str:
 
 def load(path: Path):
     """A committed JSON record; `.json.xz` ones (large training summaries) decompressed."""
-    data = path.read_bytes()
-    return json.loads(lzma.decompress(data) if path.suffix == ".xz" else data)
+    from path_eval.results.store import parse_json_file
+
+    return parse_json_file(path)

@@ -18,6 +18,14 @@ def write_results(records: list[ResultRecord], target: Path) -> None:
     write_json_atomic(json.loads(validated.model_dump_json()), target)
 
 
+def parse_json_file(path: Path):
+    """A JSON file's value, xz-decompressed first where its name ends in .xz (compact copies and
+    committed records keep large JSON that way). Raises lzma.LZMAError, UnicodeDecodeError,
+    json.JSONDecodeError or RecursionError for the caller to word."""
+    data = Path(path).read_bytes()
+    return json.loads((lzma.decompress(data) if str(path).endswith(".xz") else data).decode("utf-8"))
+
+
 def load_records(path: Path) -> list[ResultRecord]:
     """The validated records of one run (its folder or its results.json). `path_eval.load_results`
     opens runs as a `Results` study instead, for reports and the Python API."""
@@ -26,8 +34,7 @@ def load_records(path: Path) -> list[ResultRecord]:
         raise PathEvalError(f"no results file at {path}: give a results.json or the run folder holding it")
     give = "give a results.json that `python eval.py run` wrote"
     try:
-        data = path.read_bytes()
-        raw = json.loads((lzma.decompress(data) if path.name.endswith(".xz") else data).decode("utf-8"))
+        raw = parse_json_file(path)
     except lzma.LZMAError as err:
         raise PathEvalError(f"{path} is not a path-eval results file: not an xz archive ({err}): {give}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
