@@ -19,6 +19,7 @@ device class, attention backend, harness or lm-eval version), unless the caller 
 from __future__ import annotations
 
 import json
+import lzma
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -29,7 +30,7 @@ from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import higher_is_better, impossible_value
 from path_eval.results import ResultRecord
 from path_eval.results.schema import RunResults
-from path_eval.results.store import check_schema_version, refuse_duplicates
+from path_eval.results.store import check_schema_version, parse_json_file, refuse_duplicates
 
 DEFAULT_TOLERANCE = {"abs": 0.0, "rel": 1e-6}
 PROTOCOL_FIELDS = ("tokenizer_sha256", "data_fingerprint", "seed", "limit", "num_fewshot", "max_length",
@@ -63,11 +64,14 @@ TOLERANCE_KINDS = ("abs", "rel")
 
 
 def read_json(path: Path, what: str, give: str):
-    """The parsed file, or one error line naming `what` it should have been and `give`."""
+    """The parsed file (xz-decompressed where its name ends in .xz), or one error line naming `what`
+    it should have been and `give`."""
     if not path.is_file():
         raise PathEvalError(f"no {what} at {path}: give {give}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json_file(path)
+    except lzma.LZMAError as err:
+        raise PathEvalError(f"{what} {path} is not an xz archive ({err}): give {give}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise PathEvalError(f"{what} {path} is not JSON ({err}): give {give}") from None
     except RecursionError:

@@ -175,3 +175,16 @@ def test_the_last_line_sums_up_and_an_incomparable_check_says_so_first(tmp_path,
     assert [line.split(":")[0] for line in lines[1:-1]] == ["incomparable", "incomparable"]
     assert lines[-1] == ("0 of 0 metrics regressed beyond tolerance, 2 of 2 baseline records incomparable: not "
                          "comparable (exit 2)")
+
+
+def test_an_xz_compressed_baseline_checks_as_the_plain_one(tmp_path, baseline, capsys):
+    import lzma
+
+    packed = tmp_path / "baseline.json.xz"
+    packed.write_bytes(lzma.compress(baseline.read_bytes()))
+    assert run_check(tmp_path, packed, records(acc=0.40, ppl=25.0), capsys) == \
+        run_check(tmp_path, baseline, records(acc=0.40, ppl=25.0), capsys)
+    broken = tmp_path / "broken.json.xz"
+    broken.write_bytes(b"not xz")
+    code, out = run_check(tmp_path, broken, records(), capsys)
+    assert code == 2 and f"baseline file {broken} is not an xz archive" in out and "Traceback" not in out
