@@ -15,7 +15,7 @@ same budget, data law and seeds:
 `plan` lists them with their commands; `trial` times steps of each task and variant, as many
 processes at once as the training will run, and says what the whole plan would take with W workers
 (run it first on a fresh host: eight trainings at once once ran past their deadline); `train` trains
-the plan (or a part: --only, --seeds), W workers, each model's folder under OUT with its card, with
+the plan (or a part: --only, --seeds, --ns), W workers, each model's folder under OUT with its card, with
 the recipe's steps, or (--fit TRIAL) the recipe's scaled down by one factor to fit a time budget, or
 (--steps N) N for every model, so every variant keeps the same budget. A model that does not finish
 its steps before --deadline-s stops and says so in its card (`stopped_at_deadline`), never
@@ -74,25 +74,28 @@ class Planned:
             (["--heads", str(heads)] if heads else []) + (["--pause-after", str(pause_after)] if pause_after else [])
 
 
-def plan(only: str | None = None, seeds: tuple[int, ...] = SEEDS) -> list[Planned]:
-    """The models, or one task's (`only`) and some seeds' (a call per seed holds every variant and
-    depth, so that calls of one fixed --steps compare)."""
+def plan(only: str | None = None, seeds: tuple[int, ...] = SEEDS, ns: tuple[int, ...] = MQRAR_NS) -> list[Planned]:
+    """The models, or one task's (`only`), some seeds' and some MQRAR-N's (`ns`): a call holds every
+    variant of what it trains, so that calls of one fixed --steps compare."""
     models = [Planned(f"a5_{v}_L{depth}_s{seed}", "a5", v, seed, {"layers": depth})
               for depth in A5_DEPTHS for seed in SEEDS for v in VARIANTS]
     models += [Planned(f"mqrar{n}_{v}_s{seed}", "mqrar", v, seed, {"mqrar_n": n})
                for n in MQRAR_NS for seed in SEEDS for v in VARIANTS]
-    return [m for m in models if only in (None, m.task) and m.seed in seeds]
+    return [m for m in models if only in (None, m.task) and m.seed in seeds
+            and (m.task != "mqrar" or m.options["mqrar_n"] in ns)]
 
 
-def seed_list(text: str) -> tuple[int, ...]:
-    """--seeds: a comma-separated subset of the plan's seeds."""
-    try:
-        seeds = tuple(sorted({int(word) for word in text.split(",")}))
-    except ValueError:
-        seeds = ()
-    if not seeds or not set(seeds) <= set(SEEDS):
-        raise argparse.ArgumentTypeError(f"{text!r}: give seeds among {','.join(map(str, SEEDS))}, comma-separated")
-    return seeds
+def subset(choices: tuple[int, ...], what: str):
+    """An argparse type: a comma-separated subset of `choices` (--seeds, --ns)."""
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            chosen = tuple(sorted({int(word) for word in text.split(",")}))
+        except ValueError:
+            chosen = ()
+        if not chosen or not set(chosen) <= set(choices):
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what} among {','.join(map(str, choices))}, comma-separated")
+        return chosen
+    return parse
 
 
 def train_share(share: list[list[str]], log: Path) -> None:
@@ -195,8 +198,11 @@ def main() -> None:
     parser.add_argument("command", choices=("plan", "trial", "train"))
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--only", choices=tuple(RECIPE), help="train one task's models alone")
-    parser.add_argument("--seeds", type=seed_list, default=SEEDS,
+    parser.add_argument("--seeds", type=subset(SEEDS, "seeds"), default=SEEDS,
                         help="these seeds' models alone, comma-separated (every variant and depth of each)")
+    parser.add_argument("--ns", type=subset(MQRAR_NS, "MQRAR's N"), default=MQRAR_NS,
+                        help="these MQRAR-N models alone, comma-separated (every variant of each; A5's unaffected): "
+                             "a call small enough to finish its models, where a seed's take longer than a call")
     parser.add_argument("--steps", type=int, default=None,
                         help="train: every model this many steps, in place of --fit's scaled recipe (one budget "
                              "for calls that each train some seeds)")
@@ -222,7 +228,7 @@ def main() -> None:
     if args.pause_after and not args.steps:
         parser.error("--pause-after needs --steps: a fitted budget changes from call to call, a paused model's may not")
     out = Path(args.out)
-    models = plan(args.only, args.seeds)
+    models = plan(args.only, args.seeds, args.ns)
 
     def heads(model: Planned) -> int | None:
         return args.mqrar_heads if model.task == "mqrar" and args.mqrar_heads != 2 else None
@@ -238,7 +244,7 @@ def main() -> None:
         # number of steps instead let the quick-starting processes time theirs while the others were
         # still compiling: MQRAR's trial on an H100 read 0.07 s a step where the training took 0.26.
         probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
-                                        and m.options["mqrar_n"] == 1) and m.seed == min(args.seeds)]
+                                        and m.options["mqrar_n"] == min(args.ns)) and m.seed == min(args.seeds)]
         replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers))]
         started = time.time()
         quiet = ["--eval-every", str(10 ** 9), "--final-eval", "256"]  # no evaluation among the timed steps

@@ -24,18 +24,20 @@
 # same command on the same host (RESUME=1 skips the training and keeps the run). PAUSE_AFTER=N (with
 # STEPS) has each model pause after N steps in a call, its state kept on the host: the same command
 # again, on the same warm host, goes on from there (a budget longer than one call; MQRAR's 4000
-# steps take about 20 minutes a seed), and scores only the models that have finished.
+# steps take about 20 minutes a seed), and scores only the models that have finished. NS=1 (or 2, 3, 4;
+# comma-separated) trains those MQRAR-N's models alone, every variant of each: a call that finishes its
+# models, where a seed's are more than a call holds.
 #   REVISION=$(git rev-parse --short HEAD) ONLY=a5 bash training/gpu_diagnostics.sh | tee $OUT/run.log
 set -uo pipefail
 shopt -s nullglob  # a part whose models this call did not train (SEEDS, ONLY) is left out, not globbed literally
 OUT=${OUT:-/tmp/out}; W=/tmp/diagnostics; RUN=/tmp/state_tracking; mkdir -p $W $RUN
 REVISION=${REVISION:-unknown}; WORKERS=${WORKERS:-12}; BUDGET_S=${BUDGET_S:-570}; SUITE_S=${SUITE_S:-70}
 MQRAR_HEADS=${MQRAR_HEADS:-2}; RESUME=${RESUME:-0}; ONLY=${ONLY:-}; TRIAL_DEADLINE_S=${TRIAL_DEADLINE_S:-60}
-SEEDS=${SEEDS:-0,1,2}; STEPS=${STEPS:-}; PAUSE_AFTER=${PAUSE_AFTER:-}
+SEEDS=${SEEDS:-0,1,2}; NS=${NS:-1,2,3,4}; STEPS=${STEPS:-}; PAUSE_AFTER=${PAUSE_AFTER:-}
 case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (both)"; exit 2;; esac
 [ -z "$PAUSE_AFTER" ] || [ -n "$STEPS" ] || {
   echo "PAUSE_AFTER=$PAUSE_AFTER needs STEPS (the budget it splits)"; exit 2; }
-only="${ONLY:+--only $ONLY} --seeds $SEEDS"
+only="${ONLY:+--only $ONLY} --seeds $SEEDS --ns $NS"
 export OMP_NUM_THREADS=1 TRITON_CACHE_AUTOTUNING=1  # our kernels tune once, every suite process reads it
 stamp() { echo "[$(date +%T) +${SECONDS}s] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

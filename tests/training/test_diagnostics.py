@@ -137,11 +137,23 @@ def test_a_call_per_seed_holds_every_variant_and_depth_of_it():
     models = diagnostics.plan("a5", (1,))
     assert {m.seed for m in models} == {1}
     assert {(m.variant, m.options["layers"]) for m in models} == {(v, d) for v in VARIANTS for d in diagnostics.A5_DEPTHS}
-    assert diagnostics.seed_list("2,0") == (0, 2)
+    seeds = diagnostics.subset(diagnostics.SEEDS, "seeds")
+    assert seeds("2,0") == (0, 2)
     import argparse
     for bad in ("3", "x", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="give seeds among 0,1,2"):
-            diagnostics.seed_list(bad)
+            seeds(bad)
+
+
+def test_a_call_per_mqrar_n_holds_every_variant_of_it_and_leaves_a5_whole():
+    models = diagnostics.plan("mqrar", (0,), (2, 4))
+    assert {(m.variant, m.options["mqrar_n"]) for m in models} == {(v, n) for v in VARIANTS for n in (2, 4)}
+    assert len(diagnostics.plan("a5", (0,), (3,))) == len(VARIANTS) * len(diagnostics.A5_DEPTHS)
+    both = diagnostics.plan(None, (0,), (1,))
+    assert {m.name for m in both if m.task == "mqrar"} == {f"mqrar1_{v}_s0" for v in VARIANTS}
+    import argparse
+    with pytest.raises(argparse.ArgumentTypeError, match="give MQRAR's N among 1,2,3,4"):
+        diagnostics.subset(diagnostics.MQRAR_NS, "MQRAR's N")("5")
 
 
 def test_fixed_steps_reach_every_planned_command_and_exclude_fitting(tmp_path):
@@ -153,6 +165,8 @@ def test_fixed_steps_reach_every_planned_command_and_exclude_fitting(tmp_path):
                               cwd=Path(__file__).parents[2])
     listed = diagnostics_cli("plan", "--only", "a5", "--seeds", "1", "--steps", "4000").stdout.splitlines()
     assert len(listed) == 16 and all("--steps 4000" in line and "--seed 1 " in line for line in listed)
+    one_n = diagnostics_cli("plan", "--only", "mqrar", "--seeds", "2", "--ns", "3", "--steps", "4000").stdout.splitlines()
+    assert len(one_n) == 4 and all("--mqrar-n 3" in line and "--seed 2 " in line for line in one_n)
     both = diagnostics_cli("train", "--steps", "10", "--fit", str(tmp_path / "trial.json"))
     assert both.returncode == 2 and "--steps and --fit both set the steps: give one" in both.stderr
     fitted = diagnostics_cli("train", "--pause-after", "10", "--fit", str(tmp_path / "trial.json"))
