@@ -40,6 +40,7 @@ BLOCKS = {
     # docs/benchmarks.md
     "kernel accuracy": kernels.render_accuracy,
     "forward speed": kernels.render_forward_speed,
+    "figure 1": kernels.render_figure1,
     "first forwards": kernels.render_first_forwards,
     "coarse walk": kernels.render_coarse_walk,
     "transition kernel": transition_ablation.render_transition_ablation,

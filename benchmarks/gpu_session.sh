@@ -27,7 +27,7 @@
 #   DT_S= the limit, 150 s),
 # model-tests (the whole-model agreement of full forward, chunked prefill and decoding on the triton backend: about 1.5 minutes), kernels (benchmarks.kernels; PARTS= picks parts, KARGS= adds arguments),
 # figure1 (benchmarks.kernels' forwards in the PaTH paper's Figure 1 setting: batch 32, 32 heads of 64, 1K-16K, ours,
-#   fla's and SDPA's, into $OUT/figure1_h200.json; F1_S= the limit, 400 s),
+#   fla's and SDPA's, into $OUT/figure1_h100.json or figure1_h200.json by the GPU; F1_S= the limit, 400 s),
 # generation (benchmarks.generation: whole-model decoding tokens/s of ours, eager and CUDA graphs, against the same-shape
 #   Llama with a static cache, compiled and eager, into $OUT/generation_h200.json; GEN_S= the limit, 400 s, no measurement
 #   started after 3/4 of it; GEN_ARGS= further arguments),
@@ -54,6 +54,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 stamp() { echo "[$(date +%T)] $*"; }
+gpu_tag() { nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o -i 'h[0-9]00' | tr H h || echo gpu; }
 # A machine kept warm between commands already has these wheels; installing them again would cost every command
 # part of the half minute it takes to reach its first step (install, nvidia-smi, the version line).
 installed=/tmp/site/.path-eval-wheels-$(stat -c '%n %s' .whl/*.whl | md5sum | cut -c1-16)  # names and sizes: a copy's times change
@@ -100,7 +101,7 @@ for step in "$@"; do
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     figure1) timeout ${F1_S:-400} python3 -m benchmarks.kernels --parts forward --batch 32 --heads 32 --head-dims 64 \
-               --lengths 1024,2048,4096,8192,16384 ${KARGS:-} --out "$OUT/figure1_h200.json" ;;
+               --lengths 1024,2048,4096,8192,16384 ${KARGS:-} --out "$OUT/figure1_$(gpu_tag).json" ;;
     cuda-tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/lm/test_cuda.py 2>&1 | tail -5 ;;
     parity-quick) timeout 240 python3 -m benchmarks.fla_parity --cases 0,2,4 --lengths 1000 --out "$OUT/fla_parity_quick.json" ;;
     parity) timeout 530 python3 -m benchmarks.fla_parity --cases 0,2,4,1,3,5,6,7 --out "$OUT/fla_parity.json" ;;

@@ -430,6 +430,32 @@ CHECK_NAMES = {"path_fwd": "PaTH forward", "path_fox_fwd": "PaTH-FoX forward", "
                "path_fox_decode": "PaTH-FoX decoding", "fox_decode": "FoX decoding"}
 
 
+FIGURE1_COLUMNS = [  # (op, impl, header) of the Figure 1 table, in column order
+    ("attn_fwd", "sdpa-flash", "FlashAttention (SDPA)"),
+    ("attn_fwd", "sdpa-cudnn", "cuDNN (SDPA)"),
+    ("path_fwd", "path-eval", "PaTH ours"),
+    ("path_fwd", "fla", "PaTH fla"),
+    ("path_fox_fwd", "path-eval", "PaTH-FoX ours"),
+    ("path_fox_fwd", "fla", "PaTH-FoX fla"),
+    ("fox_fwd", "path-eval", "FoX ours"),
+    ("fox_fwd", "fla", "FoX fla"),
+]
+
+
+def figure1_table(records: list[dict]) -> str:
+    """One row a length: each forward's ms and FlashAttention-equivalent TFLOP/s (causal attention's
+    4·B·H·T²·D/2, so that every mechanism is measured on one scale, as the paper's Figure 1 does)."""
+    by_key = {(r["op"], r["impl"], r["T"]): r for r in records}
+    rows = []
+    for t in sorted({r["T"] for r in records}):
+        cells = []
+        for op, impl, _ in FIGURE1_COLUMNS:
+            r = by_key.get((op, impl, t))
+            cells.append("-" if r is None else f"{r['ms']:.2f} / {r['fa_equiv_tflops']:.0f}")
+        rows.append([kilo(t), *cells])
+    return markdown_table(["T"] + [f"{header} ms / TFLOP/s" for _, _, header in FIGURE1_COLUMNS], rows)
+
+
 def check_table(checks: list[dict]) -> str:
     rows = [[CHECK_NAMES.get(c["op"], c["op"]), str(c["T"]), str(c["D"]), sci(c["rel_vs_fp32_torch"]),
              sci(c["max_abs_vs_fp32_torch"]), sci(c.get("rel_fla_vs_fp32_torch"))] for c in checks]
@@ -589,6 +615,20 @@ def render_decoding(results: Path) -> str:
         data = load(path)
         parts += [kernel_source(path, results, data), decode_table(data["records"])]
     return "\n\n".join(parts)
+
+
+
+def render_figure1(results: Path) -> str:
+    """The PaTH paper's Figure 1 setting (batch 32, 32 heads of 64, 1K-16K), one table per machine's
+    JSON: forwards, the kernels an evaluation runs."""
+    parts = []
+    for path in sorted((results / "bench").glob("figure1_*.json")):
+        data = load(path)
+        first = data["records"][0]
+        parts += [kernel_source(path, results, data) + f" {first['dtype']} forwards, batch {first['B']}, "
+                  f"{first['H']} heads of {first['D']}.", figure1_table(data["records"])]
+    return "\n\n".join(parts) or ("No record yet (`results/bench/figure1_*.json`): `bash benchmarks/gpu_session.sh "
+                                   "figure1` on a GPU host writes one.")
 
 
 if __name__ == "__main__":
