@@ -54,7 +54,9 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 stamp() { echo "[$(date +%T)] $*"; }
-gpu_tag() { nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o -i 'h[0-9]00' | tr H h || echo gpu; }
+gpu_tag() {  # h100 or h200 from the first GPU's name, else gpu: names a record by its machine
+  local tag; tag=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -o -i -m1 'h[0-9]00' | head -1)
+  tag=${tag,,}; echo "${tag:-gpu}"; }
 # A machine kept warm between commands already has these wheels; installing them again would cost every command
 # part of the half minute it takes to reach its first step (install, nvidia-smi, the version line).
 installed=/tmp/site/.path-eval-wheels-$(stat -c '%n %s' .whl/*.whl | md5sum | cut -c1-16)  # names and sizes: a copy's times change

@@ -430,14 +430,15 @@ CHECK_NAMES = {"path_fwd": "PaTH forward", "path_fox_fwd": "PaTH-FoX forward", "
                "path_fox_decode": "PaTH-FoX decoding", "fox_decode": "FoX decoding"}
 
 
-# Figure 1's columns: SDPA's two backends and each mechanism's ours and fla's (no plain attention of ours)
+# Figure 1's columns: SDPA's two backends and each mechanism's ours and fla's (no plain attention, ours or fla's)
 FIGURE1_COLUMNS = [(op, impl, header) for op, impl, header in FORWARD_COLUMNS
                    if op != "attn_fwd" or impl.startswith("sdpa")]
 
 
 def figure1_table(records: list[dict]) -> str:
     """One row a length: each forward's ms and FlashAttention-equivalent TFLOP/s (causal attention's
-    4·B·H·T²·D/2, so that every mechanism is measured on one scale)."""
+    4·B·H·T²·D/2, so that every mechanism is measured on one scale). `records` are of one shape
+    (`figure1_shape`)."""
     by_key = {(r["op"], r["impl"], r["T"]): r for r in records}
     rows = []
     for t in sorted({r["T"] for r in records}):
@@ -611,15 +612,22 @@ def render_decoding(results: Path) -> str:
 
 
 
+def figure1_shape(records: list[dict]) -> list[dict]:
+    """The records of Figure 1's shape (batch 32, 32 heads of 64): a run given further head dims or
+    batches (KARGS) keeps its other records out of the table, which has no column for them."""
+    return [r for r in records if (r["B"], r["H"], r["D"]) == (32, 32, 64)]
+
+
 def render_figure1(results: Path) -> str:
     """The PaTH paper's Figure 1 setting (batch 32, 32 heads of 64, 1K-16K), one table per machine's
     JSON: forwards, the kernels an evaluation runs."""
     parts = []
     for path in sorted((results / "bench").glob("figure1_*.json")):
         data = load(path)
-        first = data["records"][0]
-        parts += [kernel_source(path, results, data) + f" {first['dtype']} forwards, batch {first['B']}, "
-                  f"{first['H']} heads of {first['D']}.", figure1_table(data["records"])]
+        records = figure1_shape(data["records"])
+        if records:  # a run whose every forward failed has none
+            parts += [kernel_source(path, results, data) + f" {records[0]['dtype']} forwards, batch 32, 32 heads of 64.",
+                      figure1_table(records)]
     return "\n\n".join(parts) or ("No record yet (`results/bench/figure1_*.json`): `bash benchmarks/gpu_session.sh "
                                    "figure1` on a GPU host writes one.")
 

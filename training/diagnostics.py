@@ -180,6 +180,16 @@ def fitted_steps(trial: dict, models: list[Planned], workers: int, seconds: floa
     return {task: max(100, int(recipe["steps"] * factor) // 100 * 100) for task, recipe in RECIPE.items()}
 
 
+def trial_probes(models: list[Planned]) -> list[Planned]:
+    """One model of each task and variant among `models` to time: A5's deepest, MQRAR-N's smallest N
+    (its steps cost the same at every N), of the smallest seed."""
+    seed = min(m.seed for m in models)
+    deepest = max((m.options["layers"] for m in models if m.task == "a5"), default=None)
+    smallest = min((m.options["mqrar_n"] for m in models if m.task == "mqrar"), default=None)
+    return [m for m in models if m.seed == seed and (m.options.get("layers") == deepest if m.task == "a5"
+                                                     else m.options["mqrar_n"] == smallest)]
+
+
 def trial_step_s(cards: list[tuple[str, str, dict]], trial_s: float) -> dict[tuple[str, str], float]:
     """Seconds a step per (task, variant): the mean over its replicas' cards of the steady steps'
     time (the card's throughput, from step 21 on)."""
@@ -243,8 +253,7 @@ def main() -> None:
         # taken under the training's contention (the GPU time-sliced between processes). A fixed
         # number of steps instead let the quick-starting processes time theirs while the others were
         # still compiling: MQRAR's trial on an H100 read 0.07 s a step where the training took 0.26.
-        probes = [m for m in models if (m.task == "a5" and m.options["layers"] == max(A5_DEPTHS) or m.task == "mqrar"
-                                        and m.options["mqrar_n"] == min(args.ns)) and m.seed == min(args.seeds)]
+        probes = trial_probes(models)
         replicas = [probes[i % len(probes)] for i in range(max(len(probes), args.workers))]
         started = time.time()
         quiet = ["--eval-every", str(10 ** 9), "--final-eval", "256"]  # no evaluation among the timed steps

@@ -201,7 +201,7 @@ def render_first_retrains(results: Path) -> str:
                      f"{latest['derivation']['observed'][name]['largest']:.4g}"
                      f" ({latest['derivation']['observed'][name]['at']})"]
                     for name, entry in latest["tolerances"].items() if name not in tolerances]
-    derived_from = ", ".join(Path(p).name.split(".")[0].removeprefix("ci_") for p in latest["derivation"]["retrains"])
+    derived_from = ", ".join(Path(p).name.removesuffix(".xz").removesuffix(".json").removeprefix("ci_") for p in latest["derivation"]["retrains"])
     return "\n\n".join([
         f"From {source(results / 'zoo' / 'first_zoo' / 'retrain_h200.json', results)} and the files it names.",
         f"Retraining tolerances derived from retrain1 alone ({source(root / files['from_retrain1'], results)}):",

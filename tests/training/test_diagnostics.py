@@ -151,6 +151,9 @@ def test_a_call_per_mqrar_n_holds_every_variant_of_it_and_leaves_a5_whole():
     assert len(diagnostics.plan("a5", (0,), (3,))) == len(VARIANTS) * len(diagnostics.A5_DEPTHS)
     both = diagnostics.plan(None, (0,), (1,))
     assert {m.name for m in both if m.task == "mqrar"} == {f"mqrar1_{v}_s0" for v in VARIANTS}
+    probes = diagnostics.trial_probes(diagnostics.plan(None, (1, 2), (3, 4)))
+    assert sorted(m.name for m in probes) == sorted([f"mqrar3_{v}_s1" for v in VARIANTS]
+                                                    + [f"a5_{v}_L4_s1" for v in VARIANTS])
     import argparse
     with pytest.raises(argparse.ArgumentTypeError, match="give MQRAR's N among 1,2,3,4"):
         diagnostics.subset(diagnostics.MQRAR_NS, "MQRAR's N")("5")
