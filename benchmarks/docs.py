@@ -67,6 +67,7 @@ BLOCKS = {
     # docs/zoo.md
     "zoo": retrain.render_baseline,
     "zoo study": study.render_study,
+    "zoo study time": study.render_study_time,
     "zoo retrain": retrain.render_zoo_retrain,
     "training runs": runs.render_training_runs,
     "retrain": retrain.render_first_retrains,

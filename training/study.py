@@ -41,7 +41,7 @@ from path_eval import run_folder
 from path_eval.errors import PathEvalError
 from path_eval.results.sample_logs import ARCHIVE
 from training import run_cli
-from benchmarks.markdown import load, percent, table
+from benchmarks.markdown import load, percent, seconds, table
 from training.train import VARIANTS
 
 KEPT_FILES = ("plan.json", "suite.json", "timings.json")
@@ -202,6 +202,30 @@ def render_study(results: Path) -> str:
         load_results(*parts.values()).report("variants", "markdown", baseline="rope").strip(),
         "The paper's directions beside these numbers:",
         directions_table(results)])
+
+
+def render_study_time(results: Path) -> str:
+    """Where the committed study's time went, part by part (each part one process): its phases from
+    timings.json, and each model's own calls from its records' provenance (tokens through the model,
+    prompts and generated ones, over the seconds of its calls), and whose model class ran them."""
+    from path_eval.results import load_records
+
+    rows = []
+    for part, folder in study_parts(results).items():
+        phases = load(folder / "timings.json")["processes"][0]
+        models: dict[str, dict] = {}
+        for record in load_records(folder):
+            models.setdefault(record.model, record.provenance.model_dump())
+        for i, (model, info) in enumerate(models.items()):
+            model_s = info["tokens"] / info["tokens_per_second"] if info["tokens_per_second"] else None
+            path = "transformers'" if info["attention_backend"] is None else f"the harness's ({info['attention_backend']})"
+            rows.append([part if i == 0 else "", seconds(phases["samples"]) if i == 0 else "",
+                         seconds(phases["requests"]) if i == 0 else "", model, f"{info['tokens'] / 1e6:.1f}M",
+                         seconds(model_s), f"{info['tokens_per_second'] / 1e3:,.0f}K" if model_s else "-", path])
+    return "\n\n".join([
+        "Each part's phases (its timings.json; the parts ran at once, so they share the GPU and CPU) and each "
+        "model's calls (tokens: prompts and generated tokens through the model; model s: those calls' seconds):",
+        table(["part", "samples s", "requests s", "model", "tokens", "model s", "tokens/s", "model class"], rows)])
 
 
 def directions_table(results: Path) -> str:
