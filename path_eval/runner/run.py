@@ -164,6 +164,8 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
             write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args,
                                  chat, bool(plan.chat and plan.chat.fewshot_as_multiturn))
         del lm, weights
+        # the phases so far: a run stopped before its end (a budget, a signal) still says where its time went
+        processes.write_timings(times, parallel, options.out, writes)
     with times.phase("write"):
         if writes:
             records += aggregate(plan.suite, records)

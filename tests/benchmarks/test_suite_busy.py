@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pytest
 
@@ -45,3 +46,40 @@ def test_without_nvidia_smi_the_refusal_is_one_line(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err
     assert err.startswith("error: nvidia-smi is not on PATH") and err.count("\n") == 1
     assert not (tmp_path / "x.json").exists() and not (tmp_path / "w").exists()
+
+
+def stand_in_run(out, write_timings: bool) -> list[str]:
+    """A run that writes one finished model's phases (as the runner does after each model), then keeps
+    going until it is stopped."""
+    spans = "[['samples', start, start + 0.2], ['requests', start + 0.2, now]]"
+    script = (f"import json, pathlib, time\nout = pathlib.Path({str(out)!r}); out.mkdir(parents=True)\n"
+              "start = time.time(); time.sleep(1.5); now = time.time()\n"
+              + (f"out.joinpath('timings.json').write_text(json.dumps({{'processes': [{{'requests': 1.49}}], "
+                 f"'spans': [{spans}]}}))\n" if write_timings else "")
+              + "time.sleep(600)\n")
+    return [sys.executable, "-c", script]
+
+
+def test_a_run_past_its_budget_is_stopped_and_recorded_as_stopped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(suite_busy, "run_command", lambda args, out: stand_in_run(out, write_timings=True))
+    out = tmp_path / "results" / "bench" / "zoo_study_busy_cpu.json"
+    began = time.time()
+    assert suite_busy.main(["--work", str(tmp_path / "work"), "--sampler", SAMPLER, "--sample-ms", "20",
+                            "--budget-s", "3", "--device", "cpu", "--out", str(out)]) == 0
+    assert time.time() - began < 60  # stopped at the budget, not after the stand-in's 600 s
+    run = json.loads(out.read_text())["run"]
+    assert run["stopped_at_budget_s"] == 3 and run["models_finished"] == 1 and run["wall_s"] >= 3
+    assert run["requests_s"] > 1 and run["busy_requests"] == 0.87 and run["readings_in_requests"] > 0
+    assert "stopped at the budget, 1 models finished" in capsys.readouterr().out
+    page = suite_busy.render_suite_busy(tmp_path / "results")
+    assert "stopped at" in page and page.rstrip().endswith("| no |")
+
+
+def test_a_run_stopped_before_any_model_finished_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(suite_busy, "run_command", lambda args, out: stand_in_run(out, write_timings=False))
+    out = tmp_path / "busy.json"
+    assert suite_busy.main(["--work", str(tmp_path / "work"), "--sampler", SAMPLER, "--sample-ms", "20",
+                            "--budget-s", "2", "--device", "cpu", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "stopped at --budget-s 2 before it finished a model" in err and err.count("\n") == 1
+    assert not out.exists()
