@@ -276,6 +276,46 @@ def config_from_fla(raw: dict, state: dict[str, torch.Tensor]) -> PathEvalConfig
                           qk_norm=_has(state, "attn.q_norm.weight"))
 
 
+# transformers' Llama names -> the harness's (fla's) for the same tensors
+LLAMA_NAMES = (("model.embed_tokens.", "model.embeddings."), (".input_layernorm.", ".attn_norm."),
+               (".self_attn.", ".attn."), (".post_attention_layernorm.", ".mlp_norm."))
+
+
+def config_from_llama(raw: dict) -> PathEvalConfig:
+    """A Llama config.json as the harness's RoPE model: only what that model computes the same way
+    (rotate-half RoPE of unscaled frequencies, bias-free projections, SwiGLU, RMSNorm), else one line."""
+    heads = raw["num_attention_heads"]
+    unsupported = [(field, raw[field]) for field in ("rope_scaling", "attention_bias", "mlp_bias") if raw.get(field)]
+    rope = raw.get("rope_parameters")
+    if isinstance(rope, dict) and rope.get("rope_type", "default") != "default":
+        unsupported.append(("rope_parameters.rope_type", rope["rope_type"]))
+    if raw.get("hidden_act", "silu") not in ("silu", "swish"):
+        unsupported.append(("hidden_act", raw["hidden_act"]))
+    if raw.get("head_dim") not in (None, raw["hidden_size"] // heads):
+        unsupported.append(("head_dim", raw["head_dim"]))
+    if unsupported:
+        field, value = unsupported[0]
+        raise PathEvalError(f"config.json sets {field}={value!r}, which the harness's RoPE model does not compute: "
+                            "leave the attention backend unset to load it through transformers")
+    theta = raw.get("rope_theta", (rope or {}).get("rope_theta", 10000.0))
+    return PathEvalConfig(
+        attention="rope", rope_theta=theta, vocab_size=raw["vocab_size"], hidden_size=raw["hidden_size"],
+        num_hidden_layers=raw["num_hidden_layers"], num_heads=heads,
+        num_kv_heads=raw.get("num_key_value_heads") or heads, intermediate_size=raw["intermediate_size"],
+        norm_eps=raw.get("rms_norm_eps", 1e-6), tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        max_position_embeddings=raw.get("max_position_embeddings"),
+        **{name: raw[name] for name in ("bos_token_id", "eos_token_id", "pad_token_id") if isinstance(raw.get(name), int)})
+
+
+def rename_llama(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    renamed = {}
+    for key, value in state.items():
+        for old, new in LLAMA_NAMES:
+            key = key.replace(old, new)
+        renamed[key] = value
+    return renamed
+
+
 def rename_legacy_fox_gate(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """fla checkpoints saved before 2025-04 hold FoX's forget gate as `attn.g_proj` (with a bias),
     under fla's current name `attn.f_proj` here."""
@@ -335,7 +375,8 @@ def load_model(path, *, device="cpu", dtype=None, attention: str | None = None):
 
     attention: a path-eval backend name ("torch", "reference", ...); None picks the fastest for
     `device`. Plain transformers models (Llama, Mistral, Qwen...) load through transformers and
-    keep their own attention.
+    keep their own attention; a Llama given a backend loads into the harness's RoPE model instead
+    (its kernels and its decoding), where its config is one that model computes.
     """
     return load_network(path, device=device, dtype=dtype, attention=attention), load_tokenizer(Path(path))
 
@@ -363,6 +404,11 @@ def load_network(path, *, device="cpu", dtype=None, attention: str | None = None
             with config_errors(root):
                 config = config_from_fla(raw, state)
         model = build_model(config, state, root, dtype, device)
+        model.attention_backend = attention
+    elif model_type == "llama" and attention is not None:  # opted in: the harness's kernels and decoding
+        with config_errors(root):
+            config = config_from_llama(raw)
+        model = build_model(config, rename_llama(read_weights(root)), root, dtype, device)
         model.attention_backend = attention
     else:
         model = _load_transformers_model(root, model_type, dtype, device, attention)
@@ -400,8 +446,8 @@ def _load_transformers_model(root: Path, model_type, dtype, device, attention):
             f"{', '.join(FLA_MODEL_TYPES)}, its own '{PathEvalConfig.model_type}', and transformers causal LMs "
             "(llama, mistral, qwen2, ...): give a checkpoint of one of these")
     if attention is not None:
-        raise PathEvalError(f"attention backend {attention!r} applies to path-eval model families; {root} is a "
-                            f"transformers {model_type!r} model, which keeps its own attention: leave it unset")
+        raise PathEvalError(f"attention backend {attention!r} applies to path-eval model families and Llama; {root} "
+                            f"is a transformers {model_type!r} model, which keeps its own attention: leave it unset")
     config = transformers_config(root)
     architectures = [config.architectures] if isinstance(config.architectures, str) else config.architectures or []
     not_causal = [name for name in architectures if name not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()]

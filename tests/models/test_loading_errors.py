@@ -92,13 +92,13 @@ def test_unknown_backend_and_unsupported_requests(checkpoint, tmp_path):
 
 
 def test_transformers_model_refuses_our_backends(tmp_path):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import MistralConfig, MistralForCausalLM
 
-    LlamaForCausalLM(LlamaConfig(vocab_size=32000, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                 num_attention_heads=2)).save_pretrained(tmp_path)
+    MistralForCausalLM(MistralConfig(vocab_size=32000, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                     num_attention_heads=2, num_key_value_heads=2)).save_pretrained(tmp_path)
     expect(tmp_path, "keeps its own attention", attention="torch")
     model, _ = load_model(tmp_path)
-    assert model.config.model_type == "llama"
+    assert model.config.model_type == "mistral"
 
 
 def test_cli_prints_one_line_and_exits_2(checkpoint, tmp_path):
