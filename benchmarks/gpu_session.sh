@@ -45,7 +45,8 @@
 #   $OUT/kernels_accurate_prep_h200.json; PC_S= the limit, 300 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
-#   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped).
+#   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
+#   further arguments, such as --attention triton: the zoo's Llama on the harness's RoPE model; ZB_LABEL= a file suffix).
 # The test steps spread their tests over GPU_TEST_WORKERS pytest-xdist workers (default 8, all on the one GPU; 0: one
 # process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
 # compiling, on the CPU; no test is timed. With workers, each test's printed lines
@@ -99,7 +100,7 @@ for step in "$@"; do
     prep-cost) timeout ${PC_S:-300} python3 -m benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd \
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_h200.json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
-        --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) --out "$OUT/zoo_study_busy_$(gpu_tag).json" ;;
+        --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     figure1) timeout ${F1_S:-400} python3 -m benchmarks.kernels --parts forward --batch 32 --heads 32 --head-dims 64 \

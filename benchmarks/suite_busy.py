@@ -50,6 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--data-dir", type=Path, help="offline data folder (the zoo study's essays)")
+    parser.add_argument("--attention", help="eval.py run's --attention (triton: a Llama too runs on the harness's "
+                                            "RoPE model, see docs/models.md; default: each model's own)")
     parser.add_argument("--work", type=Path, default=Path("runs/suite_busy"), help="the run folder goes here")
     parser.add_argument("--sample-ms", type=int, default=200)
     parser.add_argument("--sampler", help="a command printing one utilisation percentage a line (default: nvidia-smi)")
@@ -105,7 +107,7 @@ def mean_within(readings: list[tuple[float, float]], spans: list[tuple[float, fl
 def run_command(args, out: Path) -> list[str]:
     command = [sys.executable, str(ROOT / "eval.py"), "run", "--suite", args.suite, "--model", args.model,
                "--device", args.device, "--batch-size", str(args.batch_size), "--out", str(out), "--quiet"]
-    for option in ("tasks", "lengths", "limit", "data_dir"):
+    for option in ("tasks", "lengths", "limit", "data_dir", "attention"):
         if getattr(args, option) is not None:
             command += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
     return command

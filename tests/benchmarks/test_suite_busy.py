@@ -83,3 +83,10 @@ def test_a_run_stopped_before_any_model_finished_is_one_line(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert "stopped at --budget-s 2 before it finished a model" in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_the_run_command_passes_the_attention_backend_on():
+    args = suite_busy.parse_args(["--attention", "triton", "--data-dir", "DATA", "--work", "w"])
+    command = suite_busy.run_command(args, args.work / "run")
+    assert command[command.index("--attention") + 1] == "triton" and "--data-dir" in command
+    assert "--attention" not in suite_busy.run_command(suite_busy.parse_args(["--work", "w"]), args.work / "run")
