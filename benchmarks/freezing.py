@@ -38,7 +38,6 @@ from benchmarks.markdown import load, source, table
 from path_eval.atomic_files import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
-from path_eval.atomic_files import write_json_atomic
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -19,8 +19,9 @@ are the suite's A5 and MQRAR-N tasks (their kinds, whatever their names), and fl
   below RoPE in distribution and sparse (the paired test of `compare` on the same sequences,
   p < 0.05). Each is marked reproduced,
   not reproduced, untested (no records), or undecided: A5's direction where neither PaTH nor a
-  baseline reaches 90% in a majority of seeds at any depth tried, and FoX against PaTH on MQRAR-N where neither solves any pair, so the models, not
-  the attention, decide nothing (more steps or depth would)."""
+  baseline reaches 90% in a majority of seeds at any depth tried, and FoX against PaTH on MQRAR-N
+  where neither solves any pair, so the models, not the attention, decide nothing (more steps or
+  depth would)."""
 from __future__ import annotations
 
 import math
