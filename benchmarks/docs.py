@@ -76,6 +76,7 @@ BLOCKS = {
     "state tracking a5 1800": runs.render_a5_1800_steps,
     "state tracking a5": runs.render_a5_4000_steps,
     "state tracking mqrar": runs.render_mqrar_900_steps,
+    "state tracking mqrar 4000": runs.render_mqrar_4000_steps,
     "state tracking report": study.render_state_tracking_report,
 }
 

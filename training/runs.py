@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 
 from path_eval.errors import PathEvalError
-from training import run_cli, tagging
+from training import diagnostics, run_cli, tagging
 from benchmarks.markdown import load, percent, source, table
 
 SPLITS = ("in", "sparse", "dense")
@@ -205,6 +205,19 @@ def render_a5_4000_steps(results: Path) -> str:
     """The A5 models of the committed records, on an H100: the recipe's 4000 steps of 1024 words,
     a call per seed."""
     return render_diagnostic_training(results, None, "a5_4000_steps_h100.json.xz", "a5")
+
+
+def render_mqrar_4000_steps(results: Path) -> str:
+    """The MQRAR-N models at the recipe's 4000 steps of 64 sequences, a call per seed and N (every
+    variant of it), and which of the plan's seeds and N are still to train."""
+    runs_name = "mqrar_4000_steps.json.xz"
+    trained = {(run["seed"], run["mqrar_n"]) for run in load(results / "state_tracking" / "trials" / runs_name)["runs"]
+               if run["finished"]}
+    plan = [(seed, n) for seed in diagnostics.SEEDS for n in diagnostics.MQRAR_NS]
+    missing = [pair for pair in plan if pair not in trained]
+    progress = (f"Trained so far: {len(plan) - len(missing)} of the plan's {len(plan)} (seed, N) calls"
+                + (f"; still to train: {', '.join(f'seed {seed} N = {n}' for seed, n in missing)}." if missing else "."))
+    return "\n\n".join([render_diagnostic_training(results, None, runs_name, "mqrar"), progress])
 
 
 def render_mqrar_900_steps(results: Path) -> str:

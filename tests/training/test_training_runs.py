@@ -125,3 +125,30 @@ def test_an_xz_summary_is_written_compressed_and_read_back(tmp_path, monkeypatch
     data = json.loads(lzma.decompress(out.read_bytes()))
     assert load(out) == data and data["runs"][0]["wall_time_s"] == 12.5
     assert data["summary"][0]["scores"]["token_accuracy"]["mean"] == 0.5
+
+
+def test_the_mqrar_plan_progress_names_every_seed_and_n_still_to_train(tmp_path):
+    """A (seed, N) counts as trained once a finished run of it is summarised; one stopped at its deadline
+    is still to train."""
+    from training import diagnostics
+    from training.runs import render_mqrar_4000_steps
+
+    def run(n, seed, finished=True):
+        return {"run": "call", "task": "mqrar", "variant": "path", "layers": 2, "mqrar_n": n, "batch": 64, "seed": seed,
+                "steps": 4000 if finished else 3100, "planned_steps": 4000, "finished": finished,
+                "scores": {name: 0.5 for name in ("token_accuracy", "sequence_accuracy", "final_accuracy")}}
+    runs = [run(1, 0), run(3, 2), run(2, 1, finished=False)]
+    trials = tmp_path / "state_tracking" / "trials"
+    trials.mkdir(parents=True)
+    import lzma
+    (trials / "mqrar_4000_steps.json.xz").write_bytes(lzma.compress(json.dumps(
+        {"machine": "a GPU", "summary": summarize(runs), "runs": runs}).encode()))
+    progress = render_mqrar_4000_steps(tmp_path).split("\n\n")[-1]
+    missing = [f"seed {seed} N = {n}" for seed in diagnostics.SEEDS for n in diagnostics.MQRAR_NS
+               if (seed, n) not in ((0, 1), (2, 3))]
+    assert progress == f"Trained so far: 2 of the plan's 12 (seed, N) calls; still to train: {', '.join(missing)}."
+    assert "seed 1 N = 2" in progress  # stopped at its deadline: not trained
+    everything = [run(n, seed) for seed in diagnostics.SEEDS for n in diagnostics.MQRAR_NS]
+    (trials / "mqrar_4000_steps.json.xz").write_bytes(lzma.compress(json.dumps(
+        {"machine": "a GPU", "summary": summarize(everything), "runs": everything}).encode()))
+    assert render_mqrar_4000_steps(tmp_path).endswith("Trained so far: 12 of the plan's 12 (seed, N) calls.")
