@@ -17,6 +17,11 @@ recompacted run leaves git nothing to commit. Corpus blocks keep their rows (sum
 per-position .npy files, kept for resuming, are left out; lm-eval's own layout and the resume cache
 are left out.
 
+`--merge` makes one compact copy of several of one suite's runs whose models differ: device calls
+that each train and score a few models of one plan leave a run each, and one archive stores the
+samples they share once (every MQRAR-N model reads the same inputs) where a copy per call would
+store them again.
+
 `summary` reads a (compact) run's per-sample logs, item by item of its plan, into one cell per
 model, task and length, for a run stopped before it wrote results.json: a generated task's metric averaged over its samples (and
 seeds), its standard error; a corpus's perplexity overall and per position bucket; flip-flop's
@@ -24,6 +29,7 @@ error pooled over reads.
 
     python -m training.study RUN_FOLDER COPY_FOLDER
     python -m training.study --summary COPY_FOLDER --out SUMMARY.json
+    python -m training.study --merge COPY_FOLDER COPY_FOLDER ... --out MERGED_FOLDER
 """
 from __future__ import annotations
 
@@ -110,6 +116,83 @@ def write_log_archive(archive: Path, logs: list[tuple[str, bytes]]) -> None:
             tar.addfile(entry, io.BytesIO(data))
 
 
+# What a run's plan holds that is not its models or items: the parts of one merged copy agree on it.
+PLAN_SETTINGS = ("suite", "limit", "seed", "data_dir", "chat", "allow_code_execution")
+PARTS = "parts.json"  # a merged copy: each part's folder name, models and phase times
+
+
+def merge_copies(copies: list[Path], merged: Path) -> int:
+    """One compact copy (a new folder) holding the models of several compact copies of one suite's
+    runs, each model in one of them: device calls that each trained and scored a few models of one
+    plan. In one archive the samples every part shares (the MQRAR-N inputs are the same for every
+    model of the suite) are stored once. The plan's models and each item's models are the union, its
+    items skipped everywhere stay skipped; the records are the parts' in order; each part's
+    timings.json (its own processes, not one run's) goes to parts.json. One copy alone gives the first
+    part of a merged copy that later parts merge into. Returns the rows merged."""
+    copies, merged = [Path(copy) for copy in copies], Path(merged)
+    if not copies:
+        raise PathEvalError("--merge needs the compact copies to merge: give every part")
+    if merged.exists():
+        raise PathEvalError(f"{merged} exists: give a new folder for the merged copy")
+    for copy in copies:
+        if not all((copy / name).is_file() for name in ("plan.json", "suite.json", ARCHIVE, run_folder.RESULTS_ARCHIVE)):
+            raise PathEvalError(f"{copy} is not a compact copy of a finished run (plan.json, suite.json, {ARCHIVE}, "
+                                f"{run_folder.RESULTS_ARCHIVE}): make one with "
+                                "`python -m training.study RUN_FOLDER COPY_FOLDER`")
+    plans = [json.loads((copy / "plan.json").read_text()) for copy in copies]
+    for copy, plan in zip(copies[1:], plans[1:]):
+        if (copy / "suite.json").read_bytes() != (copies[0] / "suite.json").read_bytes() or \
+                any(plan[key] != plans[0][key] for key in PLAN_SETTINGS):
+            raise PathEvalError(f"{copy} and {copies[0]} are runs of different suites or settings: merge the "
+                                "parts of one suite run with one seed, limit and data")
+    owner: dict[str, Path] = {}
+    for copy, plan in zip(copies, plans):
+        for model in plan["models"]:
+            if model["name"] in owner:
+                raise PathEvalError(f"model {model['name']} is in both {owner[model['name']]} and {copy}: "
+                                    "a model belongs to one part")
+            owner[model["name"]] = copy
+    items: dict[tuple, dict] = {}
+    for plan in plans:
+        for item in plan["items"]:
+            kept = items.setdefault((item["task"], item["length"]), item | {"models": []})
+            kept["models"] += item["models"]
+    plan = plans[0] | {"models": [model for plan in plans for model in plan["models"]],
+                       "items": list(items.values())}
+    planned = {task for task, _ in items}
+    plan["skipped"] = [entry for entry in {entry["task"]: entry for p in plans for entry in p["skipped"]}.values()
+                       if entry["task"] not in planned]
+    logs: dict[str, bytes] = {}
+    for copy in copies:
+        for name, data in archived_members(copy / ARCHIVE).items():
+            logs[name] = data  # names hold the model, which belongs to one part
+    records = [record for copy in copies for record in json.loads(lzma.decompress(
+        (copy / run_folder.RESULTS_ARCHIVE).read_bytes()))]
+    merged.mkdir(parents=True)
+    (merged / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+    shutil.copyfile(copies[0] / "suite.json", merged / "suite.json")
+    (merged / run_folder.RESULTS_ARCHIVE).write_bytes(lzma.compress(json.dumps(records, indent=1).encode(),
+                                                                    preset=9 | lzma.PRESET_EXTREME))
+    (merged / PARTS).write_text(json.dumps([part for copy, p in zip(copies, plans) for part in parts_of(copy, p)],
+                                           indent=1) + "\n")
+    write_log_archive(merged / ARCHIVE, list(logs.items()))
+    return sum(data.count(b"\n") for data in logs.values())
+
+
+def parts_of(copy: Path, plan: dict) -> list[dict]:
+    """A copy's parts: those it was merged from (its parts.json), or itself, with its phase times."""
+    if (copy / PARTS).is_file():
+        return load(copy / PARTS)
+    timings = copy / "timings.json"
+    return [{"part": copy.name, "models": [model["name"] for model in plan["models"]],
+             "timings": load(timings) if timings.is_file() else None}]
+
+
+def archived_members(archive: Path) -> dict[str, bytes]:
+    with tarfile.open(archive, "r:xz") as tar:
+        return {member.name: tar.extractfile(member).read() for member in tar.getmembers() if member.isfile()}
+
+
 def summary(run: Path) -> list[dict]:
     """One cell per model, task and length of the run's plan whose per-sample logs are all there (see
     the module's docstring)."""
@@ -150,9 +233,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", nargs="?", help="a run folder (of a finished run, or what a stopped one left)")
     parser.add_argument("copy", nargs="?", help="a new folder for the compact copy")
+    parser.add_argument("--merge", nargs="+", metavar="COPY", help="compact copies of one suite's runs, each with "
+                        "models of its own, to merge into one (the new folder --out)")
     parser.add_argument("--summary", help="a (compact) run folder to summarise from its per-sample logs")
-    parser.add_argument("--out", help="--summary: the JSON file to write")
+    parser.add_argument("--out", help="--summary: the JSON file to write; --merge: the new folder")
     args = parser.parse_args()
+    if args.merge:
+        if not args.out:
+            parser.error("--merge needs --out, the new folder")
+        print(f"{merge_copies([Path(copy) for copy in args.merge], Path(args.out))} per-sample rows -> {args.out}")
+        return
     if args.summary:
         if not args.out:
             parser.error("--summary needs --out")

@@ -76,3 +76,83 @@ def test_a_broken_or_incomplete_archive_is_one_line(run, tmp_path):
     (copy / "samples.tar.xz").write_bytes(b"not an archive")
     with pytest.raises(PathEvalError, match="is not a tar.xz archive of per-sample logs"):
         read_sample_log(copy, "a5_rope", "a5@5")
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory, run):
+    """Three runs of one suite and settings, each with its own model (the zoo's A5 model and copies of
+    it under other names), and one run of the first two models: what merging their runs should
+    reproduce."""
+    import shutil
+
+    from path_eval.models.zoo import zoo_models
+
+    root = tmp_path_factory.mktemp("parts")
+    twin = shutil.copytree(zoo_models("a5_rope")[0], root / "a5_twin")
+
+    def run_of(*models, name):
+        out = root / name
+        done = run_cli("run", "--suite", "state_tracking", "--model", *models, "--tasks", "a5", "--lengths", "5,10",
+                       "--limit", "6", "--device", "cpu", "--out", str(out), "--quiet")
+        assert done.returncode == 0, done.stderr
+        return out
+    triplet = shutil.copytree(zoo_models("a5_rope")[0], root / "a5_triplet")
+    return run, run_of(str(twin), name="twin"), run_of(str(triplet), name="triplet"), \
+        run_of("zoo:a5_rope", str(twin), name="both")
+
+
+def key(record):
+    return record.model, record.task, record.length, record.metric, record.value, record.stderr, record.n
+
+
+def test_merged_copies_read_as_one_run_of_all_their_models(parts, tmp_path):
+    from path_eval.results.sample_logs import read_sample_log
+    from training.study import merge_copies
+
+    first, second, third, both = parts
+    compact_run(first, tmp_path / "first")
+    compact_run(second, tmp_path / "second")
+    rows = merge_copies([tmp_path / "first", tmp_path / "second"], tmp_path / "merged")
+    merged = tmp_path / "merged"
+    assert rows == 24  # 2 models x 2 lengths x 6 samples
+    assert sorted(map(key, load_records(merged))) == sorted(map(key, load_records(both)))
+    assert sorted(map(key, rescore(merged)[0])) == sorted(map(key, load_records(both)))
+    plan, plan_both = (json.loads((folder / "plan.json").read_text()) for folder in (merged, both))
+    assert sorted(m["name"] for m in plan["models"]) == sorted(m["name"] for m in plan_both["models"])
+    assert [(i["task"], i["length"], sorted(i["models"])) for i in plan["items"]] == \
+        [(i["task"], i["length"], sorted(i["models"])) for i in plan_both["items"]]
+    assert plan["skipped"] == plan_both["skipped"]
+    for model in ("a5_rope", "a5_twin"):
+        assert read_sample_log(merged, model, "a5@10") == read_sample_log(both, model, "a5@10")
+    report = load_results(merged).report("state_tracking", "markdown")
+    assert report == load_results(tmp_path / "first", tmp_path / "second").report("state_tracking", "markdown")
+    assert [part["part"] for part in json.loads((merged / "parts.json").read_text())] == ["first", "second"]
+    assert json.loads((merged / "parts.json").read_text())[1]["timings"] == json.loads((second / "timings.json").read_text())
+    # a merged copy merges again, its parts kept: one part at a time, as device calls come
+    compact_run(third, tmp_path / "third")
+    assert merge_copies([merged, tmp_path / "third"], tmp_path / "again") == 36
+    assert [part["part"] for part in json.loads((tmp_path / "again" / "parts.json").read_text())] == \
+        ["first", "second", "third"]
+    assert sorted(map(key, load_records(tmp_path / "again"))) == \
+        sorted(map(key, [*load_records(both), *load_records(third)]))
+    # the shared inputs once: smaller than the two archives apart
+    sizes = [(folder / "samples.tar.xz").stat().st_size for folder in (tmp_path / "first", tmp_path / "second", merged)]
+    assert sizes[2] < sizes[0] + sizes[1]
+
+
+def test_merging_refuses_a_model_in_two_parts_or_parts_of_other_settings(parts, tmp_path):
+    from path_eval.errors import PathEvalError
+    from training.study import merge_copies
+
+    first, second, _, both = parts
+    for name, folder in (("first", first), ("second", second), ("both", both)):
+        compact_run(folder, tmp_path / name)
+    with pytest.raises(PathEvalError, match="model a5_twin is in both .*second and .*both: a model belongs to one part"):
+        merge_copies([tmp_path / "second", tmp_path / "both"], tmp_path / "merged")
+    plan = json.loads((tmp_path / "second" / "plan.json").read_text())
+    (tmp_path / "second" / "plan.json").write_text(json.dumps(plan | {"limit": 5}))
+    with pytest.raises(PathEvalError, match="runs of different suites or settings"):
+        merge_copies([tmp_path / "first", tmp_path / "second"], tmp_path / "merged")
+    with pytest.raises(PathEvalError, match="is not a compact copy"):
+        merge_copies([tmp_path / "first", second], tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
