@@ -6,7 +6,9 @@
 #   - the flip-flop part of the `state_tracking` suite on the zoo's flip-flop models, in the
 #     background from the start (it needs no training);
 #   - MQRAR only, MQRAR_HEADS=2: a check that fla's PaTH trains at head dim 128 (the paper's 2 heads
-#     of 128), else 4 heads of 64, a departure every MQRAR card names;
+#     of 128), else 4 heads of 64, a departure every MQRAR card names; not with STEPS, whose calls
+#     split one plan and keep MQRAR_HEADS throughout (a fallback in one call would change the shape
+#     mid-plan; the check took 57 s of a fresh H200's call);
 #   - a timing trial of each task and variant (WORKERS processes at once, all training until
 #     TRIAL_DEADLINE_S, so that every timed step shares the GPU as the training will);
 #   - every model, the recipe's steps scaled by one factor to fit what the budget leaves
@@ -50,6 +52,8 @@ if [ "$ONLY" != mqrar ]; then
 fi
 if [ -f $W/mqrar_heads ]; then  # an earlier call on this host chose it: its paused models keep it
   MQRAR_HEADS=$(cat $W/mqrar_heads); stamp "MQRAR with $MQRAR_HEADS heads, as an earlier call on this host"
+elif [ -n "$STEPS" ] && [ "$ONLY" != a5 ]; then  # one plan over calls keeps one shape: a fallback here would change it
+  stamp "MQRAR with $MQRAR_HEADS heads, as every call of a STEPS plan (no head-dim check)"
 elif [ "$RESUME" = 0 ] && [ "$ONLY" != a5 ] && [ "$MQRAR_HEADS" = 2 ]; then
   stamp "fla's PaTH at MQRAR's shape (2 heads of 128): one forward and backward"
   if ! timeout 120 python3 - > $W.probe.log 2>&1 <<'PY'
