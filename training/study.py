@@ -45,7 +45,7 @@ from pathlib import Path
 
 from path_eval import run_folder
 from path_eval.errors import PathEvalError
-from path_eval.results.sample_logs import ARCHIVE
+from path_eval.results.sample_logs import ARCHIVE, archived_logs
 from training import run_cli
 from benchmarks.markdown import load, percent, seconds, table
 from training.train import VARIANTS
@@ -164,10 +164,9 @@ def merge_copies(copies: list[Path], merged: Path) -> int:
                        if entry["task"] not in planned]
     logs: dict[str, bytes] = {}
     for copy in copies:
-        for name, data in archived_members(copy / ARCHIVE).items():
-            logs[name] = data  # names hold the model, which belongs to one part
-    records = [record for copy in copies for record in json.loads(lzma.decompress(
-        (copy / run_folder.RESULTS_ARCHIVE).read_bytes()))]
+        stat = (copy / ARCHIVE).stat()
+        logs |= archived_logs(str(copy / ARCHIVE), stat.st_size, stat.st_mtime_ns)  # names hold their one part's model
+    records = [record for copy in copies for record in load(copy / run_folder.RESULTS_ARCHIVE)]
     merged.mkdir(parents=True)
     (merged / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
     shutil.copyfile(copies[0] / "suite.json", merged / "suite.json")
@@ -186,11 +185,6 @@ def parts_of(copy: Path, plan: dict) -> list[dict]:
     timings = copy / "timings.json"
     return [{"part": copy.name, "models": [model["name"] for model in plan["models"]],
              "timings": load(timings) if timings.is_file() else None}]
-
-
-def archived_members(archive: Path) -> dict[str, bytes]:
-    with tarfile.open(archive, "r:xz") as tar:
-        return {member.name: tar.extractfile(member).read() for member in tar.getmembers() if member.isfile()}
 
 
 def summary(run: Path) -> list[dict]:
