@@ -8,6 +8,10 @@ large fixed evaluation sets (in, sparse, dense).
 
     python -m training.runs --run zoo=path_eval/zoo/models --run retrain1=LOGS1 --out FILE
 
+A plan trained over several sessions adds each call's runs to its committed file with --extend FILE
+(usually the --out too): the earlier runs are read from it, since their folders need not outlive the
+session that trained them, and its commands are kept in `earlier_commands`.
+
 An --out ending in .xz is written xz-compressed (a plan's curves run to hundreds of KB); the docs'
 renderers read either.
 """
@@ -94,23 +98,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", action="append", required=True, metavar="LABEL=DIR",
                         help="a folder of training logs or checkpoints, and the label its runs get")
-    parser.add_argument("--machine", default="", help="where the runs trained")
+    parser.add_argument("--extend", metavar="FILE",
+                        help="an earlier output of this script whose runs the new ones join")
+    parser.add_argument("--machine", default="", help="where the runs trained (with --extend: every call's; "
+                        "omitted, the earlier file's)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    runs = []
+    earlier = extended(Path(args.extend)) if args.extend else {"runs": [], "earlier_commands": []}
+    runs = list(earlier["runs"])
     for spec in args.run:
         label, sep, folder = spec.partition("=")
         if not sep or not Path(folder).is_dir():
             raise PathEvalError(f"--run {spec!r} is not LABEL=DIR with an existing DIR: give e.g. retrain1=logs/")
         runs += collect(label, Path(folder))
-    out = {"machine": args.machine, "command": "python -m training.runs " +
+    seen: set[tuple[str, str]] = set()
+    for run in runs:
+        if (run["run"], run["name"]) in seen:
+            raise PathEvalError(f"run {run['name']} of {run['run']!r} is given twice (in --extend's file or "
+                                "two --run folders): give each call's folder once, under a label of its own")
+        seen.add((run["run"], run["name"]))
+    out = {"machine": args.machine or earlier.get("machine", ""), "command": "python -m training.runs " +
+           (f"--extend {args.extend} " if args.extend else "") +
            " ".join(f"--run {spec}" for spec in args.run) + f" --out {args.out}",
+           **({"earlier_commands": earlier["earlier_commands"]} if args.extend else {}),
            "summary": summarize(runs), "runs": runs}
     text = (json.dumps(out, indent=1) + "\n").encode()
     Path(args.out).write_bytes(lzma.compress(text) if args.out.endswith(".xz") else text)
     for row in out["summary"]:
         print(row["task"], row["variant"], row["layers"], row["mqrar_n"], row["planned_steps"], row["finished"], row["steps"], row["runs"],
               {name: round(value["mean"], 4) for name, value in row["scores"].items()})
+
+
+def extended(path: Path) -> dict:
+    """An earlier output's machine and runs, and every command that built it (its own last)."""
+    if not path.is_file():
+        raise PathEvalError(f"--extend {path}: no such file; give an earlier output of training.runs")
+    data = load(path)
+    if "runs" not in data or "command" not in data:
+        raise PathEvalError(f"--extend {path} is not an output of training.runs (no runs or command)")
+    return {"machine": data["machine"], "runs": data["runs"],
+            "earlier_commands": [*data.get("earlier_commands", []), data["command"]]}
 
 
 # ---------------------------------------------------------------- docs/zoo.md

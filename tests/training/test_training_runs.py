@@ -152,3 +152,42 @@ def test_the_mqrar_plan_progress_names_every_seed_and_n_still_to_train(tmp_path)
     (trials / "mqrar_4000_steps.json.xz").write_bytes(lzma.compress(json.dumps(
         {"machine": "a GPU", "summary": summarize(everything), "runs": everything}).encode()))
     assert render_mqrar_4000_steps(tmp_path).endswith("Trained so far: 12 of the plan's 12 (seed, N) calls.")
+
+
+def test_extend_adds_a_later_calls_runs_to_an_earlier_file_without_its_folders(tmp_path, monkeypatch):
+    """A plan's earlier calls are read from the committed file (their folders are gone); the summary is
+    recomputed over all runs, every command kept; a run given twice is one error."""
+    import shutil
+    import sys
+
+    from benchmarks.markdown import load
+    from training import runs
+
+    def call(folder, seed, token):
+        card = {"task": "mqrar", "variant": "path", "layers": 2, "batch_windows": 64, "seed": seed, "steps": 40,
+                "planned_steps": 40, "tokens": 40 * 64 * 768, "stopped_at_deadline": False, "data": {"n": 1},
+                "accuracy": {"sequences": 64, "token_accuracy": token, "sequence_accuracy": 0.0, "final_accuracy": 0.0},
+                "command": "python -m training.train ...", "git_revision": "abc1234"}
+        (folder / f"mqrar1_path_s{seed}").mkdir(parents=True)
+        (folder / f"mqrar1_path_s{seed}" / "model_card.json").write_text(json.dumps(card))
+
+    def main(*argv):
+        monkeypatch.setattr(sys, "argv", ["runs", *argv])
+        runs.main()
+
+    out = tmp_path / "plan.json.xz"
+    call(tmp_path / "first", 0, 0.25)
+    main("--run", f"s0={tmp_path / 'first'}", "--machine", "GPU A", "--out", str(out))
+    first_command = load(out)["command"]
+    shutil.rmtree(tmp_path / "first")
+    call(tmp_path / "second", 1, 0.75)
+    main("--extend", str(out), "--run", f"s1={tmp_path / 'second'}", "--out", str(out))
+    data = load(out)
+    assert [(run["run"], run["seed"]) for run in data["runs"]] == [("s0", 0), ("s1", 1)]
+    assert data["machine"] == "GPU A" and data["earlier_commands"] == [first_command]
+    assert data["command"].startswith(f"python -m training.runs --extend {out} --run s1=")
+    assert data["summary"][0]["runs"] == 2 and data["summary"][0]["scores"]["token_accuracy"]["mean"] == 0.5
+    with pytest.raises(PathEvalError, match="given twice"):
+        main("--extend", str(out), "--run", f"s1={tmp_path / 'second'}", "--out", str(out))
+    with pytest.raises(PathEvalError, match="no such file"):
+        main("--extend", str(tmp_path / "missing.json"), "--run", f"s1={tmp_path / 'second'}", "--out", str(out))
