@@ -51,9 +51,12 @@
 # process; tests marked with one xdist_group, such as the ~20 GB offset tests, share a worker). Their time is mostly Triton
 # compiling, on the CPU; no test is timed. With workers, each test's printed lines
 # (rel err, graph vs eager) reach the log through -rA at the end, so a step cut by its limit logs only its progress.
-#   bash benchmarks/gpu_session.sh cuda-tests parity extrapolation
+# REVISION= the commit sent (computed where the call starts): the runs' records name it, since the host's
+# copy of .git can lag behind the files it was sent.
+#   REVISION=abc1234 bash benchmarks/gpu_session.sh cuda-tests parity extrapolation
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+[ -z "${REVISION:-}" ] || export PATH_EVAL_GIT_REVISION=$REVISION
 stamp() { echo "[$(date +%T)] $*"; }
 gpu_tag() {  # h100 or h200 from the first GPU's name, else gpu: names a record by its machine
   local tag; tag=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -o -i -m1 'h[0-9]00' | head -1)

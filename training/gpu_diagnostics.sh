@@ -41,6 +41,8 @@ case "$ONLY" in ""|a5|mqrar) ;; *) echo "ONLY=$ONLY: give a5, mqrar or nothing (
   echo "PAUSE_AFTER=$PAUSE_AFTER needs STEPS (the budget it splits)"; exit 2; }
 only="${ONLY:+--only $ONLY} --seeds $SEEDS --ns $NS"
 export OMP_NUM_THREADS=1 TRITON_CACHE_AUTOTUNING=1  # our kernels tune once, every suite process reads it
+# the suite's records name REVISION too: the host's copy of .git can lag behind the files it was sent
+[ "$REVISION" = unknown ] || export PATH_EVAL_GIT_REVISION=$REVISION
 stamp() { echo "[$(date +%T) +${SECONDS}s] $*"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 if [ "$ONLY" != mqrar ]; then

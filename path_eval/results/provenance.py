@@ -2,6 +2,7 @@
 identity, which they extend, is `path_eval.models.identity`'s)."""
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -12,11 +13,18 @@ from path_eval.version import __version__
 REPO = Path(__file__).resolve().parents[2]
 
 
+REVISION_VARIABLE = "PATH_EVAL_GIT_REVISION"
+
+
 def git_revision() -> str | None:
     """HEAD of the harness checkout, with '+dirty' when it has uncommitted changes; None when the
     package is not a checkout of its own (an installed wheel, even one inside some other repository).
-    Read-only (`--no-optional-locks`): a `git status` that refreshes the index takes
-    `.git/index.lock`, and a git command run meanwhile in the same checkout fails on it."""
+    `$PATH_EVAL_GIT_REVISION`, when set, is taken instead: a copy of the tree sent to another machine
+    can carry a `.git` older than its files, whose HEAD would name the wrong commit, and the sender
+    knows the right one. Read-only (`--no-optional-locks`): a `git status` that refreshes the index
+    takes `.git/index.lock`, and a git command run meanwhile in the same checkout fails on it."""
+    if os.environ.get(REVISION_VARIABLE, "").strip():
+        return os.environ[REVISION_VARIABLE].strip()
     git = ["git", "--no-optional-locks", "-C", str(REPO)]
     try:
         head = subprocess.run([*git, "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True,

@@ -46,3 +46,12 @@ def test_none_for_a_package_inside_another_repository(checkout, monkeypatch):
     site.mkdir(parents=True)
     monkeypatch.setattr(provenance, "REPO", site)
     assert provenance.git_revision() is None
+
+
+def test_the_callers_revision_overrides_a_lagging_git(checkout, monkeypatch):
+    """A tree sent to a GPU host whose .git is older than its files: the sender names the commit."""
+    monkeypatch.setattr(provenance, "REPO", checkout)
+    monkeypatch.setenv(provenance.REVISION_VARIABLE, " e8ab1ee ")
+    assert provenance.git_revision() == "e8ab1ee"
+    monkeypatch.setenv(provenance.REVISION_VARIABLE, "")  # empty: git decides
+    assert provenance.git_revision() == git(checkout, "rev-parse", "HEAD")
