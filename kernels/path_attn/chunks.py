@@ -166,12 +166,13 @@ def naive_super_chunk_transport(transport: Transport, size: int, count: int) -> 
 
 
 def super_chunk_gates(g: torch.Tensor, tokens: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """g [B, T, HQ] log gates -> each key's sum to its super-chunk end (over (j, end]) [B, count, tokens, HQ]
+    """g [B, T, HQ] log gates -> each key's sum to its super-chunk end (over (j, end]) [B, count, HQ, tokens]
     and each super-chunk's total [B, count, HQ], for the first `count` super-chunks of `tokens` tokens:
-    summed inside each super-chunk only, never along the whole segment."""
+    summed inside each super-chunk only, never along the whole segment. Tokens innermost: the coarse
+    walk reads one head's sums for a block of consecutive keys, one contiguous load."""
     per_super = g[:, :count * tokens].unflatten(1, (count, tokens))   # [B, count, tokens, HQ]
     to_end = gates_to_end(per_super.flatten(0, 1)).unflatten(0, (g.shape[0], count))
-    return to_end.contiguous(), per_super.sum(2).contiguous()
+    return to_end.transpose(2, 3).contiguous(), per_super.sum(2).contiguous()
 
 
 def transport_state(transport: Transport, past_k: torch.Tensor | None, T: int) -> torch.Tensor:

@@ -77,7 +77,7 @@ def _path_attn_fwd(
     sg_b, sg_h, sg_n, sg_g, sg_c,
     sks_b, sks_h, sks_t,
     sus_b, sus_h, sus_n,
-    sge_b, sge_n, sge_t,
+    sge_b, sge_n, sge_h, sge_t,
     sgt_b, sgt_n,
     skok_b,
     skc_b, skc_t, skc_h,
@@ -201,7 +201,7 @@ def _path_attn_fwd(
                     kb = tl.load(ks_base + key_pos[:, None] * sks_t + d[None, :])
                     sb = tl.dot(r_op, tl.trans(kb), input_precision=DOT_PREC)
                     if GATE:
-                        gkb = tl.load(GE + b * sge_b + sc * sge_n + pos * sge_t + hq)
+                        gkb = tl.load(GE + b * sge_b + sc * sge_n + hq * sge_h + pos * sge_t)
                         sb += row_gate[:, None] + (gkb * gate_to_score)[None, :]
                     if KEY_MASK:
                         sb = tl.where((tl.load(KOK + b * skok_b + key_pos) != 0)[None, :], sb, MASKED)
@@ -382,7 +382,7 @@ def path_attention(q, k, v, *, scale: float, w=None, beta=None, g=None, gate_sca
 class Coarse:
     """The coarse walk's inputs: `size` chunks per super-chunk; keys at their super-chunk end k
     [B, H, count * size * C, D] and U [B, H, count, D, D] in the input dtype (rounded once, from
-    float32); for gates, each key's log-gate sum to its super-chunk end g_end [B, count, size * C, HQ]
+    float32); for gates, each key's log-gate sum to its super-chunk end g_end [B, count, HQ, size * C]
     and each super-chunk's total g_total [B, count, HQ], float32."""
 
     size: int
@@ -481,7 +481,7 @@ def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gat
         sg[0], sg[1], sg[2], sg[3], sg[4],
         sks[0], sks[1], sks[2],
         sus[0], sus[1], sus[2],
-        sge[0], sge[1], sge[2],
+        sge[0], sge[1], sge[2], sge[3],
         sgt[0], sgt[1],
         kok.stride(0),
         kc.stride(0), kc.stride(1), kc.stride(2),
