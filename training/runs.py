@@ -76,14 +76,32 @@ def collect(label: str, folder: Path) -> list[dict]:
             for (card, curve), name in found]
 
 
+GROUP_FIELDS = ("task", "variant", "layers", "mqrar_n", "batch", "planned_steps", "finished")
+
+
+def group_of(run_or_row: dict) -> tuple:
+    """What a summary row shares with its runs (a run and its row carry these fields alike)."""
+    return tuple(run_or_row.get(field) for field in GROUP_FIELDS)  # summaries before MQRAR have no mqrar_n
+
+
+def late_loss(curve: list[dict]) -> str:
+    """The training loss at the last logged step and its change over the last quarter of the steps
+    ("-" without a curve): a loss still falling steeply at the end marks a model stopped while it
+    learned, whose accuracy a longer budget may change; a flat one has converged or stalled."""
+    if not curve:
+        return "-"
+    end = curve[-1]
+    quarter_back = next(point for point in curve if point["step"] >= 0.75 * end["step"])
+    return f"{end['loss']:.2f} ({end['loss'] - quarter_back['loss']:+.2f})"
+
+
 def summarize(runs: list[dict]) -> list[dict]:
     """Mean, min and max of each score per task, variant, depth, MQRAR's N, batch, planned budget and
     whether the runs finished it (a run stopped at its deadline keeps its own group, with the steps it
     reached)."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["task"], run["variant"], run["layers"], run["mqrar_n"], run["batch"],
-                           run["planned_steps"], run["finished"]), []).append(run)
+        groups.setdefault(group_of(run), []).append(run)
     return [{"task": task, "variant": variant, "layers": layers, "mqrar_n": n, "batch": batch,
              "planned_steps": planned, "finished": finished,
              "steps": [min(r["steps"] for r in group), max(r["steps"] for r in group)], "runs": len(group),
@@ -192,8 +210,12 @@ def render_diagnostic_training(results: Path, trial_name: str | None, runs_name:
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
     column, key, held_out_set = {"a5": ("layers", "layers", "at k = 20 (4096 words)"),
                                  "mqrar": ("N", "mqrar_n", "(4096 sequences of 768 tokens)")}[task]
+    def late_losses(row):
+        runs = sorted((run for run in data["runs"] if group_of(run) == group_of(row)), key=lambda run: run["seed"])
+        return ", ".join(f"s{run['seed']} {late_loss(run.get('curve', []))}" for run in runs)
+
     rows = [[row["variant"], str(row[key]), str(row["steps"][0]), str(row["runs"]),
-             *(spread(row["scores"][name]) for name in tagging.METRICS)]
+             *(spread(row["scores"][name]) for name in tagging.METRICS), late_losses(row)]
             for row in data["summary"] if row["task"] == task]
     if trial_name is None:
         origin = f"From {source(runs_path, results)}. Machine: {data['machine']}."
@@ -208,8 +230,11 @@ def render_diagnostic_training(results: Path, trial_name: str | None, runs_name:
                       f"start to the last card (imports, compiling, {trial_steps(trial)}, the held-out evaluation); "
                       f"a step of {step}, each process among {trial['concurrent']}: {steps}.")
     return "\n\n".join([origin, trial_line,
-                         f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds:",
-                         table(["variant", column, "steps", "seeds", "token", "sequence", "final"], rows)])
+                         f"Held-out accuracy {held_out_set} after the budget, mean [min, max] over seeds; "
+                         "the training loss at the last step, and its change over the last quarter of the "
+                         "steps, by seed (a steep fall: still learning when the budget ended):",
+                         table(["variant", column, "steps", "seeds", "token", "sequence", "final",
+                                "loss at the end (last quarter)"], rows)])
 
 
 def trial_steps(trial: dict) -> str:

@@ -191,3 +191,27 @@ def test_extend_adds_a_later_calls_runs_to_an_earlier_file_without_its_folders(t
         main("--extend", str(out), "--run", f"s1={tmp_path / 'second'}", "--out", str(out))
     with pytest.raises(PathEvalError, match="no such file"):
         main("--extend", str(tmp_path / "missing.json"), "--run", f"s1={tmp_path / 'second'}", "--out", str(out))
+
+
+def test_the_late_loss_column_shows_who_was_still_learning_by_seed(tmp_path):
+    """The loss at the last logged step and its change since the first point of the last quarter,
+    worked by hand; a run without a curve shows "-"; each row lists its own group's seeds in order."""
+    from training.runs import late_loss, render_diagnostic_training
+
+    falling = [{"step": s, "loss": 8.0 - s / 1000} for s in range(100, 4001, 100)]  # 7.9 ... 4.0
+    flat = [{"step": s, "loss": 7.5} for s in range(100, 4001, 100)]
+    assert late_loss(falling) == "4.00 (-1.00)"  # 4.0 at 4000 against 5.0 at 3000
+    assert late_loss(flat) == "7.50 (+0.00)" and late_loss([]) == "-"
+    assert late_loss([{"step": 50, "loss": 2.0}, {"step": 90, "loss": 1.5}]) == "1.50 (+0.00)"  # 90: its own quarter
+
+    def run(n, seed, curve):
+        return {"run": "call", "task": "mqrar", "variant": "path", "layers": 2, "mqrar_n": n, "batch": 64,
+                "seed": seed, "steps": 4000, "planned_steps": 4000, "finished": True, "curve": curve,
+                "scores": {name: 0.5 for name in ("token_accuracy", "sequence_accuracy", "final_accuracy")}}
+    runs = [run(2, 1, falling), run(2, 0, flat), run(3, 0, [])]
+    trials = tmp_path / "state_tracking" / "trials"
+    trials.mkdir(parents=True)
+    (trials / "runs.json").write_text(json.dumps({"machine": "a GPU", "summary": summarize(runs), "runs": runs}))
+    text = render_diagnostic_training(tmp_path, None, "runs.json", "mqrar")
+    assert "| path | 2 | 4000 | 2 | 50% [50%, 50%] | 50% [50%, 50%] | 50% [50%, 50%] | s0 7.50 (+0.00), s1 4.00 (-1.00) |" in text
+    assert "| path | 3 | 4000 | 1 | 50% [50%, 50%] | 50% [50%, 50%] | 50% [50%, 50%] | s0 - |" in text
