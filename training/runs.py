@@ -210,6 +210,7 @@ def render_diagnostic_training(results: Path, trial_name: str | None, runs_name:
     batches = " or ".join(sorted({str(row["batch"]) for row in data["summary"]}))
     column, key, held_out_set = {"a5": ("layers", "layers", "at k = 20 (4096 words)"),
                                  "mqrar": ("N", "mqrar_n", "(4096 sequences of 768 tokens)")}[task]
+
     def late_losses(row):
         runs = sorted((run for run in data["runs"] if group_of(run) == group_of(row)), key=lambda run: run["seed"])
         return ", ".join(f"s{run['seed']} {late_loss(run.get('curve', []))}" for run in runs)

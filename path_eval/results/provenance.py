@@ -23,8 +23,9 @@ def git_revision() -> str | None:
     can carry a `.git` older than its files, whose HEAD would name the wrong commit, and the sender
     knows the right one. Read-only (`--no-optional-locks`): a `git status` that refreshes the index
     takes `.git/index.lock`, and a git command run meanwhile in the same checkout fails on it."""
-    if os.environ.get(REVISION_VARIABLE, "").strip():
-        return os.environ[REVISION_VARIABLE].strip()
+    given = os.environ.get(REVISION_VARIABLE, "").strip()
+    if given:
+        return given
     git = ["git", "--no-optional-locks", "-C", str(REPO)]
     try:
         head = subprocess.run([*git, "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True,
