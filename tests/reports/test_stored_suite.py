@@ -77,15 +77,22 @@ def test_old_runs_without_suite_json_use_the_built_in_suite(copied_run, tmp_path
     assert "ruler: RULER" in out and "niah_single_1 string_match_all" in out and "My single" not in out
 
 
-@pytest.mark.parametrize("run", sorted(p.name for p in (ROOT / "results" / "zoo" / "study").iterdir()
-                                       if (p / "suite.json").is_file()))
+COMMITTED_RUNS = sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "results").rglob("suite.json"))
+
+
+def test_the_committed_run_folders_are_found():
+    """The test below reads every committed run folder; one found nowhere would make it pass empty."""
+    assert {"results/zoo/study/gpu/path", "results/state_tracking/mqrar_4000"} <= set(COMMITTED_RUNS)
+
+
+@pytest.mark.parametrize("run", COMMITTED_RUNS)
 def test_older_run_folders_suite_json_load_as_written(run):
     """Committed run folders store every built-in kind's key, null but the task's own: each task reads
     as the kind of its one non-null key, with those options, and writing it again loses nothing."""
     from path_eval.kinds import KINDS
     from path_eval.suites import SuiteSpec
 
-    folder = ROOT / "results" / "zoo" / "study" / run
+    folder = ROOT / run
     stored = json.loads((folder / "suite.json").read_text())
     suite = SuiteSpec.model_validate(stored)
     for raw, task in zip(stored["tasks"], suite.tasks):
