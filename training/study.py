@@ -251,7 +251,7 @@ def main() -> None:
 # ---------------------------------------------------------------- docs/zoo.md
 
 # results/state_tracking/: the suite's parts, one run each (A5: a device call per seed, depths 1-2 and 3-4)
-STATE_TRACKING_RUNS = ("a5_s0_L12", "a5_s0_L34", "a5_s1_L12", "a5_s1_L34", "a5_s2_L12", "a5_s2_L34", "mqrar",
+STATE_TRACKING_RUNS = ("a5_s0_L12", "a5_s0_L34", "a5_s1_L12", "a5_s1_L34", "a5_s2_L12", "a5_s2_L34", "mqrar_4000",
                        "flipflop")
 
 
