@@ -43,6 +43,7 @@ BLOCKS = {
     "figure 1": kernels.render_figure1,
     "first forwards": kernels.render_first_forwards,
     "coarse walk": kernels.render_coarse_walk,
+    "fox overhead": kernels.render_fox_overhead,
     "transition kernel": transition_ablation.render_transition_ablation,
     "launch configurations": launch_configs.render_launch_configs,
     "decoding launch": launch_configs.render_decode_launch_configs,

@@ -534,6 +534,44 @@ def coarse_walk(records: list[dict]) -> str | None:
                  + [f"prep S={s} ms" for s in sizes], rows)
 
 
+FOX_OVERHEAD_TARGET = 0.15  # issue 47: PaTH-FoX's forward within 15% of PaTH's
+
+
+def fox_overhead_table(runs: list[list[dict]]) -> str:
+    """PaTH-FoX's forward time over PaTH's, per (D, T) and per run (each run one process, so each ratio
+    is from one session), against the 15% target; a shape a run did not time is '-'."""
+    def ms(records, op, d, t):
+        return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, "path-eval", d, t)), None)
+
+    def joined(values, fmt):
+        return " / ".join("-" if v is None else fmt(v) for v in values)
+
+    shapes = sorted({(r["D"], r["T"]) for records in runs for r in records if r["op"] == "path_fox_fwd"})
+    rows = []
+    for d, t in shapes:
+        path = [ms(records, "path_fwd", d, t) for records in runs]
+        fox = [ms(records, "path_fox_fwd", d, t) for records in runs]
+        over = [None if a is None or b is None else b / a - 1 for a, b in zip(path, fox)]
+        timed = [o for o in over if o is not None]
+        within = sum(o <= FOX_OVERHEAD_TARGET for o in timed)
+        verdict = "yes" if within == len(timed) else "no" if within == 0 else f"in {within} of {len(timed)} runs"
+        rows.append([str(d), kilo(t), joined(path, "{:.2f}".format), joined(fox, "{:.2f}".format),
+                     joined(over, lambda o: f"{100 * o:+.1f}%"), verdict])
+    runs_named = " / ".join(f"run {i + 1}" for i in range(len(runs)))
+    return markdown_table(["D", "T", f"PaTH ms ({runs_named})", f"PaTH-FoX ms ({runs_named})",
+                           f"PaTH-FoX over PaTH ({runs_named})", f"within {100 * FOX_OVERHEAD_TARGET:.0f}%"], rows)
+
+
+def render_fox_overhead(results: Path) -> str:
+    parts = []
+    for path in sorted((results / "bench").glob("fox_overhead_*.json")):
+        data = load(path)
+        commands = "; ".join(f"run {i + 1}: `{run['command']}`" for i, run in enumerate(data["runs"]))
+        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; {commands}.",
+                  fox_overhead_table([run["records"] for run in data["runs"]])]
+    return "\n\n".join(parts)
+
+
 def chunked_prefill_table(records: list[dict]) -> str:
     one_pass = {(r["D"], r["H"], r["T"]): r for r in records if r["op"] == "path_fwd_one_pass"}
     rows = []

@@ -130,6 +130,22 @@ def test_a_super_chunk_sweep_gets_its_table():
     assert "| PaTH-FoX forward | 128 | 16K | 33.00 | 22.00 | - | 4 | 1.50x | - | - | 0.36x | 9.50 | 12.25 | - |" in text
 
 
+def test_fox_overhead_is_per_run_against_the_target():
+    def rec(op, D, T, ms):
+        return dict(op=op, impl="path-eval", B=65536 // T, H=8192 // D, T=T, D=D, dtype="bfloat16", ms=ms)
+
+    first = [rec("path_fwd", 64, 8192, 10.0), rec("path_fox_fwd", 64, 8192, 11.0),
+             rec("path_fwd", 64, 32768, 20.0), rec("path_fox_fwd", 64, 32768, 24.0)]
+    second = [rec("path_fwd", 64, 8192, 10.0), rec("path_fox_fwd", 64, 8192, 12.0),
+              rec("path_fwd", 64, 32768, 20.0), rec("path_fox_fwd", 64, 32768, 23.2),
+              rec("path_fwd", 128, 8192, 10.0), rec("path_fox_fwd", 128, 8192, 11.4),
+              rec("path_fwd", 128, 8192, 99.0) | {"impl": "fla"}]
+    text = kernels.fox_overhead_table([first, second])
+    assert "| 64 | 8K | 10.00 / 10.00 | 11.00 / 12.00 | +10.0% / +20.0% | in 1 of 2 runs |" in text
+    assert "| 64 | 32K | 20.00 / 20.00 | 24.00 / 23.20 | +20.0% / +16.0% | no |" in text
+    assert "| 128 | 8K | - / 10.00 | - / 11.40 | - / +14.0% | yes |" in text  # fla's row unread
+
+
 def test_forward_autotune_table_ranks_configs_against_each_variants_fastest():
     records = [{"case": "a", "first_call_s": 3.0, "ms_by_config": {"w4": 2.0, "w8": 5.0}},
                {"case": "b", "first_call_s": 4.0, "ms_by_config": {"w4": 3.0, "w8": 1.5}},
