@@ -18,9 +18,9 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks import (beta_near_two, block_rows, coarse_loop, data_parallel, end_to_end, extrapolation_speed,
-                        fixed_cost, fla_parity, forward_autotune, freezing, generation, kernels, launch_configs, scoring_profile,
-                        transition_ablation)
+from benchmarks import (beta_near_two, block_rows, cli_start, coarse_loop, data_parallel, end_to_end,
+                        extrapolation_speed, fixed_cost, fla_parity, forward_autotune, freezing, generation, kernels,
+                        launch_configs, scoring_profile, transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
 from training import retrain, runs, study
@@ -57,6 +57,7 @@ BLOCKS = {
     "scoring profile": scoring_profile.render_scoring_profile,
     "end to end": end_to_end.render_end_to_end,
     "fixed cost": fixed_cost.render_fixed_cost,
+    "cli start": cli_start.render_cli_start,
     "freezing": freezing.render_freezing,
     "freezing processes": freezing.render_freezing_processes,
     "beta near two": beta_near_two.render_beta_near_two,

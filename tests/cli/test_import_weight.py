@@ -2,38 +2,17 @@
 refusal of bad arguments import none of torch, transformers, lm-eval, datasets or triton (seconds of
 imports on a small CPU, which the first second of a command has no use for). Read from Python's own
 `-X importtime` report of each command, so an import made anywhere on the way (a module's top, a
-function called early) counts, not only the modules the test thinks of."""
+function called early) counts, not only the modules the test thinks of. The invocations are those
+benchmarks/cli_start.py times."""
 import subprocess
 import sys
 
 import pytest
 
-from path_eval.cli import build_parser
+from benchmarks.cli_start import REFUSALS, help_commands
 from tests.helpers import ROOT
 
 HEAVY = ("torch", "transformers", "lm_eval", "datasets", "triton")
-COMMANDS = build_parser()._subparsers._group_actions[0].choices
-
-REFUSALS = [
-    ["run", "--suite", "no_such_suite", "--model", "zoo"],
-    ["run", "--suite", "ci", "--model", "zoo", "--tasks", "no_such_task"],
-    ["run", "--suite", "ci", "--model", "zoo", "--lengths", "abc"],
-    ["run", "--suite", "ci", "--model", "zoo", "--batch-size", "0"],
-    ["run", "--suite", "ci", "--model", "zoo", "--device", "tpu"],
-    ["run", "--suite", "ci", "--model", "zoo", "--attention", "no_such_backend"],
-    ["run", "--suite", "ci", "--model", "zoo", "--dtype", "float7"],
-    ["run", "--suite", "ci", "--model", "zoo:no_such_model"],
-    ["run", "--suite", "ci", "--model", "/no/such/checkpoint"],
-    ["run", "--suite", "ci", "--model", "zoo", "--out", "/dev/null"],
-    ["run", "--suite", "ruler", "--model", "zoo", "--data-dir", "/no/such/folder"],
-    ["download", "--suite", "no_such_suite"],
-    ["report", "/no/such/run"],
-    ["check", "/no/such/results.json", "/no/such/baseline.json"],
-    ["compare", "/no/such/run", "/no/such/other"],
-    ["rescore", "/no/such/run"],
-    ["inspect", "/no/such/checkpoint"],
-    ["generate", "--model", "/no/such/checkpoint", "--prompt", "hi"],
-]
 
 
 def heavy_imports(*arguments: str) -> tuple[int, str, list[str]]:
@@ -59,7 +38,7 @@ def test_list_imports_nothing_heavy():
     assert heavy == []
 
 
-@pytest.mark.parametrize("command", [None, *[name for name in COMMANDS if name != "lm-eval"]])  # lm-eval's help is lm-eval's
+@pytest.mark.parametrize("command", help_commands())
 def test_help_imports_nothing_heavy(command):
     code, errors, heavy = heavy_imports(*([command] if command else []), "--help")
     assert code == 0, errors
