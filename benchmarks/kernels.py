@@ -31,6 +31,7 @@ from path_eval.kernels.path_attn.fwd import default_super_chunks, path_attention
 from path_eval.kernels.path_attn.prep import prepare_path
 from path_eval.models.attention import AttentionInputs, torch_backend
 from path_eval.numerics import relative_error
+from path_eval.results.provenance import git_revision
 from benchmarks.markdown import kernel_source, kilo, load, ratio, sci, table as markdown_table
 
 TOKENS = 65536
@@ -378,7 +379,7 @@ def main(argv=None) -> None:
     import triton
     out = {"machine": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
            "command": "python -m benchmarks.kernels " + " ".join(argv or __import__("sys").argv[1:]),
-           "records": []}
+           "revision": git_revision(), "records": []}
     try:
         import fla
         out["fla"] = fla.__version__
@@ -546,7 +547,8 @@ def fox_overhead_table(runs: list[list[dict]]) -> str:
     def joined(values, fmt):
         return " / ".join("-" if v is None else fmt(v) for v in values)
 
-    shapes = sorted({(r["D"], r["T"]) for records in runs for r in records if r["op"] == "path_fox_fwd"})
+    shapes = sorted({(r["D"], r["T"]) for records in runs for r in records
+                     if r["op"] == "path_fox_fwd" and r["impl"] == "path-eval"})
     rows = []
     for d, t in shapes:
         path = [ms(records, "path_fwd", d, t) for records in runs]
@@ -554,7 +556,8 @@ def fox_overhead_table(runs: list[list[dict]]) -> str:
         over = [None if a is None or b is None else b / a - 1 for a, b in zip(path, fox)]
         timed = [o for o in over if o is not None]
         within = sum(o <= FOX_OVERHEAD_TARGET for o in timed)
-        verdict = "yes" if within == len(timed) else "no" if within == 0 else f"in {within} of {len(timed)} runs"
+        verdict = ("-" if not timed else "yes" if within == len(timed) else "no" if within == 0
+                   else f"in {within} of {len(timed)} runs")
         rows.append([str(d), kilo(t), joined(path, "{:.2f}".format), joined(fox, "{:.2f}".format),
                      joined(over, lambda o: f"{100 * o:+.1f}%"), verdict])
     runs_named = " / ".join(f"run {i + 1}" for i in range(len(runs)))
@@ -563,13 +566,16 @@ def fox_overhead_table(runs: list[list[dict]]) -> str:
 
 
 def render_fox_overhead(results: Path) -> str:
+    """Each results/bench/fox_overhead_*.json: the outputs of `benchmarks.kernels --parts forward --ops
+    path_fwd,path_fox_fwd`, one per run, kept whole under `runs` beside the revision they ran at."""
     parts = []
     for path in sorted((results / "bench").glob("fox_overhead_*.json")):
         data = load(path)
         commands = "; ".join(f"run {i + 1}: `{run['command']}`" for i, run in enumerate(data["runs"]))
         parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; {commands}.",
                   fox_overhead_table([run["records"] for run in data["runs"]])]
-    return "\n\n".join(parts)
+    return "\n\n".join(parts) or ("No record yet (`results/bench/fox_overhead_*.json`): the outputs of `python -m "
+                                   "benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd` on a GPU host.")
 
 
 def chunked_prefill_table(records: list[dict]) -> str:

@@ -6,10 +6,15 @@ from benchmarks import cli_start
 
 
 def test_invocations_cover_list_every_help_and_every_refusal():
-    kinds = [kind for kind, _, _ in cli_start.invocations()]
-    assert kinds.count("list") == 1
-    assert kinds.count("help") == len(cli_start.help_commands()) > 5
-    assert kinds.count("refusal") == len(cli_start.REFUSALS)
+    timed = cli_start.invocations()
+    assert ("list", ["list"], 0) in timed
+    for command in ("run", "report", "check", "compare", "download", "list", "generate"):
+        assert ("help", [command, "--help"], 0) in timed
+    assert ("help", ["--help"], 0) in timed
+    assert not any(arguments[0] == "lm-eval" for _, arguments, _ in timed)  # its help is lm-eval's
+    refusals = [(arguments, code) for kind, arguments, code in timed if kind == "refusal"]
+    assert len(refusals) >= 15 and all(code == 2 for _, code in refusals)
+    assert (["report", "/no/such/run"], 2) in refusals
 
 
 def test_one_invocation_is_timed_with_its_exit_code():

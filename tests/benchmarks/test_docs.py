@@ -139,11 +139,15 @@ def test_fox_overhead_is_per_run_against_the_target():
     second = [rec("path_fwd", 64, 8192, 10.0), rec("path_fox_fwd", 64, 8192, 12.0),
               rec("path_fwd", 64, 32768, 20.0), rec("path_fox_fwd", 64, 32768, 23.2),
               rec("path_fwd", 128, 8192, 10.0), rec("path_fox_fwd", 128, 8192, 11.4),
-              rec("path_fwd", 128, 8192, 99.0) | {"impl": "fla"}]
+              rec("path_fwd", 128, 8192, 99.0) | {"impl": "fla"},
+              rec("path_fwd", 128, 4096, 9.0), rec("path_fox_fwd", 128, 4096, 99.0) | {"impl": "fla"},
+              rec("path_fox_fwd", 64, 65536, 60.0)]
     text = kernels.fox_overhead_table([first, second])
     assert "| 64 | 8K | 10.00 / 10.00 | 11.00 / 12.00 | +10.0% / +20.0% | in 1 of 2 runs |" in text
     assert "| 64 | 32K | 20.00 / 20.00 | 24.00 / 23.20 | +20.0% / +16.0% | no |" in text
     assert "| 128 | 8K | - / 10.00 | - / 11.40 | - / +14.0% | yes |" in text  # fla's row unread
+    assert "| 64 | 64K | - / - | - / 60.00 | - / - | - |" in text  # PaTH untimed: no verdict
+    assert "| 128 | 4K |" not in text  # fla's PaTH-FoX alone names no shape
 
 
 def test_forward_autotune_table_ranks_configs_against_each_variants_fastest():

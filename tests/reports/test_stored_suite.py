@@ -77,15 +77,20 @@ def test_old_runs_without_suite_json_use_the_built_in_suite(copied_run, tmp_path
     assert "ruler: RULER" in out and "niah_single_1 string_match_all" in out and "My single" not in out
 
 
-COMMITTED_RUNS = sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "results").rglob("suite.json"))
+RUN_FOLDERS = sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "results").rglob("suite.json"))
 
 
-def test_the_committed_run_folders_are_found():
-    """The test below reads every committed run folder; one found nowhere would make it pass empty."""
-    assert {"results/zoo/study/gpu/path", "results/state_tracking/mqrar_4000"} <= set(COMMITTED_RUNS)
+def test_every_committed_run_folder_is_found():
+    """The test below reads every run folder under results/; were the glob to miss them (as one over
+    results/zoo/study/* did once the study moved under gpu/), it would be skipped, not fail."""
+    from training.study import STATE_TRACKING_RUNS, study_parts
+
+    expected = {f"results/state_tracking/{part}" for part in STATE_TRACKING_RUNS}
+    expected |= {str(folder.relative_to(ROOT)) for folder in study_parts(ROOT / "results").values()}
+    assert len(expected) >= 13 and expected <= set(RUN_FOLDERS)
 
 
-@pytest.mark.parametrize("run", COMMITTED_RUNS)
+@pytest.mark.parametrize("run", RUN_FOLDERS)
 def test_older_run_folders_suite_json_load_as_written(run):
     """Committed run folders store every built-in kind's key, null but the task's own: each task reads
     as the kind of its one non-null key, with those options, and writing it again loses nothing."""
