@@ -477,12 +477,14 @@ def forward_speed_table(records: list[dict]) -> str:
                  + ["ours / best SDPA (PaTH / PaTH-FoX)", "ours / fla (PaTH / PaTH-FoX)", "prep ms"], rows)
 
 
+def record_ms(records: list[dict], op: str, impl: str, d: int, t: int) -> float | None:
+    """The one record's ms of `op` by `impl` at head dim d and T tokens; None when not timed."""
+    return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, impl, d, t)), None)
+
+
 def forward_targets_table(data: dict) -> str:
     """PaTH and PaTH-FoX forward ms per (D, T) at the record's revision and at each of its
     `earlier_runs`, fla's and the faster SDPA's, and the speed ratios that issue 18's targets name."""
-    def ms(records, op, impl, d, t):
-        return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, impl, d, t)), None)
-
     def cell(v):
         return "-" if v is None else f"{v:.2f}"
 
@@ -491,11 +493,11 @@ def forward_targets_table(data: dict) -> str:
     for op in ("path_fwd", "path_fox_fwd"):
         shapes = sorted({(r["D"], r["T"]) for r in data["records"] if r["op"] == op}, key=lambda s: (-s[0], s[1]))
         for d, t in shapes:
-            ours = ms(data["records"], op, "path-eval", d, t)
-            fla = ms(data["records"], op, "fla", d, t)
-            sdpa = min(v for v in (ms(data["records"], "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash"))
-                       if v is not None)
-            before = [ms(run["records"], op, "path-eval", d, t) for run in earlier]
+            ours = record_ms(data["records"], op, "path-eval", d, t)
+            fla = record_ms(data["records"], op, "fla", d, t)
+            sdpa = min(v for v in (record_ms(data["records"], "attn_fwd", impl, d, t)
+                                   for impl in ("sdpa-cudnn", "sdpa-flash")) if v is not None)
+            before = [record_ms(run["records"], op, "path-eval", d, t) for run in earlier]
             rows.append([CHECK_NAMES[op].removesuffix(" forward"), str(d), kilo(t), *map(cell, before), cell(ours),
                          cell(fla), f"{sdpa:.2f}", ratio(sdpa / ours), "-" if fla is None else ratio(fla / ours)])
     names = [f"ms at {run['revision']}" for run in earlier] + [f"ms at {data['revisions']['records']}"]
@@ -541,9 +543,6 @@ FOX_OVERHEAD_TARGET = 0.15  # issue 47: PaTH-FoX's forward within 15% of PaTH's
 def fox_overhead_table(runs: list[list[dict]]) -> str:
     """PaTH-FoX's forward time over PaTH's, per (D, T) and per run (each run one process, so each ratio
     is from one session), against the 15% target; a shape a run did not time is '-'."""
-    def ms(records, op, d, t):
-        return next((r["ms"] for r in records if (r["op"], r["impl"], r["D"], r["T"]) == (op, "path-eval", d, t)), None)
-
     def joined(values, fmt):
         return " / ".join("-" if v is None else fmt(v) for v in values)
 
@@ -551,8 +550,8 @@ def fox_overhead_table(runs: list[list[dict]]) -> str:
                      if r["op"] == "path_fox_fwd" and r["impl"] == "path-eval"})
     rows = []
     for d, t in shapes:
-        path = [ms(records, "path_fwd", d, t) for records in runs]
-        fox = [ms(records, "path_fox_fwd", d, t) for records in runs]
+        path = [record_ms(records, "path_fwd", "path-eval", d, t) for records in runs]
+        fox = [record_ms(records, "path_fox_fwd", "path-eval", d, t) for records in runs]
         over = [None if a is None or b is None else b / a - 1 for a, b in zip(path, fox)]
         timed = [o for o in over if o is not None]
         within = sum(o <= FOX_OVERHEAD_TARGET for o in timed)
