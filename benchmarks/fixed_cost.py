@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from benchmarks.end_to_end import check_task, machine, versions
+from benchmarks.import_cost import import_seconds
 from benchmarks.markdown import load, percent, seconds, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.data import default_data_dir
@@ -47,7 +48,6 @@ SUITE = "ruler"
 FIXED_TARGET_S = 5.0
 FIXED_SHARE_TARGET = 0.25
 MAIN_THREAD_PHASES = ("start", "tokenizer", "samples", "load_wait", "requests", "write")
-IMPORT_PROBE = "import time; t = time.perf_counter(); import path_eval.lm; print(time.perf_counter() - t)"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -94,14 +94,6 @@ def eval_command(args, model: str, out: Path) -> list[str]:
             str(args.length), "--limit", str(args.requests), "--model", model, "--data-dir", str(args.data_dir),
             "--device", args.device, "--batch-size", str(args.batch_size), "--out", str(out), "--quiet",
             *(["--dtype", args.dtype] if args.dtype else [])]
-
-
-def import_seconds(env: dict) -> float:
-    """The model stack's import alone, in a fresh process."""
-    done = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise PathEvalError(f"importing path_eval.lm failed: {done.stderr.strip().splitlines()[-1:]}")
-    return float(done.stdout.strip().splitlines()[-1])
 
 
 def run_parts(args, model: str, label: str, env: dict) -> dict:
