@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from benchmarks import (beta_near_two, block_rows, cli_start, coarse_loop, data_parallel, end_to_end,
-                        extrapolation_speed, fixed_cost, fla_parity, forward_autotune, freezing, generation, kernels,
-                        launch_configs, scoring_profile, transition_ablation)
+                        extrapolation_speed, fixed_cost, fla_parity, forward_autotune, freezing, generation,
+                        import_cost, kernels, launch_configs, scoring_profile, transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
 from training import retrain, runs, study
@@ -44,6 +44,8 @@ BLOCKS = {
     "first forwards": kernels.render_first_forwards,
     "coarse walk": kernels.render_coarse_walk,
     "fox overhead": kernels.render_fox_overhead,
+    "kernel targets": kernels.render_kernel_targets,
+    "accurate preparation": kernels.render_accurate_prep,
     "transition kernel": transition_ablation.render_transition_ablation,
     "launch configurations": launch_configs.render_launch_configs,
     "decoding launch": launch_configs.render_decode_launch_configs,
@@ -58,6 +60,7 @@ BLOCKS = {
     "end to end": end_to_end.render_end_to_end,
     "fixed cost": fixed_cost.render_fixed_cost,
     "cli start": cli_start.render_cli_start,
+    "import cost": import_cost.render_import_cost,
     "freezing": freezing.render_freezing,
     "freezing processes": freezing.render_freezing_processes,
     "beta near two": beta_near_two.render_beta_near_two,

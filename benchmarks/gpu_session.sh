@@ -36,13 +36,18 @@
 # scoring-64k (issue 18's memory and tokens/s target: one 64K block scored by ours, the same-shape Llama and fla's model,
 #   into $OUT/extrapolation_64k_h200.json; S64_S= the limit, 200 s),
 # fixed-cost (benchmarks.fixed_cost: eval.py run of RULER niah_single_1 at 16K, 26 requests, cold then warm, part by
-#   part, on the 760M-shaped random PaTH model and on zoo:path, into $OUT/fixed_cost_h200_*.json; FC_S= the limit of
-#   each, 240 s),
+#   part, on the 760M-shaped random PaTH model and on zoo:path, into $OUT/fixed_cost_h100_*.json or _h200_*.json
+#   by the GPU; FC_S= the limit of each, 240 s),
 # beta-near-two (benchmarks.beta_near_two: bf16 PaTH / PaTH-FoX forwards, ours as shipped and with the accurate
 #   preparation, and fla's, against the float64 definition's last 256 rows as beta -> 2, 4K-64K, D 64 and 128, into
-#   $OUT/beta_near_two_h200.json; B2_S= the limit, 300 s), prep-cost (benchmarks.kernels' forward part for path_fwd and
-#   path_fox_fwd with --accurate-preparation: what the accurate preparation costs, into
-#   $OUT/kernels_accurate_prep_h200.json; PC_S= the limit, 300 s),
+#   $OUT/beta_near_two_h100.json or _h200.json by the GPU; B2_S= the limit, 300 s),
+# prep-cost (benchmarks.kernels' forward part for path_fwd and path_fox_fwd with --accurate-preparation: what the
+#   accurate preparation costs, into $OUT/kernels_accurate_prep_h100.json or _h200.json by the GPU; PC_S= the
+#   limit, 300 s),
+# import-cost (benchmarks.import_cost: `import path_eval.lm` in fresh interpreters, package by package, as installed,
+#   then again after `compileall` of the wheels and path_eval, into $OUT/import_cost_h100.json or _h200.json by the
+#   GPU: whether the host's imports compile sources at every start; run it first, as later steps then find the
+#   wheels byte-compiled; IC_S= the limit of each series, 120 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -96,14 +101,20 @@ for step in "$@"; do
     end-to-end) timeout ${E2E_S:-560} python3 -m benchmarks.end_to_end --parts "${E2E_PARTS:-generate}" \
       --work /tmp/e2ework --out "$OUT/${E2E_OUT:-end_to_end_h200}.json" ;;
     fixed-cost) timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --shape 760m --work /tmp/fcwork \
-        --out "$OUT/fixed_cost_h200_760m.json"
-      timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --model zoo:path --work /tmp/fcwork --out "$OUT/fixed_cost_h200_zoo_path.json" ;;
-    beta-near-two) timeout ${B2_S:-300} python3 -m benchmarks.beta_near_two --out "$OUT/beta_near_two_h200.json" \
+        --out "$OUT/fixed_cost_$(gpu_tag)_760m.json"
+      timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --model zoo:path --work /tmp/fcwork --out "$OUT/fixed_cost_$(gpu_tag)_zoo_path.json" ;;
+    beta-near-two) timeout ${B2_S:-300} python3 -m benchmarks.beta_near_two --out "$OUT/beta_near_two_$(gpu_tag).json" \
         --budget-s $(( ${B2_S:-300} - 30 )) ;;
     prep-cost) timeout ${PC_S:-300} python3 -m benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd \
-        --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_h200.json" ;;
+        --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
+    import-cost) timeout ${IC_S:-120} python3 -m benchmarks.import_cost --label as-installed --repeats 2 \
+        --out "$OUT/import_cost_$(gpu_tag).json"
+      timeout ${IC_S:-120} python3 -m compileall -q -j 8 /tmp/site path_eval > /dev/null
+      timeout ${IC_S:-120} python3 -m benchmarks.import_cost --label byte-compiled --repeats 2 \
+        --note "after python3 -m compileall /tmp/site path_eval" \
+        --out "$OUT/import_cost_$(gpu_tag).json" ;;
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     figure1) timeout ${F1_S:-400} python3 -m benchmarks.kernels --parts forward --batch 32 --heads 32 --head-dims 64 \

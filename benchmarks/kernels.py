@@ -565,16 +565,97 @@ def fox_overhead_table(runs: list[list[dict]]) -> str:
 
 
 def render_fox_overhead(results: Path) -> str:
-    """Each results/bench/fox_overhead_*.json: the outputs of `benchmarks.kernels --parts forward --ops
-    path_fwd,path_fox_fwd`, one per run, kept whole under `runs` beside the revision they ran at."""
+    """Each results/bench/fox_overhead_*.json: the outputs of `benchmarks.kernels --parts forward` with
+    PaTH's and PaTH-FoX's forwards, one per run, kept whole under `runs`, each with the revision it ran at."""
     parts = []
     for path in sorted((results / "bench").glob("fox_overhead_*.json")):
         data = load(path)
-        commands = "; ".join(f"run {i + 1}: `{run['command']}`" for i, run in enumerate(data["runs"]))
-        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; {commands}.",
+        commands = "; ".join(f"run {i + 1} (revision {run['revision']}): `{run['command']}`"
+                             for i, run in enumerate(data["runs"]))
+        parts += [f"{kernel_source(path, results, data)} {commands[:1].upper()}{commands[1:]}.",
                   fox_overhead_table([run["records"] for run in data["runs"]])]
     return "\n\n".join(parts) or ("No record yet (`results/bench/fox_overhead_*.json`): the outputs of `python -m "
                                    "benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd` on a GPU host.")
+
+
+# issue 47's kernel targets: (head dim, T or None for every length, the other side, least speed ratio)
+KERNEL_TARGETS = ((128, None, "fla", 1.5), (128, 8192, "sdpa-cudnn", 0.45), (64, 8192, "sdpa-cudnn", 0.5))
+KERNEL_MOONSHOT = (65536, "sdpa-cudnn", 0.8)  # at both head dims
+
+
+def kernel_targets_table(records: list[dict]) -> str:
+    """PaTH's forward against fla's and cuDNN's causal attention per (D, T), as speed ratios (their
+    ms over ours: above 1, ours is faster), then issue 47's targets, each met or not at every length
+    it names; a target no record covers is said to be untimed, never met."""
+    def ms(impl, op, d, t):
+        return record_ms(records, op, impl, d, t)
+
+    shapes = sorted({(r["D"], r["T"]) for r in records if r["op"] == "path_fwd" and r["impl"] == "path-eval"})
+    speed = {}
+    rows = []
+    for d, t in shapes:
+        ours = ms("path-eval", "path_fwd", d, t)
+        theirs = {"fla": ms("fla", "path_fwd", d, t), "sdpa-cudnn": ms("sdpa-cudnn", "attn_fwd", d, t),
+                  "sdpa-flash": ms("sdpa-flash", "attn_fwd", d, t)}
+        for impl, other in theirs.items():
+            if other is not None:
+                speed[(d, t, impl)] = other / ours
+        rows.append([str(d), kilo(t), f"{ours:.2f}", *("-" if v is None else f"{v:.2f}" for v in theirs.values()),
+                     *("-" if (d, t, impl) not in speed else ratio(speed[(d, t, impl)]) for impl in theirs)])
+    names = {"fla": "fla's PaTH", "sdpa-cudnn": "cuDNN"}
+    lines = []
+    for d, t, impl, least in KERNEL_TARGETS + tuple((d, *KERNEL_MOONSHOT) for d in (64, 128)):
+        lengths = [t] if t is not None else [tt for dd, tt in shapes if dd == d]
+        got = {tt: speed.get((d, tt, impl)) for tt in lengths}
+        timed = {tt: v for tt, v in got.items() if v is not None}
+        where = "every length" if t is None else kilo(t)
+        moonshot = " (moonshot)" if (t, impl, least) == KERNEL_MOONSHOT else ""
+        if not timed or len(timed) < len(got):
+            verdict = "untimed"
+        else:
+            short = [f"{kilo(tt)} {ratio(v)}" for tt, v in timed.items() if v < least]
+            verdict = "met" if not short else "not met (" + ", ".join(short) + ")"
+        lines.append(f"- D = {d}, {where}: at least {ratio(least)} {names[impl]}'s speed{moonshot}: {verdict}.")
+    return "\n\n".join([markdown_table(["D", "T", "PaTH ms", "fla PaTH ms", "cuDNN ms", "SDPA flash ms",
+                                         "x fla", "x cuDNN", "x SDPA flash"], rows), "\n".join(lines)])
+
+
+def render_kernel_targets(results: Path) -> str:
+    """Each results/bench/kernel_targets_*.json: `benchmarks.kernels --parts forward --ops path_fwd,attn_fwd
+    --head-dims 64,128` against issue 47's kernel targets."""
+    parts = []
+    for path in sorted((results / "bench").glob("kernel_targets_*.json")):
+        data = load(path)
+        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; `{data['command']}`.",
+                  kernel_targets_table(data["records"])]
+    return "\n\n".join(parts) or ("No record yet (`results/bench/kernel_targets_*.json`): `PARTS=forward KARGS=\"--ops "
+                                   "path_fwd,attn_fwd --head-dims 64,128\" bash benchmarks/gpu_session.sh kernels`.")
+
+
+def accurate_prep_table(records: list[dict]) -> str:
+    """What `accurate_preparation=True` costs: per forward and head dim and length, the shipped
+    preparation's ms and the accurate one's, for the whole forward and for the preparation alone."""
+    rows = []
+    for op in ("path_fwd", "path_fox_fwd", "path_prep"):
+        for d, t in sorted({(r["D"], r["T"]) for r in records if r["op"] == op}):
+            shipped = record_ms(records, op, "path-eval", d, t)
+            accurate = record_ms(records, op, "path-eval accurate prep", d, t)
+            if shipped is None or accurate is None:
+                continue
+            rows.append([CHECK_NAMES.get(op, "PaTH preparation alone"), str(d), kilo(t), f"{shipped:.2f}", f"{accurate:.2f}",
+                         f"{100 * (accurate / shipped - 1):+.1f}%"])
+    return markdown_table(["kernel", "D", "T", "shipped ms", "accurate preparation ms", "accurate over shipped"], rows)
+
+
+def render_accurate_prep(results: Path) -> str:
+    """Each results/bench/kernels_accurate_prep_*.json (`gpu_session.sh prep-cost`)."""
+    parts = []
+    for path in sorted((results / "bench").glob("kernels_accurate_prep_*.json")):
+        data = load(path)
+        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; `{data['command']}`.",
+                  accurate_prep_table(data["records"])]
+    return "\n\n".join(parts) or ("No record yet (`results/bench/kernels_accurate_prep_*.json`): `bash "
+                                   "benchmarks/gpu_session.sh prep-cost` on a GPU host writes one.")
 
 
 def chunked_prefill_table(records: list[dict]) -> str:

@@ -150,6 +150,39 @@ def test_fox_overhead_is_per_run_against_the_target():
     assert "| 128 | 4K |" not in text  # fla's PaTH-FoX alone names no shape
 
 
+def test_kernel_targets_read_speed_ratios_at_every_length_they_name():
+    def rec(op, impl, D, T, ms):
+        return dict(op=op, impl=impl, B=65536 // T, H=8192 // D, T=T, D=D, dtype="bfloat16", ms=ms)
+
+    records = [rec("path_fwd", "path-eval", 128, 4096, 10.0), rec("path_fwd", "fla", 128, 4096, 16.0),
+               rec("attn_fwd", "sdpa-cudnn", 128, 4096, 2.0),
+               rec("path_fwd", "path-eval", 128, 8192, 10.0), rec("path_fwd", "fla", 128, 8192, 14.0),
+               rec("attn_fwd", "sdpa-cudnn", 128, 8192, 5.0), rec("attn_fwd", "sdpa-flash", 128, 8192, 8.0),
+               rec("path_fwd", "path-eval", 64, 8192, 10.0), rec("attn_fwd", "sdpa-cudnn", 64, 8192, 5.0),
+               rec("path_fwd", "path-eval", 64, 65536, 40.0), rec("attn_fwd", "sdpa-cudnn", 64, 65536, 32.0)]
+    text = kernels.kernel_targets_table(records)
+    assert "| 128 | 8K | 10.00 | 14.00 | 5.00 | 8.00 | 1.40x | 0.50x | 0.80x |" in text
+    assert "| 64 | 8K | 10.00 | - | 5.00 | - | - | 0.50x | - |" in text
+    assert "- D = 128, every length: at least 1.50x fla's PaTH's speed: not met (8K 1.40x)." in text  # 4K: 1.60x
+    assert "- D = 128, 8K: at least 0.45x cuDNN's speed: met." in text
+    assert "- D = 64, 8K: at least 0.50x cuDNN's speed: met." in text  # the line itself meets it
+    assert "- D = 64, 64K: at least 0.80x cuDNN's speed (moonshot): met." in text
+    assert "- D = 128, 64K: at least 0.80x cuDNN's speed (moonshot): untimed." in text  # never "met" unmeasured
+
+
+def test_accurate_preparation_cost_is_per_shape_and_skips_a_side_untimed():
+    def rec(op, impl, T, ms):
+        return dict(op=op, impl=impl, B=65536 // T, H=16, T=T, D=128, dtype="bfloat16", ms=ms)
+
+    records = [rec("path_fwd", "path-eval", 4096, 8.0), rec("path_fwd", "path-eval accurate prep", 4096, 12.0),
+               rec("path_prep", "path-eval", 4096, 3.0), rec("path_prep", "path-eval accurate prep", 4096, 6.3),
+               rec("path_fox_fwd", "path-eval", 4096, 9.0), rec("path_prep_coarse", "path-eval", 4096, 4.0)]
+    text = kernels.accurate_prep_table(records)
+    assert "| PaTH forward | 128 | 4K | 8.00 | 12.00 | +50.0% |" in text
+    assert "| PaTH preparation alone | 128 | 4K | 3.00 | 6.30 | +110.0% |" in text
+    assert "PaTH-FoX" not in text and "coarse" not in text
+
+
 def test_forward_autotune_table_ranks_configs_against_each_variants_fastest():
     records = [{"case": "a", "first_call_s": 3.0, "ms_by_config": {"w4": 2.0, "w8": 5.0}},
                {"case": "b", "first_call_s": 4.0, "ms_by_config": {"w4": 3.0, "w8": 1.5}},
