@@ -45,9 +45,10 @@
 #   accurate preparation costs, into $OUT/kernels_accurate_prep_h100.json or _h200.json by the GPU; PC_S= the
 #   limit, 300 s),
 # import-cost (benchmarks.import_cost: `import path_eval.lm` in fresh interpreters, package by package, as installed,
-#   then again after `compileall` of the wheels and path_eval, into $OUT/import_cost_h100.json or _h200.json by the
-#   GPU: whether the host's imports compile sources at every start; run it first, as later steps then find the
-#   wheels byte-compiled; IC_S= the limit of each series, 120 s),
+#   then again after `compileall` of the wheels, path_eval and kernels (path_eval/kernels is a link, which compileall
+#   does not follow), into $OUT/import_cost_h100.json or _h200.json by the GPU: whether the host's imports compile
+#   sources at every start; run it first and once a host (a second run finds its labels taken), as later steps then
+#   find the wheels byte-compiled; IC_S= the limit of each series, 120 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -111,9 +112,9 @@ for step in "$@"; do
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
     import-cost) timeout ${IC_S:-120} python3 -m benchmarks.import_cost --label as-installed --repeats 2 \
         --out "$OUT/import_cost_$(gpu_tag).json"
-      timeout ${IC_S:-120} python3 -m compileall -q -j 8 /tmp/site path_eval > /dev/null
+      timeout ${IC_S:-120} python3 -m compileall -q -j 8 /tmp/site path_eval kernels > /dev/null
       timeout ${IC_S:-120} python3 -m benchmarks.import_cost --label byte-compiled --repeats 2 \
-        --note "after python3 -m compileall /tmp/site path_eval" \
+        --note "after python3 -m compileall /tmp/site path_eval kernels" \
         --out "$OUT/import_cost_$(gpu_tag).json" ;;
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;

@@ -7,8 +7,9 @@
 `import path_eval.lm` is what `eval.py run` imports before its first request (torch, transformers,
 lm-eval and what they pull in), and on a GPU host it is most of a warm run's fixed cost
 (`benchmarks.fixed_cost`'s `imports_alone_s`). Each series runs that import in a fresh interpreter
-once untimed (the file cache), then `--repeats` times, keeping the seconds the probe's own clock gives
-(the interpreter's start left out); then once more under `-X importtime`, whose self times are summed
+once apart (`first_s`: the file cache, and where the interpreter may write bytecode, the one import
+that compiles), then `--repeats` times, keeping the seconds the probe's own clock gives (the
+interpreter's start left out); then once more under `-X importtime`, whose self times are summed
 by top-level package, with each package's count of source modules whose bytecode cache file exists
 after the import: a package imported from sources with no cache compiles them at every start, which
 an interpreter that may not write bytecode (`PYTHONDONTWRITEBYTECODE`, a read-only folder) never
@@ -27,15 +28,16 @@ import sys
 from pathlib import Path
 
 from benchmarks.markdown import load, source, table
-from path_eval.atomic_files import write_json_atomic
+from path_eval.atomic_files import check_target, make_writable, os_reason, write_json_atomic
 from path_eval.errors import PathEvalError
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT_PROBE = "import time; t = time.perf_counter(); import path_eval.lm; print(time.perf_counter() - t)"
-# After the import: each loaded module's top-level package, and whether its bytecode cache file exists
+# After importing {module}: each loaded module's top-level package, and whether its bytecode cache file exists
 CACHE_PROBE = """
-import json, os, sys, path_eval.lm
-seen = {}
+import importlib, json, os, sys
+importlib.import_module({module!r})
+seen = {{}}
 for name, module in list(sys.modules.items()):
     spec = getattr(module, "__spec__", None)
     if spec is None or not spec.cached or not (spec.origin or "").endswith(".py"):
@@ -43,7 +45,7 @@ for name, module in list(sys.modules.items()):
     top = name.split(".")[0]
     modules, cached = seen.get(top, (0, 0))
     seen[top] = (modules + 1, cached + os.path.exists(spec.cached))
-print(json.dumps({"dont_write_bytecode": sys.dont_write_bytecode, "packages": seen}))
+print(json.dumps({{"dont_write_bytecode": sys.dont_write_bytecode, "packages": seen}}))
 """
 SHOWN_PACKAGES = 12
 
@@ -61,27 +63,36 @@ def import_seconds(env: dict) -> float:
     return float(probe(env).stdout.strip().splitlines()[-1])
 
 
+def bytecode_caches(env: dict, module: str = "path_eval.lm") -> dict:
+    """After importing `module` in a fresh process: whether that interpreter writes bytecode, and per
+    top-level package [source modules loaded, of them with a bytecode cache file]."""
+    return json.loads(probe(env, code=CACHE_PROBE.format(module=module)).stdout.strip().splitlines()[-1])
+
+
 def self_seconds_by_package(importtime: str) -> dict[str, float]:
     """`-X importtime`'s report summed by top-level package: each module's self time, in seconds."""
     totals: dict[str, float] = {}
     for line in importtime.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
-        self_us, _, name = (part.strip() for part in line.removeprefix("import time:").split("|"))
-        top = name.split(".")[0]
-        totals[top] = totals.get(top, 0.0) + int(self_us) / 1e6
+        fields = [part.strip() for part in line.removeprefix("import time:").split("|")]
+        if len(fields) != 3 or not fields[0].isdigit():  # a line some module printed that only looks alike
+            continue
+        top = fields[2].split(".")[0]
+        totals[top] = totals.get(top, 0.0) + int(fields[0]) / 1e6
     return totals
 
 
 def measure_series(label: str, repeats: int, env: dict) -> dict:
-    import_seconds(env)  # untimed: the file cache
+    first = import_seconds(env)  # apart: the file cache, and any bytecode an interpreter that may writes
     seconds = [round(import_seconds(env), 3) for _ in range(repeats)]
     by_package = self_seconds_by_package(probe(env, "-X", "importtime").stderr)
-    caches = json.loads(probe(env, code=CACHE_PROBE).stdout.strip().splitlines()[-1])
+    caches = bytecode_caches(env)
     packages = {name: {"self_s": round(s, 3), "modules": caches["packages"].get(name, [0, 0])[0],
                        "cached": caches["packages"].get(name, [0, 0])[1]}
                 for name, s in sorted(by_package.items(), key=lambda item: -item[1])}
-    return {"label": label, "seconds": seconds, "median_s": round(statistics.median(seconds), 3),
+    return {"label": label, "first_s": round(first, 3), "seconds": seconds,
+            "median_s": round(statistics.median(seconds), 3),
             "importtime_total_s": round(sum(by_package.values()), 3),
             "dont_write_bytecode": caches["dont_write_bytecode"],
             "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE"), "packages": packages}
@@ -99,6 +110,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def earlier_series(path: Path) -> dict:
+    """An --out that exists: this bench's own JSON, or one line saying it is not."""
+    try:
+        data = load(path)
+    except (OSError, ValueError) as error:
+        raise PathEvalError(f"{path} cannot be read as JSON ({error}): give a new path, or this bench's own file") from None
+    if not (isinstance(data, dict) and isinstance(data.get("meta"), dict) and "machine" in data["meta"]
+            and isinstance(data.get("series"), list)):
+        raise PathEvalError(f"{path} is not a file this bench wrote (no meta.machine and series): give a new path")
+    return data
+
+
 def this_machine() -> str:
     import torch
 
@@ -113,8 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv)
         here = this_machine()
         data = {"meta": {"machine": here, "python": sys.version.split()[0]}, "series": []}
+        check_target(args.out)
+        try:
+            make_writable(args.out.parent)
+        except OSError as error:
+            raise PathEvalError(f"--out {args.out}: its folder cannot be written ({os_reason(error)}): "
+                                "give a path in a writable folder") from None
         if args.out.exists():
-            data = load(args.out)
+            data = earlier_series(args.out)
             if data["meta"]["machine"] != here:
                 raise PathEvalError(f"{args.out} holds series of {data['meta']['machine']}, not this {here}: "
                                     f"give another --out")
@@ -124,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         series["command"] = shlex.join(["python", "-m", "benchmarks.import_cost", *argv])
         series["note"] = args.note
         data["series"].append(series)
-        write_json_atomic(data, args.out)
+        try:
+            write_json_atomic(data, args.out)
+        except OSError as error:
+            raise PathEvalError(f"cannot write {args.out} ({os_reason(error)}): give a path in a writable folder") from None
     except PathEvalError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -142,10 +174,11 @@ def render_import_cost(results: Path) -> str:
         series = data["series"]
         parts.append(f"Source: {source(path, results)}. Machine: {data['meta']['machine']}, Python "
                      f"{data['meta']['python']}; " + "; ".join(f"{s['label']}: `{s['command']}`" for s in series) + ".")
-        parts.append(table(["series", "median s", "runs s", "bytecode written", "-X importtime total s"],
-                           [[s["label"], f"{s['median_s']:.2f}", ", ".join(f"{x:.2f}" for x in s["seconds"]),
-                             "no" if s["dont_write_bytecode"] else "yes", f"{s['importtime_total_s']:.2f}"]
-                            for s in series]))
+        parts.append(table(["series", "first import s", "median s", "runs s", "bytecode written",
+                            "-X importtime total s"],
+                           [[s["label"], f"{s['first_s']:.2f}", f"{s['median_s']:.2f}",
+                             ", ".join(f"{x:.2f}" for x in s["seconds"]), "no" if s["dont_write_bytecode"] else "yes",
+                             f"{s['importtime_total_s']:.2f}"] for s in series]))
         first = series[0]["packages"]
         names = list(first)[:SHOWN_PACKAGES]
         rows = []

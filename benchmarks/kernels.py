@@ -610,11 +610,14 @@ def kernel_targets_table(records: list[dict]) -> str:
         timed = {tt: v for tt, v in got.items() if v is not None}
         where = "every length" if t is None else kilo(t)
         moonshot = " (moonshot)" if (t, impl, least) == KERNEL_MOONSHOT else ""
-        if not timed or len(timed) < len(got):
-            verdict = "untimed"
+        short = [f"{kilo(tt)} {ratio(v)}" for tt, v in timed.items() if v < least]
+        untimed = [kilo(tt) for tt, v in got.items() if v is None]
+        if short:
+            verdict = "not met (" + ", ".join(short) + ")"
+        elif untimed or not got:
+            verdict = "untimed" + (f" at {', '.join(untimed)}" if untimed and timed else "")
         else:
-            short = [f"{kilo(tt)} {ratio(v)}" for tt, v in timed.items() if v < least]
-            verdict = "met" if not short else "not met (" + ", ".join(short) + ")"
+            verdict = "met"
         lines.append(f"- D = {d}, {where}: at least {ratio(least)} {names[impl]}'s speed{moonshot}: {verdict}.")
     return "\n\n".join([markdown_table(["D", "T", "PaTH ms", "fla PaTH ms", "cuDNN ms", "SDPA flash ms",
                                          "x fla", "x cuDNN", "x SDPA flash"], rows), "\n".join(lines)])

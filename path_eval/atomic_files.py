@@ -40,7 +40,7 @@ def refuse_special_file(path: Path) -> None:
     file would take the place of something path-eval never wrote (as root, `/dev/null` itself)."""
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there: making its folder says what is wrong
         return
     what = next((name for test, name in SPECIAL_FILES if test(mode)), None)
     if what is not None:

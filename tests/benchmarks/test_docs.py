@@ -168,6 +168,12 @@ def test_kernel_targets_read_speed_ratios_at_every_length_they_name():
     assert "- D = 64, 8K: at least 0.50x cuDNN's speed: met." in text  # the line itself meets it
     assert "- D = 64, 64K: at least 0.80x cuDNN's speed (moonshot): met." in text
     assert "- D = 128, 64K: at least 0.80x cuDNN's speed (moonshot): untimed." in text  # never "met" unmeasured
+    partly = [rec("path_fwd", "path-eval", 128, 4096, 10.0), rec("path_fwd", "path-eval", 128, 8192, 10.0),
+              rec("path_fwd", "fla", 128, 8192, 11.0)]
+    # a length fla did not time does not hide one that fails, nor lets the others pass for all
+    assert "every length: at least 1.50x fla's PaTH's speed: not met (8K 1.10x)." in kernels.kernel_targets_table(partly)
+    partly[2]["ms"] = 16.0
+    assert "every length: at least 1.50x fla's PaTH's speed: untimed at 4K." in kernels.kernel_targets_table(partly)
 
 
 def test_accurate_preparation_cost_is_per_shape_and_skips_a_side_untimed():
@@ -180,7 +186,7 @@ def test_accurate_preparation_cost_is_per_shape_and_skips_a_side_untimed():
     text = kernels.accurate_prep_table(records)
     assert "| PaTH forward | 128 | 4K | 8.00 | 12.00 | +50.0% |" in text
     assert "| PaTH preparation alone | 128 | 4K | 3.00 | 6.30 | +110.0% |" in text
-    assert "PaTH-FoX" not in text and "coarse" not in text
+    assert "PaTH-FoX" not in text  # its accurate side untimed: no row
 
 
 def test_forward_autotune_table_ranks_configs_against_each_variants_fastest():

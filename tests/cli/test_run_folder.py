@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from path_eval import run_folder
-from path_eval.atomic_files import write_atomic
+from path_eval.atomic_files import check_target, write_atomic
 from path_eval.errors import PathEvalError
 from path_eval.results import load_records
 from tests.cli.test_bad_inputs import _main, assert_one_error_line
@@ -259,6 +259,9 @@ def test_nothing_is_renamed_over_a_path_that_is_not_a_regular_file(tmp_path):
     assert (tmp_path / "regular").read_text() == "mine"
     write_atomic("page", tmp_path / "regular")  # a regular file is replaced, a new path made
     write_atomic("page", tmp_path / "new")
+    check_target(tmp_path / "regular" / "x.json")  # under a file: nothing there to refuse, and the write's
+    with pytest.raises(OSError):                    # own OSError (its folder cannot be made) is the caller's
+        write_atomic("page", tmp_path / "regular" / "x.json")
     assert (tmp_path / "regular").read_text() == (tmp_path / "new").read_text() == "page"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
 
