@@ -623,16 +623,23 @@ def kernel_targets_table(records: list[dict]) -> str:
                                          "x fla", "x cuDNN", "x SDPA flash"], rows), "\n".join(lines)])
 
 
+def render_each_bench(results: Path, pattern: str, table_of, missing: str) -> str:
+    """Each results/bench/`pattern` (a `benchmarks.kernels` output): its source, revision and command,
+    then `table_of` its records; `missing` where there is none."""
+    parts = []
+    for path in sorted((results / "bench").glob(pattern)):
+        data = load(path)
+        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; `{data['command']}`.",
+                  table_of(data["records"])]
+    return "\n\n".join(parts) or missing
+
+
 def render_kernel_targets(results: Path) -> str:
     """Each results/bench/kernel_targets_*.json: `benchmarks.kernels --parts forward --ops path_fwd,attn_fwd
     --head-dims 64,128` against issue 47's kernel targets."""
-    parts = []
-    for path in sorted((results / "bench").glob("kernel_targets_*.json")):
-        data = load(path)
-        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; `{data['command']}`.",
-                  kernel_targets_table(data["records"])]
-    return "\n\n".join(parts) or ("No record yet (`results/bench/kernel_targets_*.json`): `PARTS=forward KARGS=\"--ops "
-                                   "path_fwd,attn_fwd --head-dims 64,128\" bash benchmarks/gpu_session.sh kernels`.")
+    return render_each_bench(results, "kernel_targets_*.json", kernel_targets_table,
+                             "No record yet (`results/bench/kernel_targets_*.json`): `PARTS=forward KARGS=\"--ops "
+                             "path_fwd,attn_fwd --head-dims 64,128\" bash benchmarks/gpu_session.sh kernels`.")
 
 
 def accurate_prep_table(records: list[dict]) -> str:
@@ -645,20 +652,16 @@ def accurate_prep_table(records: list[dict]) -> str:
             accurate = record_ms(records, op, "path-eval accurate prep", d, t)
             if shipped is None or accurate is None:
                 continue
-            rows.append([CHECK_NAMES.get(op, "PaTH preparation alone"), str(d), kilo(t), f"{shipped:.2f}", f"{accurate:.2f}",
-                         f"{100 * (accurate / shipped - 1):+.1f}%"])
+            rows.append([CHECK_NAMES.get(op, "PaTH preparation alone"), str(d), kilo(t), f"{shipped:.2f}",
+                         f"{accurate:.2f}", f"{100 * (accurate / shipped - 1):+.1f}%"])
     return markdown_table(["kernel", "D", "T", "shipped ms", "accurate preparation ms", "accurate over shipped"], rows)
 
 
 def render_accurate_prep(results: Path) -> str:
     """Each results/bench/kernels_accurate_prep_*.json (`gpu_session.sh prep-cost`)."""
-    parts = []
-    for path in sorted((results / "bench").glob("kernels_accurate_prep_*.json")):
-        data = load(path)
-        parts += [f"{kernel_source(path, results, data)} Revision {data['revision']}; `{data['command']}`.",
-                  accurate_prep_table(data["records"])]
-    return "\n\n".join(parts) or ("No record yet (`results/bench/kernels_accurate_prep_*.json`): `bash "
-                                   "benchmarks/gpu_session.sh prep-cost` on a GPU host writes one.")
+    return render_each_bench(results, "kernels_accurate_prep_*.json", accurate_prep_table,
+                             "No record yet (`results/bench/kernels_accurate_prep_*.json`): `bash "
+                             "benchmarks/gpu_session.sh prep-cost` on a GPU host writes one.")
 
 
 def chunked_prefill_table(records: list[dict]) -> str:
