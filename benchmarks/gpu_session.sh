@@ -40,7 +40,8 @@
 #   by the GPU; FC_S= the limit of each, 240 s),
 # beta-near-two (benchmarks.beta_near_two: bf16 PaTH / PaTH-FoX forwards, ours as shipped and with the accurate
 #   preparation, and fla's, against the float64 definition's last 256 rows as beta -> 2, 4K-64K, D 64 and 128, into
-#   $OUT/beta_near_two_h100.json or _h200.json by the GPU; B2_S= the limit, 300 s),
+#   $OUT/beta_near_two_h100.json or _h200.json by the GPU; B2_S= the limit, 300 s; B2_ARGS= further arguments, such as
+#   --head-dims 128; B2_LABEL= a file suffix),
 # prep-cost (benchmarks.kernels' forward part for path_fwd and path_fox_fwd with --accurate-preparation: what the
 #   accurate preparation costs, into $OUT/kernels_accurate_prep_h100.json or _h200.json by the GPU; PC_S= the
 #   limit, 300 s),
@@ -104,8 +105,8 @@ for step in "$@"; do
     fixed-cost) timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --shape 760m --work /tmp/fcwork \
         --out "$OUT/fixed_cost_$(gpu_tag)_760m.json"
       timeout ${FC_S:-240} python3 -m benchmarks.fixed_cost --model zoo:path --work /tmp/fcwork --out "$OUT/fixed_cost_$(gpu_tag)_zoo_path.json" ;;
-    beta-near-two) timeout ${B2_S:-300} python3 -m benchmarks.beta_near_two --out "$OUT/beta_near_two_$(gpu_tag).json" \
-        --budget-s $(( ${B2_S:-300} - 30 )) ;;
+    beta-near-two) timeout ${B2_S:-300} python3 -m benchmarks.beta_near_two --out "$OUT/beta_near_two_$(gpu_tag)${B2_LABEL:-}.json" \
+        --budget-s $(( ${B2_S:-300} - 30 )) ${B2_ARGS:-} ;;
     prep-cost) timeout ${PC_S:-300} python3 -m benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd \
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
