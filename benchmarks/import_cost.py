@@ -10,8 +10,8 @@ lm-eval and what they pull in), and on a GPU host it is most of a warm run's fix
 once apart (`first_s`: the file cache, and where the interpreter may write bytecode, the one import
 that compiles), then `--repeats` times, keeping the seconds the probe's own clock gives (the
 interpreter's start left out); then once more under `-X importtime`, whose self times are summed
-by top-level package, with each package's count of source modules whose bytecode cache file exists
-after the import: a package imported from sources with no cache compiles them at every start, which
+by top-level package, and which then counts each package's source modules whose bytecode cache file
+exists: a package imported from sources with no cache compiles them at every start, which
 an interpreter that may not write bytecode (`PYTHONDONTWRITEBYTECODE`, a read-only folder) never
 stops doing. A later series given the same `--out` is added beside the earlier ones (same machine),
 so one file compares a host before and after a change (`--label` names each).
@@ -63,10 +63,12 @@ def import_seconds(env: dict) -> float:
     return float(probe(env).stdout.strip().splitlines()[-1])
 
 
-def bytecode_caches(env: dict, module: str = "path_eval.lm") -> dict:
-    """After importing `module` in a fresh process: whether that interpreter writes bytecode, and per
-    top-level package [source modules loaded, of them with a bytecode cache file]."""
-    return json.loads(probe(env, code=CACHE_PROBE.format(module=module)).stdout.strip().splitlines()[-1])
+def import_report(env: dict, module: str = "path_eval.lm") -> dict:
+    """One fresh process importing `module` under `-X importtime`: whether that interpreter writes
+    bytecode, per top-level package [source modules loaded, of them with a bytecode cache file]
+    (`packages`), and per top-level package the self seconds of its modules (`self_s`)."""
+    done = probe(env, "-X", "importtime", code=CACHE_PROBE.format(module=module))
+    return json.loads(done.stdout.strip().splitlines()[-1]) | {"self_s": self_seconds_by_package(done.stderr)}
 
 
 def self_seconds_by_package(importtime: str) -> dict[str, float]:
@@ -86,15 +88,15 @@ def self_seconds_by_package(importtime: str) -> dict[str, float]:
 def measure_series(label: str, repeats: int, env: dict) -> dict:
     first = import_seconds(env)  # apart: the file cache, and any bytecode an interpreter that may writes
     seconds = [round(import_seconds(env), 3) for _ in range(repeats)]
-    by_package = self_seconds_by_package(probe(env, "-X", "importtime").stderr)
-    caches = bytecode_caches(env)
-    packages = {name: {"self_s": round(s, 3), "modules": caches["packages"].get(name, [0, 0])[0],
-                       "cached": caches["packages"].get(name, [0, 0])[1]}
+    report = import_report(env)
+    by_package = report["self_s"]
+    packages = {name: {"self_s": round(s, 3), "modules": report["packages"].get(name, [0, 0])[0],
+                       "cached": report["packages"].get(name, [0, 0])[1]}
                 for name, s in sorted(by_package.items(), key=lambda item: -item[1])}
     return {"label": label, "first_s": round(first, 3), "seconds": seconds,
             "median_s": round(statistics.median(seconds), 3),
             "importtime_total_s": round(sum(by_package.values()), 3),
-            "dont_write_bytecode": caches["dont_write_bytecode"],
+            "dont_write_bytecode": report["dont_write_bytecode"],
             "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE"), "packages": packages}
 
 

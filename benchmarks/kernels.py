@@ -587,16 +587,13 @@ def kernel_targets_table(records: list[dict]) -> str:
     """PaTH's forward against fla's and cuDNN's causal attention per (D, T), as speed ratios (their
     ms over ours: above 1, ours is faster), then issue 47's targets, each met or not at every length
     it names; a target no record covers is said to be untimed, never met."""
-    def ms(impl, op, d, t):
-        return record_ms(records, op, impl, d, t)
-
     shapes = sorted({(r["D"], r["T"]) for r in records if r["op"] == "path_fwd" and r["impl"] == "path-eval"})
     speed = {}
     rows = []
     for d, t in shapes:
-        ours = ms("path-eval", "path_fwd", d, t)
-        theirs = {"fla": ms("fla", "path_fwd", d, t), "sdpa-cudnn": ms("sdpa-cudnn", "attn_fwd", d, t),
-                  "sdpa-flash": ms("sdpa-flash", "attn_fwd", d, t)}
+        ours = record_ms(records, "path_fwd", "path-eval", d, t)
+        theirs = {"fla": record_ms(records, "path_fwd", "fla", d, t),
+                  **{impl: record_ms(records, "attn_fwd", impl, d, t) for impl in ("sdpa-cudnn", "sdpa-flash")}}
         for impl, other in theirs.items():
             if other is not None:
                 speed[(d, t, impl)] = other / ours

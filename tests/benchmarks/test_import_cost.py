@@ -61,17 +61,17 @@ def test_a_second_series_goes_beside_the_first_and_no_label_twice(tmp_path, caps
     assert "| `torch` | 0.50 (0/10) | 0.50 (10/10) |" in page
 
 
-def test_bytecode_caches_count_the_modules_compiled_and_not(tmp_path):
+def test_the_import_report_counts_the_modules_compiled_and_not(tmp_path):
     package = tmp_path / "probed_pkg"
     package.mkdir()
     (package / "__init__.py").write_text("from probed_pkg import inner\n")
     (package / "inner.py").write_text("VALUE = 1\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
-    caches = import_cost.bytecode_caches(env, "probed_pkg")
+    caches = import_cost.import_report(env, "probed_pkg")
     assert caches["dont_write_bytecode"] is True and caches["packages"]["probed_pkg"] == [2, 0]
     py_compile.compile(str(package / "inner.py"), doraise=True)
-    assert import_cost.bytecode_caches(env, "probed_pkg")["packages"]["probed_pkg"] == [2, 1]
-    written = import_cost.bytecode_caches({**env, "PYTHONDONTWRITEBYTECODE": ""}, "probed_pkg")
+    assert import_cost.import_report(env, "probed_pkg")["packages"]["probed_pkg"] == [2, 1]
+    written = import_cost.import_report({**env, "PYTHONDONTWRITEBYTECODE": ""}, "probed_pkg")
     assert written["dont_write_bytecode"] is False and written["packages"]["probed_pkg"] == [2, 2]
 
 
