@@ -21,10 +21,10 @@ from path_eval.terminal import console, error_line, printable_logging, say
 
 def _inspect(args) -> None:
     model, tokenizer = _load_one_model(args)
-    from path_eval.models import PathEvalForCausalLM
+    from path_eval.models import CausalDecoder
 
     params = sum(p.numel() for p in model.parameters())
-    if isinstance(model, PathEvalForCausalLM):
+    if isinstance(model, CausalDecoder):
         c = model.config
         kind = (f"path-eval {c.attention}: {c.num_hidden_layers} layers, hidden {c.hidden_size}, "
                 f"{c.num_heads} heads ({c.num_kv_heads} kv) of {c.head_dim}, backend {model.backend_name}")

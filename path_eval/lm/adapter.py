@@ -30,7 +30,7 @@ from path_eval.lm.distributed import DataParallel, launched_processes
 from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
-from path_eval.models import PathEvalForCausalLM
+from path_eval.models import CausalDecoder
 from path_eval.models.chat_template import render_chat, user_messages
 from path_eval.models.context import NO_CONTEXT_LENGTH, PREFILL_CHUNK, checkpoint_max_length
 from path_eval.models.generation import generate
@@ -417,7 +417,7 @@ class PathEvalLM(TemplateLM):
             mask[b, width - len(p):] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
         sampling = {"do_sample": True, "temperature": temperature} if do_sample and temperature > 0 else {}
-        if isinstance(self.model, PathEvalForCausalLM):
+        if isinstance(self.model, CausalDecoder):
             def reached_stop(new: torch.Tensor) -> torch.Tensor:
                 texts = self.tokenizer.batch_decode(new)
                 return torch.tensor([any(s and s in t for s in until) for t in texts], device=new.device)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from path_eval.models import PathEvalForCausalLM
+from path_eval.models import CausalDecoder
 
 PROJECTION_ROWS = 1024
 # Activation elements per token and hidden unit held at once by one decoder layer's forward, in the
@@ -21,14 +21,14 @@ ONE_PASS_ELEMENTS_PER_TOKEN_AND_UNIT = 32
 
 
 def _project(model, hidden: torch.Tensor) -> torch.Tensor:
-    if isinstance(model, PathEvalForCausalLM):
+    if isinstance(model, CausalDecoder):
         return model.logits_of(hidden)
     logits = model.get_output_embeddings()(hidden).float()
     cap = getattr(model.config, "final_logit_softcapping", None)
     return torch.tanh(logits / cap) * cap if cap else logits
 
 
-def one_pass_fits(model: PathEvalForCausalLM, tokens: torch.Tensor) -> bool:
+def one_pass_fits(model: CausalDecoder, tokens: torch.Tensor) -> bool:
     """Whether `tokens` [B, T] may go through the model in one pass, keeping no cache. The Triton
     kernels hold nothing of size T x T, so one pass needs activations of about T x hidden per layer,
     while chunked prefill keeps every earlier chunk's keys and values in every layer (at 64K tokens of
@@ -46,7 +46,7 @@ def one_pass_fits(model: PathEvalForCausalLM, tokens: torch.Tensor) -> bool:
 def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, rows: list[torch.Tensor],
                  prefill_chunk: int | None) -> list[torch.Tensor]:
     """Final hidden states of `tokens` [B, T] at the positions rows[b] (1-D index tensors)."""
-    if isinstance(model, PathEvalForCausalLM):
+    if isinstance(model, CausalDecoder):
         T = tokens.shape[1]
         chunked = prefill_chunk and T > prefill_chunk and not one_pass_fits(model, tokens)
         step = prefill_chunk if chunked else T

@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib
 
 # Each public name and the module of this package that defines it.
-LAZY_NAMES = {"VARIANTS": "config", "PathEvalConfig": "config", "PathEvalForCausalLM": "modeling",
-              "DecoderCache": "cache"}
+LAZY_NAMES = {"VARIANTS": "config", "PathEvalConfig": "config", "CausalDecoder": "modeling",
+              "PathEvalForCausalLM": "pretrained", "DecoderCache": "cache"}
 
 __all__ = list(LAZY_NAMES)
 

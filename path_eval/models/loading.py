@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from path_eval.errors import PathEvalError
 from path_eval.models.config import PathEvalConfig
 from path_eval.models.config_file import FLA_MODEL_TYPES, read_config
 from path_eval.models.devices import check_device_and_backend_names
-from path_eval.models.modeling import PathEvalForCausalLM
+from path_eval.models.modeling import CausalDecoder
 from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, check_dtype_name, default_dtype_name
 from path_eval.models.tokenizer import load_tokenizer
 
@@ -350,9 +351,38 @@ def shape_mismatch(root: Path, key: str, found, implied) -> PathEvalError:
                          "the whole checkpoint again")
 
 
-def build_model(config: PathEvalConfig, state: dict[str, torch.Tensor], root: Path, dtype, device) -> PathEvalForCausalLM:
-    with config_errors(root), torch.device("meta"):
-        model = PathEvalForCausalLM(config)
+# torch.nn.init's in-place initialisers as torch defines them, taken once: what `uninitialised_modules`
+# puts back, whatever else had patched them when it began.
+TORCH_INITIALISERS = {name: function for name, function in vars(torch.nn.init).items()
+                      if name.endswith("_") and not name.startswith("_") and callable(function)}
+_initialisers_replaced = threading.Lock()
+
+
+def _left_as_is(tensor, *args, **kwargs):
+    return tensor
+
+
+@contextmanager
+def uninitialised_modules():
+    """torch's modules built without their random initialisation, for a network whose every weight
+    is assigned from a checkpoint next: on the meta device each init function runs through a
+    reference implementation whose first call imports torch._dynamo (1.5 s on a 2-core CPU). The
+    initialisers are process-wide names: one holder at a time, and at the end each name this
+    replaced is torch's own again (one another patch put there meanwhile is left to its owner)."""
+    with _initialisers_replaced:
+        for name in TORCH_INITIALISERS:
+            setattr(torch.nn.init, name, _left_as_is)
+        try:
+            yield
+        finally:
+            for name, function in TORCH_INITIALISERS.items():
+                if getattr(torch.nn.init, name) is _left_as_is:
+                    setattr(torch.nn.init, name, function)
+
+
+def build_model(config: PathEvalConfig, state: dict[str, torch.Tensor], root: Path, dtype, device) -> CausalDecoder:
+    with config_errors(root), torch.device("meta"), uninitialised_modules():
+        model = CausalDecoder(config)
     expected = {key: tuple(p.shape) for key, p in model.state_dict().items()}
     if config.tie_word_embeddings:
         expected.pop("lm_head.weight", None)

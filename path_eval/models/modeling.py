@@ -3,6 +3,11 @@
 Module and parameter names are fla's (`model.embeddings`, `model.layers.{i}.attn.w_proj.0`, ...),
 so fla / flame checkpoints load with a plain `load_state_dict`. The attention arithmetic lives in
 the backends (`path_eval.models.attention`); this file prepares their inputs.
+
+Plain torch: an evaluation run loads `CausalDecoder` without importing transformers' modeling code
+(its import pulls scipy, sympy, torch._dynamo and more: 1.5 s of a run's start on a 2-core CPU).
+`path_eval.models.pretrained.PathEvalForCausalLM` is the same network as a transformers
+`PreTrainedModel`, for `save_pretrained`, the Auto classes and the random checkpoints.
 """
 from __future__ import annotations
 
@@ -11,7 +16,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from transformers import PreTrainedModel
 
 from path_eval.kernels.path_attn import supported
 from path_eval.kernels.short_conv.naive import conv_history, householder_directions
@@ -192,27 +196,17 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.mlp_norm(x, fused)), new_state
 
 
-class PathEvalPreTrainedModel(PreTrainedModel):
-    config_class = PathEvalConfig
-    base_model_prefix = "model"
-    _no_split_modules = ["DecoderLayer"]
+class DecoderStack(nn.Module):
+    """fla's `model`: the embeddings, the layers and the final norm."""
 
-    def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Conv1d, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if getattr(module, "bias", None) is not None:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, RMSNorm):
-            nn.init.ones_(module.weight)
-
-
-class PathEvalModel(PathEvalPreTrainedModel):
     def __init__(self, config: PathEvalConfig):
-        super().__init__(config)
+        super().__init__()
+        self.build(config)
+
+    def build(self, config: PathEvalConfig) -> None:
         self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_hidden_layers))
         self.norm = RMSNorm(config.hidden_size, config.norm_eps)
-        self.post_init()
 
     def get_input_embeddings(self):
         return self.embeddings
@@ -221,19 +215,20 @@ class PathEvalModel(PathEvalPreTrainedModel):
         self.embeddings = value
 
 
-class PathEvalForCausalLM(PathEvalPreTrainedModel):
+class CausalDecoder(nn.Module):
     """`model(input_ids).logits`, `model(..., past_key_values=cache, use_cache=True)` for chunked
     prefill and decoding, `model.generate(...)`. The attention backend is `self.attention_backend`
     (None: the fastest one for the model's device)."""
 
-    _tied_weights_keys = {"lm_head.weight": "model.embeddings.weight"}
-
     def __init__(self, config: PathEvalConfig):
-        super().__init__(config)
-        self.model = PathEvalModel(config)
+        super().__init__()
+        self.config = config
+        self.build(config, DecoderStack(config))
+
+    def build(self, config: PathEvalConfig, stack: nn.Module) -> None:
+        self.model = stack
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.attention_backend: str | None = None
-        self.post_init()
 
     def get_input_embeddings(self):
         return self.model.embeddings
@@ -314,13 +309,3 @@ class PathEvalForCausalLM(PathEvalPreTrainedModel):
         from path_eval.models.generation import generate
         return generate(self, input_ids, attention_mask, **kwargs)
 
-
-def _register_with_transformers() -> None:
-    """AutoConfig / AutoModelForCausalLM learn 'path_eval' (fla's own names are left to fla)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    AutoConfig.register(PathEvalConfig.model_type, PathEvalConfig, exist_ok=True)
-    AutoModelForCausalLM.register(PathEvalConfig, PathEvalForCausalLM, exist_ok=True)
-
-
-_register_with_transformers()

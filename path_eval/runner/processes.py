@@ -63,7 +63,8 @@ def load_in_background(path: Path, times: "PhaseTimes", device: str, **options) 
 def load_settled_on_error(loading: Future):
     """An error while the model loads (a bad sample, Ctrl-C during the samples) propagates only once
     the load has ended: transformers patches process-wide names for the duration of a load
-    (`PreTrainedModel.tie_weights`, torch's default dtype) and restores them at its end, so a load
+    (`PreTrainedModel.tie_weights`, torch's default dtype), as does the harness's own loader (torch's
+    init functions, `models.loading.uninitialised_modules`), and restores them at its end, so a load
     left running beside the caller's next `evaluate` restores them crosswise and leaves them patched
     (every later load in the process then lacks its tied `lm_head.weight`). The load's own result or
     error is dropped: the first error is the one reported. A stop of the whole process (the command

@@ -6,7 +6,7 @@ import torch
 
 from path_eval.errors import PathEvalError
 from path_eval.models.loading import load_network
-from path_eval.models.modeling import PathEvalForCausalLM
+from path_eval.models.modeling import CausalDecoder
 
 
 def save_llama(path, **options):
@@ -27,7 +27,7 @@ def save_llama(path, **options):
 def test_logits_and_greedy_tokens_equal_transformers_llama(tmp_path, tied):
     reference = save_llama(tmp_path, tie_word_embeddings=tied)
     ours = load_network(tmp_path, dtype=torch.float64, attention="torch")
-    assert isinstance(ours, PathEvalForCausalLM) and ours.config.attention == "rope"
+    assert isinstance(ours, CausalDecoder) and ours.config.attention == "rope"
     ids = torch.randint(0, 96, (3, 40), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected, got = reference(input_ids=ids).logits, ours(input_ids=ids).logits

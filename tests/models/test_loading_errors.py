@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 
 from path_eval import load_model
 from path_eval.errors import PathEvalError
-from path_eval.models import PathEvalForCausalLM
+from path_eval.models import CausalDecoder
 from path_eval.models.random_checkpoint import random_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def expect(path, match, **kwargs):
 
 def test_own_checkpoint_loads(checkpoint):
     model, tokenizer = load_model(checkpoint)
-    assert isinstance(model, PathEvalForCausalLM) and len(tokenizer) == 32000
+    assert isinstance(model, CausalDecoder) and len(tokenizer) == 32000
     assert model.backend_name == "torch"
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from path_eval import load_model
-from path_eval.models import PathEvalForCausalLM
+from path_eval.models import CausalDecoder
 from path_eval.models.generation import generate
 from path_eval.tasks import flipflop
 
@@ -20,7 +20,7 @@ TEXT = 'def f(x):\n    return {"naïve": x + 1}  # ✓\nOne of the special magic
 
 
 def greedy(model, ids: torch.Tensor, new: int) -> torch.Tensor:
-    if isinstance(model, PathEvalForCausalLM):
+    if isinstance(model, CausalDecoder):
         return generate(model, ids, max_new_tokens=new)
     return model.generate(ids, max_new_tokens=new, do_sample=False, pad_token_id=model.config.pad_token_id)
 
