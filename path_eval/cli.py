@@ -565,6 +565,16 @@ def _interrupt(signum, frame):
     raise Interrupted(signum)
 
 
+def wrapped_interrupt(error: RuntimeError) -> Interrupted | None:
+    """The interrupt behind `error`, if one is: Python 3.11 turns an exception raised inside a
+    `__set_name__` call (a class body of a module being imported, such as datasets' dataclasses)
+    into "RuntimeError: Error calling __set_name__", caused by it."""
+    cause = error.__cause__
+    while cause is not None and not isinstance(cause, Interrupted):
+        cause = cause.__cause__
+    return cause
+
+
 def _exit_on_swallowed_interrupt(unraisable) -> None:
     """An interrupt that lands where Python cannot raise it onwards (a weakref callback or a `__del__`,
     such as the import system's module-lock callbacks while a module imports) would be printed as
@@ -661,8 +671,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _exit_on_swallowed_interrupt
     args, interrupted = None, False
     try:
-        args = parse_and_configure(argv)
-        code = args.func(args)
+        try:
+            args = parse_and_configure(argv)
+            code = args.func(args)
+        except RuntimeError as error:
+            raise wrapped_interrupt(error) or error
     except Interrupted as stop:
         ignore_interrupts()
         interrupted = True

@@ -183,3 +183,30 @@ def test_an_interrupt_python_would_drop_still_ends_the_run_in_one_line(hooked):
         assert (done.returncode, done.stderr, done.stdout) == (130, "error: interrupted by SIGINT\n", "")
     else:  # what the hook is for: the interrupt is printed as ignored and the run goes on
         assert done.returncode == 0 and "went on" in done.stdout and "Exception ignored" in done.stderr
+
+
+def test_an_interrupt_inside_a_class_body_being_created_is_still_one_line(monkeypatch, capsys):
+    """Python 3.11 wraps an exception raised in `__set_name__` (a signal landing while datasets'
+    dataclasses are created during an import) in a RuntimeError: still the interrupt's one line."""
+    import argparse
+
+    from path_eval import cli
+
+    class Descriptor:
+        def __set_name__(self, owner, name):
+            raise cli.Interrupted(signal.SIGTERM)
+
+    def command(args):
+        class Created:
+            field = Descriptor()
+
+    monkeypatch.setattr(cli, "parse_and_configure", lambda argv: argparse.Namespace(func=command, out=None))
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    hook = sys.unraisablehook
+    try:
+        assert cli.main([]) == 128 + signal.SIGTERM
+    finally:  # main leaves an interrupted process deaf to further signals; this one is pytest's
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        sys.unraisablehook = hook
+    assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted by SIGTERM"]
