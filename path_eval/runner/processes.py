@@ -94,17 +94,6 @@ def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
 POOL_MIN_TOKENS = 4_000_000
 
 
-def _freeze_unless_busy(make) -> bool:
-    """Freeze one set unless another process is making it: whether it is frozen now. The built task
-    holds closures: only the files it leaves behind come back."""
-    with frozen.skipping_busy():
-        try:
-            make()
-        except frozen.SetBusy:
-            return False
-    return True
-
-
 def freeze_on_cores(sets: list[FrozenSet], cores: int) -> None:
     """Freeze `sets` here, or, when they are large and this process has spare cores, in that many
     worker processes (spawned: the model loads in a thread meanwhile), costliest first. A set
@@ -114,11 +103,11 @@ def freeze_on_cores(sets: list[FrozenSet], cores: int) -> None:
     workers = min(len(sets), cores - 1)
     if workers < 2 or sum(s.tokens for s in sets) < POOL_MIN_TOKENS:
         ordered = sets
-        done = [_freeze_unless_busy(s.freeze) for s in ordered]
+        done = [frozen.freeze_unless_busy(s.freeze) for s in ordered]
     else:
         ordered = sorted(sets, key=lambda s: -s.tokens)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            done = list(pool.map(_freeze_unless_busy, [s.freeze for s in ordered]))
+            done = list(pool.map(frozen.freeze_unless_busy, [s.freeze for s in ordered]))
     for frozen_set, made in zip(ordered, done):
         if not made:
             frozen_set.freeze()  # waits for the process making it, then checks what it wrote

@@ -48,6 +48,20 @@ def skipping_busy():
         _SKIP_BUSY.reset(token)
 
 
+def freeze_unless_busy(make: Callable[[], object]) -> bool:
+    """Freeze one set unless another process is making it: whether it is frozen now. A worker process
+    of a run's pool runs this; it lives here, among modules that import neither torch nor lm-eval, so
+    that a spawned worker imports only what the set's own generator needs (the runner's modules
+    import the whole model stack: 10-16 s a worker on the GPU host). The built task holds closures:
+    only the files it leaves behind come back."""
+    with skipping_busy():
+        try:
+            make()
+        except SetBusy:
+            return False
+    return True
+
+
 def frozen_dir() -> Path:
     return cache_dir() / "frozen"
 

@@ -1,5 +1,9 @@
 """Large sample sets are frozen in worker processes when the machine has spare cores: the files are
 byte for byte the ones one process writes, for the same plan, tokenizer and seed."""
+import json
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 from path_eval.evaluators import EvaluationContext
@@ -42,3 +46,33 @@ def test_small_sets_stay_in_this_process(tmp_path, monkeypatch):
     monkeypatch.setattr(processes, "ProcessPoolExecutor", None)  # any pool would fail
     processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)  # 3 sets of 1K tokens: under POOL_MIN_TOKENS
     assert len(written(tmp_path / "cache")) == 3
+
+
+def test_what_a_worker_unpickles_imports_neither_torch_nor_lm_eval(tmp_path, monkeypatch):
+    """A spawned worker imports what its task's pickle names: the function it runs and the set's
+    generator, not the runner's modules, which import the whole model stack (seconds a worker)."""
+    sent = []
+
+    class RecordingPool:  # stands in for the pool: what it would send a worker, pickled
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, function, items):
+            sent.append(pickle.dumps((function, items[0])))
+            return [True] * len(items)
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(processes, "ProcessPoolExecutor", RecordingPool)
+    monkeypatch.setattr(processes, "POOL_MIN_TOKENS", 0)
+    processes.freeze_on_cores(frozen_sets(tmp_path), cores=3)
+    (tmp_path / "task.pkl").write_bytes(sent[0])
+    code = (f"import json, pickle, sys; pickle.loads(open({str(tmp_path / 'task.pkl')!r}, 'rb').read()); "
+            "print(json.dumps([name for name in ('torch', 'lm_eval') if name in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == []
