@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks import (beta_near_two, block_rows, cli_start, coarse_loop, data_parallel, end_to_end,
                         extrapolation_speed, fixed_cost, fla_parity, forward_autotune, freezing, generation,
-                        import_cost, kernels, launch_configs, scoring_profile, transition_ablation)
+                        import_cost, kernels, launch_configs, scoring_profile, suite_busy, transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
 from training import retrain, runs, study
@@ -59,6 +59,7 @@ BLOCKS = {
     "scoring profile": scoring_profile.render_scoring_profile,
     "end to end": end_to_end.render_end_to_end,
     "fixed cost": fixed_cost.render_fixed_cost,
+    "suite busy": suite_busy.render_suite_busy,
     "cli start": cli_start.render_cli_start,
     "import cost": import_cost.render_import_cost,
     "freezing": freezing.render_freezing,

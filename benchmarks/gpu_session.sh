@@ -47,9 +47,16 @@
 #   limit, 300 s),
 # import-cost (benchmarks.import_cost: `import path_eval.lm` in fresh interpreters, package by package, as installed,
 #   then again after `compileall` of the wheels, path_eval and kernels (path_eval/kernels is a link, which compileall
-#   does not follow), into $OUT/import_cost_h100.json or _h200.json by the GPU: whether the host's imports compile
-#   sources at every start; run it first and once a host (a second run finds its labels taken), as later steps then
-#   find the wheels byte-compiled; IC_S= the limit of each series, 120 s),
+#   does not follow), then after `compileall` of the image's own site-packages (torch, numpy, sympy, triton: the image
+#   ships them without bytecode), into $OUT/import_cost_h100.json or _h200.json by the GPU: whether the host's imports
+#   compile sources at every start; run it first and once a host (a second run finds its labels taken), as later steps
+#   then find everything byte-compiled; IC_S= the limit of each series, 120 s),
+# zoo-profile (one zoo model's whole zoo_study run under cProfile, batch 32, into $OUT/zoo_profile_h100.prof or _h200
+#   and its 60 costliest calls by cumulative and 40 by own time beside it, .txt: where a small model's run spends the
+#   time the GPU waits; ZP_MODEL= the zoo name, path; ZB_DATA= the essays' data dir (carried); ZP_S= the limit, 300 s:
+#   a run stopped there still writes its profile, as the run answers SIGTERM by returning),
+# compile (import-cost's byte-compiling without its measurements, for a host that is not to run import-cost, before
+#   fixed-cost or zoo-busy: a user's pip install leaves bytecode, this image's does not),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -65,6 +72,12 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 [ -z "${REVISION:-}" ] || export PATH_EVAL_GIT_REVISION=$REVISION
 stamp() { echo "[$(date +%T)] $*"; }
+image_site() {  # the image's own site-packages, where torch is, found without importing torch
+  python3 -c "import importlib.util, os; print(os.path.dirname(os.path.dirname(importlib.util.find_spec('torch').origin)))"; }
+byte_compile() {  # bytecode for every module under the folders given: the host's interpreter may not write any
+  timeout ${IC_S:-120} python3 -m compileall -q -j 16 "$@" > /dev/null 2>&1 && return
+  local code=$?; stamp "compileall $* ended $code"; return $code; }
+import_cost() { timeout ${IC_S:-120} python3 -m benchmarks.import_cost --repeats 2 --out "$OUT/import_cost_$(gpu_tag).json" "$@"; }
 gpu_tag() {  # h100 or h200 from the first GPU's name, else gpu: names a record by its machine
   local tag; tag=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -o -i -m1 'h[0-9]00' | head -1)
   tag=${tag,,}; echo "${tag:-gpu}"; }
@@ -111,12 +124,21 @@ for step in "$@"; do
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
-    import-cost) timeout ${IC_S:-120} python3 -m benchmarks.import_cost --label as-installed --repeats 2 \
-        --out "$OUT/import_cost_$(gpu_tag).json"
-      timeout ${IC_S:-120} python3 -m compileall -q -j 8 /tmp/site path_eval kernels > /dev/null
-      timeout ${IC_S:-120} python3 -m benchmarks.import_cost --label byte-compiled --repeats 2 \
-        --note "after python3 -m compileall /tmp/site path_eval kernels" \
-        --out "$OUT/import_cost_$(gpu_tag).json" ;;
+    zoo-profile) prof="$OUT/zoo_profile_$(gpu_tag).prof"; rm -rf /tmp/zpwork  # a fresh run, not a resumed one
+      timeout ${ZP_S:-300} python3 -m cProfile -o "$prof" eval.py run --suite zoo_study --model "zoo:${ZP_MODEL:-path}" \
+        --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" --device cuda --batch-size 32 \
+        --out /tmp/zpwork --quiet
+      python3 -c "import pstats, sys; stats = pstats.Stats(sys.argv[1]); stats.sort_stats('cumulative').print_stats(60)
+stats.sort_stats('tottime').print_stats(40)" "$prof" > "${prof%.prof}.txt" ;;
+    import-cost) import_cost --label as-installed
+      byte_compile /tmp/site path_eval kernels \
+        && import_cost --label byte-compiled --note "after python3 -m compileall /tmp/site path_eval kernels"
+      site=$(image_site)
+      if [ -w "$site" ]; then byte_compile "$site" \
+        && import_cost --label image-compiled --note "after python3 -m compileall of the image's $site as well"
+      else stamp "$site is not writable: no image-compiled series"; fi ;;
+    compile) byte_compile /tmp/site path_eval kernels
+      if [ -w "$(image_site)" ]; then byte_compile "$(image_site)"; else stamp "$(image_site) is not writable"; fi ;;
     apply) python3 -m benchmarks.transition_ablation --apply "${APPLY:?name the candidate in APPLY=}" ;;
     kernels) timeout ${KTIMEOUT:-560} python3 -m benchmarks.kernels --parts "${PARTS:-check,forward,prefill,decode}" ${KARGS:-} --out "$OUT/kernels.json" ;;
     figure1) timeout ${F1_S:-400} python3 -m benchmarks.kernels --parts forward --batch 32 --heads 32 --head-dims 64 \

@@ -190,8 +190,10 @@ def render_suite_busy(results: Path) -> str:
         met = not stopped and r["wall_s"] <= r["targets"]["wall_s"] and \
             (r["busy_requests"] or 0) >= r["targets"]["busy_requests"]
         wall = f"stopped at {seconds(r['wall_s'])}, {r['models_finished']} models finished" if stopped else seconds(r["wall_s"])
-        parts.append(table(["wall s", "requests s", "busy, requests phase", "busy, whole run", "readings", "targets met"],
-                           [[wall, seconds(r["requests_s"]),
+        phases = r.get("phases", {})
+        parts.append(table(["wall s", "start s", "samples s", "requests s", "busy, requests phase", "busy, whole run",
+                            "readings", "targets met"],
+                           [[wall, seconds(phases.get("start")), seconds(phases.get("samples")), seconds(r["requests_s"]),
                              "-" if r["busy_requests"] is None else percent(r["busy_requests"]),
                              "-" if r["busy_run"] is None else percent(r["busy_run"]),
                              str(r["readings_in_requests"]), "yes" if met else "no"]]))
