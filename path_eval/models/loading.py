@@ -227,8 +227,6 @@ def embedding_rows(root: Path) -> int | None:
     loader refuses weights of another shape), or None where there is no config.json or its model
     type is unknown (loading says why). A config.json that does not describe a model fails here, in
     one line naming it."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
     if not (root / "config.json").is_file():
         return None
     raw = read_config(root / "config.json")
@@ -238,6 +236,8 @@ def embedding_rows(root: Path) -> int | None:
         return path_eval_config(root, raw).vocab_size
     if model_type in FLA_MODEL_TYPES:  # a vocab_size the loader drops (null) is PathEvalConfig's default
         return raw.get("vocab_size") or PathEvalConfig().vocab_size
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # its import reads every model's source
+
     if model_type not in CONFIG_MAPPING:
         return None
     rows = getattr(transformers_config(root).get_text_config(), "vocab_size", None)

@@ -41,3 +41,26 @@ def test_the_shipped_model_is_the_one_its_readme_names(sentencepiece_model, toke
     assert hashlib.sha256((folder / "tokenizer.model").read_bytes()).hexdigest() == named
     assert sentencepiece_model.get_piece_size() == len(tokenizer) == 32000
     assert "Apache License" in (folder / "LICENSE").read_text()
+
+
+@pytest.mark.parametrize("name", ["path", "flipflop_rope", "a5_rope"])
+def test_a_generic_fast_tokenizer_is_the_one_autotokenizer_loads(name):
+    """The zoo's tokenizer_config.json names transformers' generic fast tokenizer, which the loader
+    takes directly (AutoTokenizer would import every model's structure first): the same class,
+    vocabulary, special tokens, settings and encodings as AutoTokenizer's."""
+    from transformers import AutoTokenizer
+
+    from path_eval.models.tokenizer import load_tokenizer
+    from path_eval.models.zoo import zoo_models
+
+    folder = zoo_models(name)[0]
+    ours, theirs = load_tokenizer(folder), AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    assert type(ours) is type(theirs)
+    assert ours.get_vocab() == theirs.get_vocab() and ours.all_special_tokens == theirs.all_special_tokens
+    assert {k: v for k, v in ours.init_kwargs.items() if k != "name_or_path"} == \
+        {k: v for k, v in theirs.init_kwargs.items() if k != "name_or_path"}
+    texts = ["The grass is green.", "  two  spaces\n\tand a tab", "0 1 1 0 w r i 0 1", "<s> a </s> b"]
+    for special in (True, False):
+        ids = ours(texts, add_special_tokens=special).input_ids
+        assert ids == theirs(texts, add_special_tokens=special).input_ids
+        assert ours.batch_decode(ids) == theirs.batch_decode(ids)
