@@ -185,8 +185,10 @@ def download_splits(suite, tasks, lengths: list[int] | None) -> list:
 
 
 def _lm_eval(args) -> None:
-    """lm-eval's own command line, with the `path` model registered."""
+    """lm-eval's own command line, with the `path` model registered, and `path_eval` checkpoints known
+    to transformers' Auto classes, so that lm-eval's `hf` model loads them too."""
     import path_eval.lm  # noqa: F401  (registers the model)
+    import path_eval.models.pretrained  # noqa: F401  (registers model_type path_eval with AutoModelForCausalLM)
     from lm_eval.__main__ import cli_evaluate
 
     sys.argv = ["lm_eval", *args.rest]

@@ -44,3 +44,17 @@ def test_lm_eval_command_line_wrapper(setup):
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "lambada_local" in result.stdout and "acc" in result.stdout
+
+
+def test_lm_eval_command_line_wrapper_loads_our_checkpoint_as_hf(setup):
+    """lm-eval's own `hf` model on a `path_eval` checkpoint: the wrapper registers the model type with
+    transformers' Auto classes (a plain `import path_eval.lm` no longer imports transformers' modeling)."""
+    from path_eval.models.tokenizer import mistral_v1_directory
+
+    result = subprocess.run([sys.executable, "eval.py", "lm-eval", "run", "--model", "hf", "--model_args",
+                             f"pretrained={setup / 'model'},tokenizer={mistral_v1_directory()},max_length=512",
+                             "--tasks", "lambada_local",
+                             "--include_path", str(setup / "tasks"), "--limit", "2", "--device", "cpu"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "lambada_local" in result.stdout and "acc" in result.stdout
