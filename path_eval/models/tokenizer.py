@@ -17,6 +17,7 @@ from typing import Callable
 
 from path_eval.errors import PathEvalError
 from path_eval.locations import cache_dir
+from path_eval.models.config_file import FLA_MODEL_TYPES, PATH_EVAL_MODEL_TYPE, read_config
 from path_eval.package_data import mistral_v1_tokenizer
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
@@ -48,12 +49,14 @@ def load_tokenizer(checkpoint: Path):
     from path_eval.models.loading import embedding_rows
 
     rows = embedding_rows(checkpoint)
+    config = checkpoint / "config.json"
+    model_type = read_config(config).get("model_type") if config.is_file() else None
     own = any((checkpoint / name).is_file() for name in TOKENIZER_FILES)
     source = checkpoint if own else mistral_v1_directory()
     refuse_backtracking_patterns(source / "tokenizer.json")
     try:
         with _no_config_type_warning():
-            tokenizer = tokenizer_loader(source).from_pretrained(source, local_files_only=True)
+            tokenizer = tokenizer_loader(source, model_type).from_pretrained(source, local_files_only=True)
     except Exception as err:  # sentencepiece, tokenizers and json each raise their own on a corrupt file
         present = ", ".join(name for name in TOKENIZER_FILES if (source / name).is_file())
         raise PathEvalError(f"the tokenizer in {source} ({present}) cannot be read ({type(err).__name__}: "
@@ -70,19 +73,25 @@ def load_tokenizer(checkpoint: Path):
 # The names a tokenizer_config.json gives transformers' generic fast tokenizer (5.x: TokenizersBackend,
 # which PreTrainedTokenizerFast names), the class AutoTokenizer picks for them.
 GENERIC_FAST_TOKENIZERS = ("PreTrainedTokenizerFast", "TokenizersBackend")
+# The model types whose checkpoints AutoTokenizer gives that generic class when their config names it.
+# For some others (qwen2, qwen3_5, ...) it overrules the config with the model's own tokenizer class,
+# so those keep AutoTokenizer.
+GENERIC_TOKENIZER_MODEL_TYPES = (PATH_EVAL_MODEL_TYPE, *FLA_MODEL_TYPES, None)
 
 
-def tokenizer_loader(source: Path):
+def tokenizer_loader(source: Path, model_type: str | None):
     """The class to load `source`'s tokenizer with: transformers' generic fast tokenizer itself where
-    tokenizer_config.json names it beside a tokenizer.json (the zoo's), else AutoTokenizer, which picks
-    a model's own class. AutoTokenizer picks that same class for such a folder, but first imports
+    tokenizer_config.json names it beside a tokenizer.json and the checkpoint is ours or fla's (`model_type`
+    from its config.json, None without one; the zoo's), else AutoTokenizer, which picks a model's own
+    class. AutoTokenizer picks that same class for such a folder, but first imports
     `transformers.models`, whose lazy structure reads some 1700 source files of every model
     (0.3 s on a 2-core CPU) that this tokenizer never uses."""
     try:
         named = json.loads((source / "tokenizer_config.json").read_text()).get("tokenizer_class")
     except (OSError, ValueError, AttributeError):  # absent or unreadable: AutoTokenizer says what is wrong
         named = None
-    if named in GENERIC_FAST_TOKENIZERS and (source / "tokenizer.json").is_file():
+    if named in GENERIC_FAST_TOKENIZERS and model_type in GENERIC_TOKENIZER_MODEL_TYPES \
+            and (source / "tokenizer.json").is_file():
         from transformers import PreTrainedTokenizerFast
         return PreTrainedTokenizerFast
     from transformers import AutoTokenizer

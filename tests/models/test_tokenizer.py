@@ -64,3 +64,23 @@ def test_a_generic_fast_tokenizer_is_the_one_autotokenizer_loads(name):
         ids = ours(texts, add_special_tokens=special).input_ids
         assert ids == theirs(texts, add_special_tokens=special).input_ids
         assert ours.batch_decode(ids) == theirs.batch_decode(ids)
+
+
+@pytest.mark.parametrize("model_type", ["qwen2", "llama"])
+def test_a_generic_fast_tokenizer_of_another_model_type_is_left_to_autotokenizer(tmp_path, model_type):
+    """AutoTokenizer overrules a config naming the generic class for some model types (qwen2 gets
+    Qwen2Tokenizer, with another unk token): only ours and fla's take the direct path."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from path_eval.models.tokenizer import tokenizer_loader
+    from path_eval.models.zoo import zoo_models
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(zoo_models("path")[0], folder, ignore=shutil.ignore_patterns("*.safetensors"))
+    assert tokenizer_loader(folder, model_type) is AutoTokenizer
+    assert tokenizer_loader(folder, "path_attn") is not AutoTokenizer
+    if model_type == "qwen2":  # the case that makes the difference, as this transformers has it
+        (folder / "config.json").write_text('{"model_type": "qwen2"}')
+        assert type(AutoTokenizer.from_pretrained(folder, local_files_only=True)).__name__ == "Qwen2Tokenizer"
