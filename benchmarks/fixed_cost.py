@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         records = measure(args, model)
         meta = {"command": bench_command(argv), "machine": machine(args.device), "versions": versions(),
                 "model": args.shape and f"random PaTH, shape {args.shape}" or args.model, "task": args.task,
-                "length": args.length, "requests": args.requests, "batch_size": args.batch_size}
+                "length": args.length, "requests": args.requests, "batch_size": args.batch_size,
+                "bytecode_settings": bytecode_settings()}
         write_json_atomic({"meta": meta, "records": records}, args.out)
     except PathEvalError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -160,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['run']}: wall {r['wall_s']:.1f} s, generation {r['generation_s']:.1f} s, fixed {r['fixed_s']:.1f} s "
               f"({r['fixed_over_generation']:.0%} of generation); phases {r['phases']}")
     return 0
+
+
+# The interpreter settings that decide whether a run's imports compile sources at every start.
+BYTECODE_VARIABLES = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+
+
+def bytecode_settings() -> dict[str, str]:
+    """Those of BYTECODE_VARIABLES this bench (and so every run it starts) has set."""
+    return {name: os.environ[name] for name in BYTECODE_VARIABLES if name in os.environ}
 
 
 def render_fixed_cost(results: Path) -> str:
@@ -172,7 +182,8 @@ def render_fixed_cost(results: Path) -> str:
         parts.append(f"Source: {source(path, results)}. Machine: {meta['machine']}; "
                      + ", ".join(f"{name} {version}" for name, version in known.items())
                      + f". Model {meta['model']}; {meta['requests']} requests of {meta['task']} at "
-                     f"{meta['length']} tokens, batch {meta['batch_size']}.")
+                     f"{meta['length']} tokens, batch {meta['batch_size']}."
+                     + "".join(f" {name}={value}." for name, value in meta.get("bytecode_settings", {}).items()))
         header = ["run", "wall s", "start s (imports alone)", "tokenizer s", "load s (thread)", "samples s",
                   "load wait s", "generation s", "requests beside generation s", "write s", "other s", "fixed s",
                   "fixed / generation"]

@@ -11,12 +11,15 @@ from benchmarks import fixed_cost
 from path_eval.runner.processes import PHASES
 
 
-def test_cold_then_warm_run_part_by_part(tmp_path, capsys):
+def test_cold_then_warm_run_part_by_part(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # recorded: whether the runs' imports compile sources
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     out = tmp_path / "results" / "bench" / "fixed_cost_cpu.json"
     assert fixed_cost.main(["--shape", "tiny", "--device", "cpu", "--length", "512", "--requests", "2", "--batch-size",
                             "2", "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["meta"]["command"].startswith("python -m benchmarks.fixed_cost --shape tiny")
+    assert data["meta"]["bytecode_settings"] == {"PYTHONDONTWRITEBYTECODE": "1"}
     cold, warm = data["records"]
     assert (cold["run"], warm["run"]) == ("cold", "warm")
     for r in (cold, warm):
@@ -33,6 +36,7 @@ def test_cold_then_warm_run_part_by_part(tmp_path, capsys):
     assert "warm: wall" in capsys.readouterr().out
     page = fixed_cost.render_fixed_cost(tmp_path / "results")
     assert "`results/bench/fixed_cost_cpu.json`" in page and "| warm |" in page and "Issue 47's targets" in page
+    assert "batch 2. PYTHONDONTWRITEBYTECODE=1." in page
 
 
 @pytest.mark.parametrize("argv, line", [
