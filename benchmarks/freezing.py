@@ -13,7 +13,7 @@ replaced); the JSON keeps each run's command, revision, machine and versions.
 
 With --processes N the bench times what a study's processes meet instead: N processes at once, each
 freezing every set of the plan into one fresh cache the way `eval.py run`'s samples phase does
-(`runner.processes.freeze_on_cores` with the machine's cores, worker pool and set locks included),
+(`runner.processes.freeze_on_cores` with the cores a run uses, worker pool and set locks included),
 as the parts of `training/gpu_study.sh` do side by side. It records each process's seconds, the
 group's wall time and the files' hash, under --label in --out (a file of such groups).
 
@@ -97,12 +97,12 @@ def freeze_sets(args: argparse.Namespace) -> list[dict]:
 def freeze_as_a_run(args: argparse.Namespace) -> None:
     """One process of a --processes group: the plan's sets frozen as the run's samples phase freezes
     them; prints its seconds (the plan and tokenizers apart) as a JSON line."""
-    from path_eval.cpu_threads import allowed_cores
+    from path_eval.cpu_threads import usable_cores
     from path_eval.runner.processes import freeze_on_cores
 
     sets = list(plan_sets(args))
     began = time.perf_counter()
-    freeze_on_cores(sets, cores=allowed_cores())
+    freeze_on_cores(sets, cores=usable_cores())
     print(json.dumps({"sets": len(sets), "seconds": round(time.perf_counter() - began, 1)}), flush=True)
 
 

@@ -36,6 +36,18 @@ def allowed_cores() -> int:
         return os.cpu_count() or 1
 
 
+def within_quota(cores: int, quota: float | None) -> int:
+    """`cores`, at most the quota rounded down (a thread or process beyond it waits for the quota's
+    next period), at least 1."""
+    return min(cores, max(1, math.floor(quota))) if quota is not None else cores
+
+
+def usable_cores() -> int:
+    """The cores this process may run on, at most its cgroup's quota: how many worker processes
+    can run at once without waiting for each other's share."""
+    return within_quota(allowed_cores(), cgroup_quota())
+
+
 def cgroup_quota(root: Path = CGROUP) -> float | None:
     """The CPU quota of this process's cgroup in cores (cgroup v2's cpu.max, v1's cpu.cfs_quota_us
     over cpu.cfs_period_us), or None without one."""
@@ -94,7 +106,7 @@ def choose_threads(cores: int, quota: float | None, processes: int, machine_core
     processes; at least 1. torch's threads wait for each other at every operation, so one thread
     sharing its core with other work holds all of them up: on 2 cores beside one busy process, two
     threads ran far slower than one."""
-    usable = min(cores, max(1, math.floor(quota))) if quota is not None else cores
+    usable = within_quota(cores, quota)
     why = [f"{cores} cores allowed"]
     if quota is not None:
         why.append(f"cgroup quota {quota:.1f}")

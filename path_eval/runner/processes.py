@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from path_eval import run_folder
-from path_eval.cpu_threads import allowed_cores
+from path_eval.cpu_threads import usable_cores
 from path_eval.atomic_files import write_json_atomic
 from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import DataParallel, balanced_shares, launched_processes
@@ -84,7 +84,7 @@ def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
     processes = parallel.world_size if parallel else 1
     shares = balanced_shares([s.tokens for s in sets], processes)
     freeze_on_cores([sets[index] for index in shares[parallel.rank if parallel else 0]],
-                    cores=max(1, allowed_cores() // processes))
+                    cores=max(1, usable_cores() // processes))
     if parallel:
         parallel.barrier()
 

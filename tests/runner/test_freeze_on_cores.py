@@ -76,3 +76,18 @@ def test_what_a_worker_unpickles_imports_neither_torch_nor_lm_eval(tmp_path, mon
             "print(json.dumps([name for name in ('torch', 'lm_eval') if name in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_a_run_sizes_its_pool_by_the_cgroup_quota(monkeypatch):
+    """16 cores visible under a quota of 2.5: workers beyond the quota would only wait for its next
+    period, so the run freezes on 2."""
+    from path_eval import cpu_threads
+
+    monkeypatch.setattr(cpu_threads, "allowed_cores", lambda: 16)
+    monkeypatch.setattr(cpu_threads, "cgroup_quota", lambda: 2.5)
+    given = []
+    monkeypatch.setattr(processes, "freeze_on_cores", lambda sets, cores: given.append(cores))
+    processes.freeze_shares([], None)
+    monkeypatch.setattr(cpu_threads, "cgroup_quota", lambda: None)
+    processes.freeze_shares([], None)
+    assert given == [2, 16]
