@@ -168,8 +168,17 @@ BYTECODE_VARIABLES = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
 
 
 def bytecode_settings() -> dict[str, str]:
-    """Those of BYTECODE_VARIABLES this bench (and so every run it starts) has set."""
-    return {name: os.environ[name] for name in BYTECODE_VARIABLES if name in os.environ}
+    """Those of BYTECODE_VARIABLES this bench (and so every run it starts) has set (Python reads an
+    empty value as unset)."""
+    return {name: os.environ[name] for name in BYTECODE_VARIABLES if os.environ.get(name)}
+
+
+def bytecode_line(meta: dict) -> str:
+    """The record's bytecode settings for its heading: a record from before the field says nothing."""
+    if "bytecode_settings" not in meta:
+        return ""
+    settings = meta["bytecode_settings"]
+    return "".join(f" {name}={value}." for name, value in settings.items()) or " No bytecode variable set."
 
 
 def render_fixed_cost(results: Path) -> str:
@@ -183,7 +192,7 @@ def render_fixed_cost(results: Path) -> str:
                      + ", ".join(f"{name} {version}" for name, version in known.items())
                      + f". Model {meta['model']}; {meta['requests']} requests of {meta['task']} at "
                      f"{meta['length']} tokens, batch {meta['batch_size']}."
-                     + "".join(f" {name}={value}." for name, value in meta.get("bytecode_settings", {}).items()))
+                     + bytecode_line(meta))
         header = ["run", "wall s", "start s (imports alone)", "tokenizer s", "load s (thread)", "samples s",
                   "load wait s", "generation s", "requests beside generation s", "write s", "other s", "fixed s",
                   "fixed / generation"]

@@ -93,7 +93,8 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 workers=${GPU_TEST_WORKERS:-8}
 if [ "$workers" = 0 ]; then spread=(-s); else spread=(-n "$workers" --dist loadgroup -rA); fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-echo "cores: $(nproc) allowed of $(nproc --all), cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo none)"
+python3 -c "import os; from path_eval.cpu_threads import allowed_cores, cgroup_quota, usable_cores
+print(f'cores: {allowed_cores()} allowed of {os.cpu_count()}, cgroup quota {cgroup_quota()}, usable {usable_cores()}')"
 python3 -c "import torch, triton, transformers, fla; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__, 'fla', fla.__version__)"
 for step in "$@"; do
   stamp "step $step"

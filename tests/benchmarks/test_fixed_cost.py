@@ -49,3 +49,10 @@ def test_bad_arguments_are_one_line(argv, line, tmp_path, capsys):
     assert err.startswith("error: ") and line in err and err.count("\n") == 1
     assert not (tmp_path / "x.json").exists()
     shutil.rmtree(tmp_path / "work", ignore_errors=True)
+
+
+def test_the_heading_tells_default_settings_from_a_record_without_them():
+    assert fixed_cost.bytecode_line({}) == ""  # a record from before the field
+    assert fixed_cost.bytecode_line({"bytecode_settings": {}}) == " No bytecode variable set."
+    assert fixed_cost.bytecode_line({"bytecode_settings": {"PYTHONPYCACHEPREFIX": "/tmp/pyc"}}) == \
+        " PYTHONPYCACHEPREFIX=/tmp/pyc."
