@@ -32,6 +32,7 @@ from path_eval.locations import cache_dir
 
 log = logging.getLogger("path_eval")
 _SKIP_BUSY: ContextVar[bool] = ContextVar("skip_busy", default=False)
+_FIND_ONLY: ContextVar[bool] = ContextVar("find_only", default=False)
 
 
 class SetBusy(Exception):
@@ -59,6 +60,25 @@ def freeze_unless_busy(make: Callable[[], object]) -> bool:
             make()
         except SetBusy:
             return False
+    return True
+
+
+class NotFrozen(Exception):
+    """Within `found_frozen`: the set is not frozen (or not valid) yet; nothing was generated or written."""
+
+
+def found_frozen(make: Callable[[], object]) -> bool:
+    """Whether a set's freeze `make` finds its set frozen and valid already, generating nothing. A run
+    checks its sets so before it starts worker processes to freeze them: on a many-core host each
+    worker costs seconds to spawn and import, which every model of a study after the first (its
+    sets all frozen) would otherwise pay for nothing."""
+    token = _FIND_ONLY.set(True)
+    try:
+        make()
+    except NotFrozen:
+        return False
+    finally:
+        _FIND_ONLY.reset(token)
     return True
 
 
@@ -93,6 +113,8 @@ def freeze(key: dict, generate: Callable[[], list[dict]], root: Path | None = No
     samples, key_file = frozen_paths(key, root or frozen_dir())
     if valid_frozen(key, samples, key_file):
         return samples
+    if _FIND_ONLY.get():
+        raise NotFrozen(str(samples))
     with generating(samples):
         if valid_frozen(key, samples, key_file):  # made by the process this one waited for
             return samples

@@ -48,6 +48,54 @@ def test_small_sets_stay_in_this_process(tmp_path, monkeypatch):
     assert len(written(tmp_path / "cache")) == 3
 
 
+class RecordingPool:
+    """Stands in for the process pool: the sets' labels it was given, frozen here."""
+    given: list[list[str]] = []
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def map(self, function, items):
+        RecordingPool.given.append(items)
+        return [function(item) for item in items]
+
+
+def test_sets_frozen_already_start_no_workers(tmp_path, monkeypatch):
+    """A run whose large sets are all frozen (a study's second model) checks them here and spawns no
+    pool; where one is missing, only that one goes to the workers."""
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(processes, "POOL_MIN_TOKENS", 0)
+    monkeypatch.setattr(processes, "ProcessPoolExecutor", RecordingPool)
+    RecordingPool.given = []
+    processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)
+    assert [len(items) for items in RecordingPool.given] == [3]  # none frozen: all three to the pool
+    before = written(tmp_path / "cache")
+    processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)
+    assert [len(items) for items in RecordingPool.given] == [3]  # all frozen: no pool
+    [gone, *kept] = sorted((tmp_path / "cache").rglob("*.key.json"))
+    gone.unlink()
+    processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)
+    assert len(RecordingPool.given) == 1  # one set left to make: under two workers, made here
+    assert written(tmp_path / "cache") == before and gone.is_file()
+
+
+def test_found_frozen_generates_nothing(tmp_path, monkeypatch):
+    from path_eval.tasks import frozen
+
+    monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
+    sets = frozen_sets(tmp_path)
+    assert not any(frozen.found_frozen(s.freeze) for s in sets)
+    assert not (tmp_path / "cache").exists() or written(tmp_path / "cache") == {}
+    processes.freeze_on_cores(sets, cores=1)
+    assert all(frozen.found_frozen(s.freeze) for s in sets)
+
+
 def test_what_a_worker_unpickles_imports_neither_torch_nor_lm_eval(tmp_path, monkeypatch):
     """A spawned worker imports what its task's pickle names: the function it runs and the set's
     generator, not the runner's modules, which import the whole model stack (seconds a worker)."""
