@@ -33,6 +33,7 @@ from benchmarks.end_to_end import machine
 from benchmarks.markdown import load, percent, seconds, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
+from path_eval.plan import ResolvedPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 WALL_TARGET_S = 300.0
@@ -104,6 +105,27 @@ def mean_within(readings: list[tuple[float, float]], spans: list[tuple[float, fl
     return (sum(inside) / len(inside) / 100 if inside else None), len(inside)
 
 
+def per_model(spans: list, names: list[str], readings: list[tuple[float, float]]) -> list[dict]:
+    """Each finished model's phases (seconds, its own spans: a model's begin with its tokenizer) and the
+    GPU's mean utilisation over its requests, in the order the run took them (`names`)."""
+    groups: list[list] = []
+    for span in spans:
+        if span[0] == "tokenizer":
+            groups.append([])
+        if groups and span[0] != "write":
+            groups[-1].append(span)
+    rows = []
+    for name, group in zip(names, groups):
+        if not any(phase == "requests" for phase, _, _ in group):
+            continue  # stopped before its requests ended
+        busy, readings_in = mean_within(readings, [(start, end) for phase, start, end in group if phase == "requests"])
+        phases = {phase: round(sum(end - start for p, start, end in group if p == phase), 3)
+                  for phase in dict.fromkeys(phase for phase, _, _ in group)}
+        rows.append({"model": name, "phases": phases, "busy_requests": None if busy is None else round(busy, 4),
+                     "readings_in_requests": readings_in})
+    return rows
+
+
 def run_command(args, out: Path) -> list[str]:
     command = [sys.executable, str(ROOT / "eval.py"), "run", "--suite", args.suite, "--model", args.model,
                "--device", args.device, "--batch-size", str(args.batch_size), "--out", str(out), "--quiet"]
@@ -142,15 +164,20 @@ def measure(args) -> dict:
         raise PathEvalError(f"the run was stopped at --budget-s {args.budget_s:g} before it finished a model: "
                             "nothing to match the readings to; give a longer budget")
     timings = json.loads(timings_path.read_text())
-    requests = [(start, end) for name, start, end in timings["spans"][0] if name == "requests"]
+    spans = timings["spans"][0]
+    requests = [(start, end) for name, start, end in spans if name == "requests"]
     busy_requests, in_requests = mean_within(readings, requests)
     busy_run, in_run = mean_within(readings, [(began, ended)])
+    plan_file = out / "plan.json"  # the run writes it first; a stand-in run may not
+    names = [model.name for model in ResolvedPlan.model_validate_json(plan_file.read_text()).evaluated_models()] \
+        if plan_file.is_file() else []
     return {"wall_s": round(ended - began, 3), "stopped_at_budget_s": args.budget_s if stopped else None,
             "models_finished": len(requests), "phases": timings["processes"][0],
             "requests_s": round(sum(end - start for start, end in requests), 3),
             "busy_requests": None if busy_requests is None else round(busy_requests, 4),
             "busy_run": None if busy_run is None else round(busy_run, 4),
             "readings_in_requests": in_requests, "readings_in_run": in_run,
+            "models": per_model(spans, names, readings),
             "targets": {"wall_s": WALL_TARGET_S, "busy_requests": BUSY_TARGET},
             "caches": "the frozen-sample and Triton caches as this machine had them",
             "command": shlex.join(command)}
@@ -197,6 +224,12 @@ def render_suite_busy(results: Path) -> str:
                              "-" if r["busy_requests"] is None else percent(r["busy_requests"]),
                              "-" if r["busy_run"] is None else percent(r["busy_run"]),
                              str(r["readings_in_requests"]), "yes" if met else "no"]]))
+        if r.get("models"):
+            parts.append("By model, in the run's order:\n\n" + table(
+                ["model", "tokenizer s", "samples s", "load wait s", "requests s", "busy, its requests"],
+                [[m["model"], *(seconds(m["phases"].get(phase)) for phase in ("tokenizer", "samples", "load_wait",
+                                                                             "requests")),
+                  "-" if m["busy_requests"] is None else percent(m["busy_requests"])] for m in r["models"]]))
     return "\n\n".join(parts)
 
 

@@ -108,6 +108,10 @@ class ResolvedPlan(BaseModel):
     def spec(self, item: PlannedItem) -> TaskSpec:
         return self.suite.task(item.task)
 
+    def evaluated_models(self) -> list[PlannedModel]:
+        """The models some item runs on, in the order a run takes them (the others are never loaded)."""
+        return [model for model in self.models if any(model.name in item.models for item in self.items)]
+
     def of_kind(self, kind: str, model: str) -> list[PlannedItem]:
         """The items of this kind that run on `model` (its name in the plan)."""
         return [item for item in self.items if item.kind == kind and model in item.models]

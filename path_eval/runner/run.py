@@ -113,9 +113,7 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
     writes = processes.writes_results(parallel)
     caches = []
     reused = answered = 0  # requests of every process, over every model
-    for model in plan.models:
-        if not any(model.name in item.models for item in plan.items):
-            continue  # every task of the run is for other models: never loaded
+    for model in plan.evaluated_models():
         evaluators = [(evaluator_of(KINDS[kind]), plan.of_kind(kind, model.name)) for kind in KINDS
                       if plan.of_kind(kind, model.name)]  # records list the kinds in KINDS' order
         began = time.perf_counter()

@@ -36,8 +36,24 @@ def test_readings_inside_the_requests_spans_make_the_busy_share(tmp_path, capsys
     assert {name for name, _, _ in timings["spans"][0]} >= {"tokenizer", "load", "samples", "requests", "write"}
     assert all(start <= end for _, start, end in timings["spans"][0])
     assert "GPU busy" in capsys.readouterr().out
+    [model] = run["models"]  # one model: its own phases are the run's
+    assert model["model"] == "fox" and model["busy_requests"] == 0.87
+    assert model["readings_in_requests"] == run["readings_in_requests"]
+    assert model["phases"]["requests"] == pytest.approx(run["requests_s"], abs=0.01)
+    assert set(model["phases"]) >= {"tokenizer", "samples", "load_wait", "requests"} and "write" not in model["phases"]
     page = suite_busy.render_suite_busy(tmp_path / "results")
-    assert "`results/bench/ci_busy_cpu.json`" in page and "| wall s |" in page
+    assert "`results/bench/ci_busy_cpu.json`" in page and "| wall s |" in page and "| fox |" in page
+
+
+def test_each_model_gets_its_own_spans_and_readings():
+    spans = [["tokenizer", 0, 1], ["samples", 1, 2], ["load", 1, 1.5], ["load_wait", 2, 2], ["requests", 2, 4],
+             ["tokenizer", 4, 4.5], ["samples", 4.5, 5], ["requests", 5, 9], ["write", 9, 10]]
+    readings = [(3.0, 50.0), (6.0, 10.0), (8.0, 30.0), (9.5, 100.0)]
+    rows = suite_busy.per_model(spans, ["a", "b", "c"], readings)
+    assert [r["model"] for r in rows] == ["a", "b"]
+    assert rows[0]["phases"] == {"tokenizer": 1, "samples": 1, "load": 0.5, "load_wait": 0, "requests": 2}
+    assert rows[1]["busy_requests"] == 0.2 and rows[1]["readings_in_requests"] == 2
+    assert rows[0]["busy_requests"] == 0.5
 
 
 def test_without_nvidia_smi_the_refusal_is_one_line(tmp_path, capsys, monkeypatch):
