@@ -27,6 +27,7 @@ from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
 from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import DataParallel, launched_processes
+from path_eval.lm.padding import padded_batch
 from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
 from path_eval.lm.scoring import next_token_nll, score_batch
@@ -409,17 +410,13 @@ class PathEvalLM(TemplateLM):
     def _generate(self, prompts: list[list[int]], until: list[str], max_gen: int, do_sample: bool,
                   temperature: float) -> list[list[int]]:
         """Left-padded batch generation; returns each row's new tokens (stop text cut later)."""
-        width = max(map(len, prompts))
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for b, p in enumerate(prompts):
-            ids[b, width - len(p):] = torch.tensor(p)
-            mask[b, width - len(p):] = 1
+        ids, mask = padded_batch(prompts, self.pad_id, left=True)
+        width = ids.shape[1]
         ids, mask = ids.to(self.device), mask.to(self.device)
         sampling = {"do_sample": True, "temperature": temperature} if do_sample and temperature > 0 else {}
         if isinstance(self.model, CausalDecoder):
             def reached_stop(new: torch.Tensor) -> torch.Tensor:
-                texts = self.tokenizer.batch_decode(new)
+                texts = self.tokenizer.batch_decode(new.tolist())  # one copy from the device, not one a row
                 return torch.tensor([any(s and s in t for s in until) for t in texts], device=new.device)
 
             out = generate(self.model, ids, mask, max_new_tokens=max_gen, eos_token_id=self.eot_token_id,
@@ -430,7 +427,7 @@ class PathEvalLM(TemplateLM):
                                       stopping_criteria=stop_sequences_criteria(self.tokenizer, until, width, len(prompts)),
                                       pad_token_id=self.pad_id, use_cache=True, **(sampling or {"do_sample": False}))
         self.tokens_processed += int((out[:, width:] != self.pad_id).sum())
-        return [row[width:].tolist() for row in out]
+        return out[:, width:].tolist()  # one copy from the device, not one a row
 
 
 def _prompt_key(args: tuple) -> tuple[str, int | None, bool]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from path_eval.lm.padding import padded_batch
 from path_eval.models import CausalDecoder
 
 PROJECTION_ROWS = 1024
@@ -85,12 +86,7 @@ def score_batch(model, inputs: list[list[int]], targets: list[list[int]], pad_id
     which predict the last len(targets) positions of `inputs`, and whether every target is the
     argmax (lm-eval's is_greedy). Sequences are right-padded into one batch."""
     device = next(model.parameters()).device
-    width = max(len(x) for x in inputs)
-    tokens = torch.full((len(inputs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros(len(inputs), width, dtype=torch.long)
-    for b, x in enumerate(inputs):
-        tokens[b, : len(x)] = torch.tensor(x)
-        mask[b, : len(x)] = 1
+    tokens, mask = padded_batch(inputs, pad_id, left=False)
     rows = [torch.arange(len(x) - len(t), len(x), device=device) for x, t in zip(inputs, targets)]
     hidden = _hidden_rows(model, tokens.to(device), mask.to(device), rows, prefill_chunk)
     results = []
