@@ -33,7 +33,7 @@ from benchmarks.end_to_end import machine
 from benchmarks.markdown import load, percent, seconds, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
-from path_eval.plan import ResolvedPlan
+from path_eval.plan.stored import stored_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 WALL_TARGET_S = 300.0
@@ -106,8 +106,9 @@ def mean_within(readings: list[tuple[float, float]], spans: list[tuple[float, fl
 
 
 def per_model(spans: list, names: list[str], readings: list[tuple[float, float]]) -> list[dict]:
-    """Each finished model's phases (seconds, its own spans: a model's begin with its tokenizer) and the
-    GPU's mean utilisation over its requests, in the order the run took them (`names`)."""
+    """Each finished model's phases (seconds, its own spans: a model's begin with its tokenizer; the run
+    writes them once the model is done) and the GPU's mean utilisation over its requests, in the order
+    the run took them (`names`)."""
     groups: list[list] = []
     for span in spans:
         if span[0] == "tokenizer":
@@ -116,8 +117,6 @@ def per_model(spans: list, names: list[str], readings: list[tuple[float, float]]
             groups[-1].append(span)
     rows = []
     for name, group in zip(names, groups):
-        if not any(phase == "requests" for phase, _, _ in group):
-            continue  # stopped before its requests ended
         busy, readings_in = mean_within(readings, [(start, end) for phase, start, end in group if phase == "requests"])
         phases = {phase: round(sum(end - start for p, start, end in group if p == phase), 3)
                   for phase in dict.fromkeys(phase for phase, _, _ in group)}
@@ -168,9 +167,8 @@ def measure(args) -> dict:
     requests = [(start, end) for name, start, end in spans if name == "requests"]
     busy_requests, in_requests = mean_within(readings, requests)
     busy_run, in_run = mean_within(readings, [(began, ended)])
-    plan_file = out / "plan.json"  # the run writes it first; a stand-in run may not
-    names = [model.name for model in ResolvedPlan.model_validate_json(plan_file.read_text()).evaluated_models()] \
-        if plan_file.is_file() else []
+    plan = stored_plan(out)  # the run writes it first; a stand-in run may not
+    names = [model.name for model in plan.evaluated_models()] if plan else []
     return {"wall_s": round(ended - began, 3), "stopped_at_budget_s": args.budget_s if stopped else None,
             "models_finished": len(requests), "phases": timings["processes"][0],
             "requests_s": round(sum(end - start for start, end in requests), 3),

@@ -94,16 +94,23 @@ def freeze_shares(sets: list[FrozenSet], parallel: DataParallel | None) -> None:
 POOL_MIN_TOKENS = 4_000_000
 
 
+def pool_size(sets: list[FrozenSet], cores: int) -> int:
+    """Worker processes to freeze `sets` in: one a set, leaving a core to this process; 0 (freeze them
+    here) below two workers or below POOL_MIN_TOKENS."""
+    workers = min(len(sets), cores - 1)
+    return workers if workers >= 2 and sum(s.tokens for s in sets) >= POOL_MIN_TOKENS else 0
+
+
 def freeze_on_cores(sets: list[FrozenSet], cores: int) -> None:
     """Freeze `sets` here, or, when those not frozen yet are large and this process has spare cores,
     in that many worker processes (spawned: the model loads in a thread meanwhile), costliest first. A set
     another process is making is passed over and waited for at the end, so processes of one study
     freezing the same sets split them rather than each trailing the first. Each set is generated
     from its own seed and written atomically, so where it is made changes no sample."""
-    if min(len(sets), cores - 1) >= 2 and sum(s.tokens for s in sets) >= POOL_MIN_TOKENS:
+    if pool_size(sets, cores):
         sets = [s for s in sets if not frozen.found_frozen(s.freeze)]  # frozen already: no worker for them
-    workers = min(len(sets), cores - 1)
-    if workers < 2 or sum(s.tokens for s in sets) < POOL_MIN_TOKENS:
+    workers = pool_size(sets, cores)
+    if not workers:
         ordered = sets
         done = [frozen.freeze_unless_busy(s.freeze) for s in ordered]
     else:
