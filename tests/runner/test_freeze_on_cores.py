@@ -49,8 +49,8 @@ def test_small_sets_stay_in_this_process(tmp_path, monkeypatch):
 
 
 class RecordingPool:
-    """Stands in for the process pool: the sets' labels it was given, frozen here."""
-    given: list[list[str]] = []
+    """Stands in for the process pool: what it was given (the function and its items), run here."""
+    given: list[tuple] = []
 
     def __init__(self, *args, **kwargs):
         pass
@@ -62,7 +62,7 @@ class RecordingPool:
         return False
 
     def map(self, function, items):
-        RecordingPool.given.append(items)
+        RecordingPool.given.append((function, items))
         return [function(item) for item in items]
 
 
@@ -74,10 +74,10 @@ def test_sets_frozen_already_start_no_workers(tmp_path, monkeypatch):
     monkeypatch.setattr(processes, "ProcessPoolExecutor", RecordingPool)
     RecordingPool.given = []
     processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)
-    assert [len(items) for items in RecordingPool.given] == [3]  # none frozen: all three to the pool
+    assert [len(items) for _, items in RecordingPool.given] == [3]  # none frozen: all three to the pool
     before = written(tmp_path / "cache")
     processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)
-    assert [len(items) for items in RecordingPool.given] == [3]  # all frozen: no pool
+    assert [len(items) for _, items in RecordingPool.given] == [3]  # all frozen: no pool
     [gone, *kept] = sorted((tmp_path / "cache").rglob("*.key.json"))
     gone.unlink()
     processes.freeze_on_cores(frozen_sets(tmp_path), cores=16)
@@ -100,27 +100,13 @@ def test_found_frozen_generates_nothing(tmp_path, monkeypatch):
 def test_what_a_worker_unpickles_imports_neither_torch_nor_lm_eval(tmp_path, monkeypatch):
     """A spawned worker imports what its task's pickle names: the function it runs and the set's
     generator, not the runner's modules, which import the whole model stack (seconds a worker)."""
-    sent = []
-
-    class RecordingPool:  # stands in for the pool: what it would send a worker, pickled
-        def __init__(self, *args, **kwargs):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def map(self, function, items):
-            sent.append(pickle.dumps((function, items[0])))
-            return [True] * len(items)
-
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(processes, "ProcessPoolExecutor", RecordingPool)
     monkeypatch.setattr(processes, "POOL_MIN_TOKENS", 0)
+    RecordingPool.given = []
     processes.freeze_on_cores(frozen_sets(tmp_path), cores=3)
-    (tmp_path / "task.pkl").write_bytes(sent[0])
+    [(function, items)] = RecordingPool.given
+    (tmp_path / "task.pkl").write_bytes(pickle.dumps((function, items[0])))  # what a worker would be sent
     code = (f"import json, pickle, sys; pickle.loads(open({str(tmp_path / 'task.pkl')!r}, 'rb').read()); "
             "print(json.dumps([name for name in ('torch', 'lm_eval') if name in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
