@@ -33,6 +33,18 @@ from tests.shared_data import SHARED_DATA  # noqa: E402
 NO_SHARED_DATA = f"needs ../shared/data (not found at {SHARED_DATA}; set PATH_EVAL_SHARED_DATA)"
 
 
+@pytest.fixture(autouse=True)
+def each_test_encodes_afresh():
+    """The process-wide store of encodings (`path_eval.lm.encodings`) emptied after each test: a test
+    counting tokenizer calls must not find the texts an earlier test of its worker encoded."""
+    yield
+    import sys
+
+    module = sys.modules.get("path_eval.lm.encodings")  # a test that never imported it left nothing
+    if module is not None:
+        module.SHARED_ENCODINGS.clear()
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `shared_data` (row counts, hashes, numbers of the full sets) skip without the data."""
     if SHARED_DATA.is_dir():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from contextlib import nullcontext
 
 import torch
 from lm_eval.api.model import TemplateLM
@@ -27,6 +28,7 @@ from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
 from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import DataParallel, launched_processes
+from path_eval.lm.encodings import SHARED_ENCODINGS, tokenizer_key
 from path_eval.lm.padding import padded_batch
 from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
@@ -85,6 +87,7 @@ class PathEvalLM(TemplateLM):
         self.requests_computed = 0
         self.request_cache: RequestCache | None = None
         self.shared_encodings: dict[tuple, object] = {}  # one request call's tokens, tokenised by all processes
+        self.tokenizer_key = tokenizer_key(self.tokenizer)  # an earlier model's encodings under this key are reused
         self.chat_template_name = chat_template_name
         self.system_instruction = system_instruction
 
@@ -183,7 +186,8 @@ class PathEvalLM(TemplateLM):
 
     def tok_encode_many(self, strings: list[str], add_special_tokens: bool | None = None) -> list[list[int]]:
         """`tok_encode` of each string, by one tokenizer call per option set (a fast tokenizer encodes a
-        batch on every core), each string's tokens the same as its own call's."""
+        batch on every core), each string's tokens the same as its own call's; strings an earlier model
+        of the process encoded with the same tokenizer are not encoded again (`lm.encodings`)."""
         bos = self.tokenizer.bos_token
         starts_with_bos = [add_special_tokens is None and bool(bos) and s.startswith(bos) for s in strings]
         tokens: list[list[int]] = [[] for _ in strings]
@@ -193,10 +197,13 @@ class PathEvalLM(TemplateLM):
                 continue
             special = False if bos_text else add_special_tokens
             options = {} if special is None else {"add_special_tokens": special}
-            encoded = self.tokenizer([strings[i] for i in chosen], return_attention_mask=False,
-                                     return_token_type_ids=False, **options)["input_ids"]
+            def encode(texts, options=options):
+                return self.tokenizer(texts, return_attention_mask=False, return_token_type_ids=False,
+                                      **options)["input_ids"]
+
+            encoded = SHARED_ENCODINGS.encode(self.tokenizer_key, special, [strings[i] for i in chosen], encode)
             for i, ids in zip(chosen, encoded):
-                tokens[i] = list(ids)
+                tokens[i] = ids
         return tokens
 
     def tok_decode(self, tokens: list[int], skip_special_tokens: bool = True) -> str:
@@ -290,11 +297,17 @@ class PathEvalLM(TemplateLM):
             targets.append(continuation[-(len(whole) - 1):])
         scores = self.timed(score_batch, self.model, inputs, targets, self.pad_id, self.prefill_chunk,
                              tokens=sum(map(len, inputs)))
-        for (key, _, _), score in zip(batch, scores):
-            self.requests_computed += 1  # one by one, so the counters committed with a request match the cache
-            if key is not None:  # rolling windows are cached as whole documents instead
-                self.cache_hook.add_partial("loglikelihood", key, score)
+        with self.one_commit():
+            for (key, _, _), score in zip(batch, scores):
+                self.requests_computed += 1
+                if key is not None:  # rolling windows are cached as whole documents instead
+                    self.cache_hook.add_partial("loglikelihood", key, score)
         return scores
+
+    def one_commit(self):
+        """The resume cache's rows of one batch committed together (`RequestCache.one_commit`), with
+        the counters that count them."""
+        return self.request_cache.one_commit() if self.request_cache is not None else nullcontext()
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
         """Disjoint windows of max_length tokens, each predicted with one token of context (the
@@ -397,14 +410,15 @@ class PathEvalLM(TemplateLM):
         new_tokens = self.timed(self._generate, encoded, until, max_gen, do_sample, temperature,
                                 tokens=sum(map(len, encoded)))
         texts = []
-        for tokens, context in zip(new_tokens, contexts):
-            self.requests_computed += 1  # one by one, so the counters committed with a request match the cache
-            text = self.tok_decode(tokens)
-            for stop in until:
-                if stop:
-                    text = text.split(stop)[0]
-            texts.append(text)
-            self.cache_hook.add_partial("generate_until", (context, all_kwargs[0]), text)
+        with self.one_commit():
+            for tokens, context in zip(new_tokens, contexts):
+                self.requests_computed += 1
+                text = self.tok_decode(tokens)
+                for stop in until:
+                    if stop:
+                        text = text.split(stop)[0]
+                texts.append(text)
+                self.cache_hook.add_partial("generate_until", (context, all_kwargs[0]), text)
         return texts
 
     def _generate(self, prompts: list[list[int]], until: list[str], max_gen: int, do_sample: bool,

@@ -46,6 +46,7 @@ class RequestCache:
         self.progress = progress
         self.segment: int | None = None
         self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
+        self._held = False  # inside `one_commit`: rows wait for its end
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_link(self.path)  # sqlite would open (or create) the file a link points at
         try:
@@ -93,12 +94,26 @@ class RequestCache:
         return tuple(value) if kind == "loglikelihood" else value  # (log-likelihood, is_greedy)
 
     def add_partial(self, kind: str, args, result) -> None:
-        """Store one finished request (committed at once: a kill loses at most the request in hand)."""
+        """Store one finished request (committed at once, or inside `one_commit` at its end: a kill
+        loses at most the request or the batch in hand)."""
         with self._writing():
             self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
                                     (hash_args(kind, args), json.dumps(result)))
-            self._store_segment()
-            self.connection.commit()
+            if not self._held:
+                self._store_segment()
+                self.connection.commit()
+
+    @contextmanager
+    def one_commit(self):
+        """The requests stored inside committed together, with the counters, when it ends (also on an
+        error: they are finished answers). A batch's requests are finished together, and a commit
+        waits for the disk: one a request held the GPU idle for as long as a small model's step."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            self.save_progress()
 
     def save_progress(self) -> None:
         """Commit this segment's counters (work that is not a cached request: corpus blocks)."""

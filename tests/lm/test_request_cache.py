@@ -114,3 +114,45 @@ def test_each_run_keeps_its_counters_and_sees_the_earlier_ones(tmp_path):
     second.add_partial("generate_until", ("prompt 3", {}), "text")
     assert second.earlier_segments() == [{"tokens": 30, "requests": 3}]
     assert RequestCache(path).earlier_segments() == [{"tokens": 30, "requests": 3}, {"tokens": 5, "requests": 1}]
+
+
+def committed_rows(path) -> int:
+    """The rows another reader of the file sees: what a run killed now would find."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+
+
+def test_a_batch_is_committed_once_with_its_counters(tmp_path):
+    """Inside `one_commit` the rows wait for its end (a run killed meanwhile recomputes the batch,
+    never half of it with counters that count all of it); at its end they are committed with the
+    counters that count them, also when the batch ends in an error."""
+    path = tmp_path / "cache.db"
+    work = {"requests": 0}
+    cache = RequestCache(path, progress=lambda: dict(work))
+    with cache.one_commit():
+        for n in range(3):
+            work = {"requests": n + 1}
+            cache.add_partial("generate_until", (f"prompt {n}", {}), "text")
+            assert committed_rows(path) == 0 and cache.get("generate_until", (f"prompt {n}", {})) == "text"
+    assert committed_rows(path) == 3
+    assert RequestCache(path).earlier_segments() == [{"requests": 3}]
+    with pytest.raises(RuntimeError):
+        with cache.one_commit():
+            work = {"requests": 4}
+            cache.add_partial("generate_until", ("prompt 3", {}), "text")
+            raise RuntimeError("the batch's next answer failed")
+    assert committed_rows(path) == 4 and RequestCache(path).earlier_segments() == [{"requests": 4}]
+    cache.add_partial("generate_until", ("prompt 4", {}), "text")  # outside: committed at once, as before
+    assert committed_rows(path) == 5
+
+
+def test_the_adapter_commits_a_generation_batch_once(checkpoint, tmp_path, monkeypatch):
+    """generate_until's batch of requests: one commit for all of them, the answers all stored."""
+    lm = PathEvalLM(str(checkpoint), batch_size=4)
+    lm.use_request_cache(tmp_path / "cache.db")
+    commits = []
+    monkeypatch.setattr(lm.request_cache, "save_progress", lambda own=lm.request_cache.save_progress: (
+        commits.append(committed_rows(tmp_path / "cache.db")), own()))
+    prompts = [(f"Prompt {n}:", {"until": ["\n"], "max_gen_toks": 3}) for n in range(4)]
+    lm.generate_until(requests("generate_until", prompts))
+    assert commits == [0] and committed_rows(tmp_path / "cache.db") == 4

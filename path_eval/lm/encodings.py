@@ -1,0 +1,83 @@
+"""Texts' tokens kept for the process's later models that tokenise exactly alike.
+
+A study runs every model on the same prompts, and on a small model encoding a long prompt costs
+more than the model's forward of it, so every model after the first would otherwise redo what the
+first did. Tokens are looked up by the tokenizer's complete definition (`tokenizer_key`), the encoding's
+special-token option and the text's digest, so a hit is the tokens a fresh encoding gives.
+
+The store is bounded by a token count (int32 arrays, 4 bytes a token): a run takes its prompts in
+the same order for each model, so once the store is full new texts are not kept, which leaves
+every later model the first texts' hits, where evicting old entries would leave none.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable
+
+import numpy as np
+
+# 2**26 tokens: 256 MiB of int32 at most, every prompt of a study like the zoo's (about 25M
+# tokens) many times over; RULER at 64K over 13 tasks keeps its first fifth.
+TOKEN_CAP = 1 << 26
+
+
+def tokenizer_key(tokenizer) -> str | None:
+    """A digest of everything that decides a fast tokenizer's encodings: its class, the backend's
+    whole serialised definition (normaliser, pre-tokeniser, model, post-processor, added tokens) and
+    whether special tokens in the text are split. None for a tokenizer without a serialisable
+    backend (a slow one): its encodings are not shared."""
+    backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    if backend is None:
+        return None
+    split = getattr(tokenizer, "split_special_tokens", False)
+    blob = "\n".join([type(tokenizer).__qualname__, f"split_special_tokens={split}", backend.to_str()])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class SharedEncodings:
+    """Tokens by (tokenizer key, option, text digest), at most `cap` tokens in all."""
+
+    def __init__(self, cap: int = TOKEN_CAP):
+        self.cap = cap
+        self.tokens_kept = 0
+        self._entries: dict[tuple, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Forget every kept encoding."""
+        self._entries.clear()
+        self.tokens_kept = 0
+
+    def encode(self, key: str | None, option: Hashable, texts: list[str],
+               encode: Callable[[list[str]], list[list[int]]]) -> list[list[int]]:
+        """Each text's tokens: kept ones as stored, the rest from one `encode` call over them (and kept
+        while the cap allows). Without a key (`tokenizer_key` None) everything is encoded."""
+        if key is None:
+            return [list(ids) for ids in encode(texts)]
+        names = [(key, option, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+                 for text in texts]
+        found: list[list[int] | None] = [None] * len(texts)
+        missing = []
+        for i, name in enumerate(names):
+            kept = self._entries.get(name)
+            if kept is None:
+                missing.append(i)
+            else:
+                found[i] = kept.tolist()
+        if missing:
+            for i, ids in zip(missing, encode([texts[i] for i in missing])):
+                found[i] = list(ids)
+                self._keep(names[i], found[i])
+        return found
+
+    def _keep(self, name: tuple, tokens: list[int]) -> None:
+        if name in self._entries or self.tokens_kept + len(tokens) > self.cap:
+            return
+        self._entries[name] = np.asarray(tokens, dtype=np.int32)
+        self.tokens_kept += len(tokens)
+
+
+# One store per process: the runner's models are evaluated one after another in it.
+SHARED_ENCODINGS = SharedEncodings()
