@@ -57,6 +57,9 @@
 #   a run stopped there still writes its profile, as the run answers SIGTERM by returning),
 # compile (import-cost's byte-compiling without its measurements, for a host that is not to run import-cost, before
 #   fixed-cost or zoo-busy: a user's pip install leaves bytecode, this image's does not),
+# zoo-warm (the whole zoo_study at --limit 2 into a scratch folder: it freezes every sample set (the limit applies
+#   after freezing) and compiles every model's kernels, so that a zoo-busy or zoo-profile after it, on the same
+#   machine, measures warm caches; ZB_DATA= as zoo-busy's; ZW_S= the limit, 240 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -126,6 +129,8 @@ for step in "$@"; do
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
+    zoo-warm) timeout ${ZW_S:-240} python3 eval.py run --suite zoo_study --model zoo --limit 2 --device cuda --batch-size 32 \
+        --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" --out /tmp/zwwork --quiet ;;
     zoo-profile) prof="$OUT/zoo_profile_$(gpu_tag).prof"; rm -rf /tmp/zpwork  # a fresh run, not a resumed one
       timeout ${ZP_S:-300} python3 -m cProfile -o "$prof" eval.py run --suite zoo_study --model "zoo:${ZP_MODEL:-path}" \
         --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" --device cuda --batch-size 32 \

@@ -224,9 +224,9 @@ def render_suite_busy(results: Path) -> str:
                              str(r["readings_in_requests"]), "yes" if met else "no"]]))
         if r.get("models"):
             parts.append("By model, in the run's order:\n\n" + table(
-                ["model", "tokenizer s", "samples s", "load wait s", "requests s", "busy, its requests"],
+                ["model", "tokenizer s", "samples s", "load wait s", "requests s", "records s", "busy, its requests"],
                 [[m["model"], *(seconds(m["phases"].get(phase)) for phase in ("tokenizer", "samples", "load_wait",
-                                                                             "requests")),
+                                                                             "requests", "records")),
                   "-" if m["busy_requests"] is None else percent(m["busy_requests"])] for m in r["models"]]))
     return "\n\n".join(parts)
 

@@ -155,12 +155,13 @@ def run(plan: ResolvedPlan, options: RunOptions) -> list[ResultRecord]:
         for cache_reused, cache_answered in lm.gather_object((lm.request_cache.reused, lm.request_cache.answered)):
             reused, answered = reused + cache_reused, answered + cache_answered
         if writes:
-            run_folder.check_still_there(options.out)
-            info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
-                "model_source": model.source, "model_revision": model.revision}
-            records += task_records(plan.suite, model.name, results, info, chat_provenance)
-            write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args, options.hf_hub_log_args,
-                                 chat, bool(plan.chat and plan.chat.fewshot_as_multiturn))
+            with times.phase("records"):
+                run_folder.check_still_there(options.out)
+                info = run_provenance(identity, plan.seed, plan.limit, options.batch_size, started, counters, env) | {
+                    "model_source": model.source, "model_revision": model.revision}
+                records += task_records(plan.suite, model.name, results, info, chat_provenance)
+                write_lm_eval_layout(options.out, model.name, results, info, options.wandb_args,
+                                     options.hf_hub_log_args, chat, bool(plan.chat and plan.chat.fewshot_as_multiturn))
         del lm, weights
         # the phases so far: a run stopped before its end (a budget, a signal) still says where its time went
         processes.write_timings(times, parallel, options.out, writes)
