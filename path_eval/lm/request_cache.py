@@ -1,5 +1,5 @@
-"""The resume cache: each finished request of one model, one sqlite row, committed as it is computed,
-so that a killed run started again recomputes nothing it had finished. Work that is no lm-eval
+"""The resume cache: each finished request of one model, one sqlite row, committed as it or its batch
+is computed, so that a killed run started again recomputes nothing it had finished. Work that is no lm-eval
 request is kept here too: a batch of the argmax forward (flip-flop, token tagging) is a row
 (`answer_batch`); corpus blocks are kept beside their per-sample log (`path_eval.evaluators.corpus`).
 
@@ -107,7 +107,7 @@ class RequestCache:
     def one_commit(self):
         """The requests stored inside committed together, with the counters, when it ends (also on an
         error: they are finished answers). A batch's requests are finished together, and a commit
-        waits for the disk: one a request held the GPU idle for as long as a small model's step."""
+        waits for the disk, which the GPU would wait out with nothing queued."""
         self._held = True
         try:
             yield
