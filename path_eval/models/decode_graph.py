@@ -6,7 +6,8 @@ Replaying a recorded graph issues them all at once. This works because the step 
 device memory: the cache's lengths live on the device (`PathKVCache.lengths`), the short-conv
 history and the RoPE position advance in place, and buffers are reserved up front. The host's
 share of a step (the pending count, a fold every `fold_every` tokens) runs after each replay
-(`PathKVCache.advance`), outside the graph.
+(`PathKVCache.advance`), outside the graph. Work after the model's step that touches device memory
+only (greedy generation's choice of the next token) can be recorded with it (`then`).
 """
 from __future__ import annotations
 
@@ -53,9 +54,14 @@ class CapturedDecodeStep:
     continuing `cache` exactly as `model(token[:, None], past_key_values=cache, use_cache=True)`
     would. Build it after one eager decoding step (which allocates the caches' tail buffers and
     compiles the kernels), and step the cache only through it from then on; the logits tensor is
-    the graph's and is overwritten by the next step."""
+    the graph's and is overwritten by the next step.
 
-    def __init__(self, model, cache: DecoderCache, tokens: int):
+    `token`: a [B] tensor the graph reads each step's input from, written in place by the caller
+    (then `step()` takes no argument); `then(logits)`: device-only work recorded after the model's
+    step and replayed with it, such as choosing the next token into `token` (which must have run
+    eagerly once, as the step itself)."""
+
+    def __init__(self, model, cache: DecoderCache, tokens: int, *, token: torch.Tensor | None = None, then=None):
         graph_decoding(model, asked=True)
         self.caches = [layer.kv for layer in cache.layers]
         if any(kv.tail_k is None for kv in self.caches):
@@ -65,20 +71,24 @@ class CapturedDecodeStep:
         self.buffers = [kv.k for kv in self.caches]  # what the graph writes into; never replaced while it lives
         self.remaining = tokens
         device = model.lm_head.weight.device
-        self.ids = torch.zeros(self.caches[0].k.shape[0], 1, dtype=torch.long, device=device)
+        self.token = token if token is not None else torch.zeros(self.caches[0].k.shape[0], dtype=torch.long,
+                                                                  device=device)
         self.graph = torch.cuda.CUDAGraph()
         with ExitStack() as recording:
             for kv in self.caches:
                 recording.enter_context(kv.capturing())
             with torch.cuda.device(device), torch.cuda.graph(self.graph):
-                self.logits = model(self.ids, past_key_values=cache, use_cache=True).logits
+                self.logits = model(self.token[:, None], past_key_values=cache, use_cache=True).logits
+                if then is not None:
+                    then(self.logits)
 
-    def __call__(self, token: torch.Tensor) -> torch.Tensor:
+    def __call__(self, token: torch.Tensor | None = None) -> torch.Tensor:
         if self.remaining <= 0:
             raise PathEvalError("the captured decoding step has used the room it reserved; capture a new one")
         if any(kv.k is not k for kv, k in zip(self.caches, self.buffers)):
             raise PathEvalError("the cache grew outside the captured decoding step; capture a new one")
-        self.ids.copy_(token[:, None])
+        if token is not None:
+            self.token.copy_(token)
         self.graph.replay()
         for kv in self.caches:
             kv.advance()

@@ -35,6 +35,53 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
 STOP_CHECK_EVERY = 8
 
 
+class TokenChooser:
+    """Each decoding step's token chosen from the logits and written in place into buffers that live
+    for the whole generation, so that the choice can be recorded in a CUDA graph beside the model's
+    step and replayed with it: a small model's step is shorter than the dozen launches of choosing
+    issued from Python. `token` [B] is the last chosen token (the next step's input), `new` [B, N]
+    the chosen tokens (padding where not chosen yet), `finished` the rows that ended, and `ended`
+    the first step after which every row had finished (-1: none yet)."""
+
+    def __init__(self, batch: int, max_new_tokens: int, stops: torch.Tensor, pad: int, device,
+                 do_sample: bool, temperature: float, top_k: int | None, generator: torch.Generator | None):
+        self.stops, self.pad = stops, pad
+        self.sampling = (temperature, top_k, generator) if do_sample else None
+        self.token = torch.full((batch,), pad, dtype=torch.long, device=device)
+        self.new = torch.full((batch, max_new_tokens), pad, dtype=torch.long, device=device)
+        self.finished = torch.zeros(batch, dtype=torch.bool, device=device)
+        self.ended = torch.full((), -1, dtype=torch.long, device=device)
+        self.step = torch.zeros(1, dtype=torch.long, device=device)  # the column the next choice goes to
+
+    def choose(self, logits: torch.Tensor) -> None:
+        """The token after each row's last logits (padding in finished rows), appended at `step`;
+        rows that chose an end-of-sequence token finish. Device work only, unless sampling."""
+        scores = logits[:, -1].float()
+        if self.sampling is not None:
+            temperature, top_k, generator = self.sampling
+            scores = scores / temperature
+            if top_k is not None:
+                kth = scores.topk(top_k, dim=-1).values[:, -1:]
+                scores = scores.masked_fill(scores < kth, float("-inf"))
+            chosen = torch.multinomial(scores.softmax(-1), 1, generator=generator).squeeze(1)
+        else:
+            chosen = scores.argmax(-1)
+        chosen = torch.where(self.finished, torch.full_like(chosen, self.pad), chosen)
+        self.new.index_copy_(1, self.step, chosen[:, None])
+        self.finished |= (chosen[:, None] == self.stops).any(-1)
+        self._note_end(self.step[0])
+        self.token.copy_(chosen)
+        self.step += 1
+
+    def stop_rows(self, rows: torch.Tensor) -> None:
+        """Finish `rows` (bool [B]) at the step chosen last, as if they had chosen an end there."""
+        self.finished |= rows.to(self.finished.device, torch.bool)
+        self._note_end(self.step[0] - 1)
+
+    def _note_end(self, step: torch.Tensor) -> None:
+        self.ended.copy_(torch.where((self.ended < 0) & self.finished.all(), step, self.ended))
+
+
 @torch.no_grad()
 def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None, *,
              max_new_tokens: int | None = None, max_length: int | None = None, do_sample: bool = False,
@@ -49,9 +96,8 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     so a row may run up to STOP_CHECK_EVERY - 1 tokens past the step its stop string appeared in (the
     caller cuts its text at the stop, as lm-eval does). The host waits for the GPU only then; the
     returned ids end at the step after which every row had finished, as if every step had looked.
-    `cuda_graph` replays one recorded
-    decoding step per token (`decode_graph`); None: wherever the model allows it (on CUDA, with the
-    triton backend)."""
+    `cuda_graph` replays one recorded decoding step per token (`decode_graph`), greedy choice of the
+    next token included; None: wherever the model allows it (on CUDA, with the triton backend)."""
     if not use_cache:
         raise ValueError("generation always uses the cache: it gives the same tokens as full forwards")
     if max_new_tokens is None:
@@ -63,44 +109,35 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     stops = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []),
                          device=input_ids.device, dtype=torch.long)
     pad = pad_token_id if pad_token_id is not None else (stops[0].item() if len(stops) else 0)
-    B = input_ids.shape[0]
     mask = attention_mask.long() if attention_mask is not None else torch.ones_like(input_ids)
-    sequences = input_ids
     if max_new_tokens <= 0:
-        return sequences
+        return input_ids
     graph = graph_decoding(model, cuda_graph) and max_new_tokens > 2  # (an impossible request fails before the prefill)
     logits, cache = prefill(model, input_ids, mask, prefill_chunk_size)
     if max_new_tokens > 1:
         reserve_decoding(cache, max_new_tokens - 1)
+    chooser = TokenChooser(input_ids.shape[0], max_new_tokens, stops, pad, input_ids.device, do_sample, temperature,
+                           top_k, generator)
+    chooser.choose(logits)
     captured = None  # with `graph`: the first step runs eagerly (it allocates the tail, compiles), the rest replay
-    finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
-    ended = torch.full((), -1, device=input_ids.device)  # the first step after which every row had finished
-    for step in range(max_new_tokens):
-        scores = logits[:, -1].float()
-        if do_sample:
-            scores = scores / temperature
-            if top_k is not None:
-                kth = scores.topk(top_k, dim=-1).values[:, -1:]
-                scores = scores.masked_fill(scores < kth, float("-inf"))
-            token = torch.multinomial(scores.softmax(-1), 1, generator=generator).squeeze(1)
-        else:
-            token = scores.argmax(-1)
-        token = torch.where(finished, torch.full_like(token, pad), token)
-        sequences = torch.cat([sequences, token[:, None]], 1)
-        finished |= torch.isin(token, stops)
-        if (step + 1) % STOP_CHECK_EVERY == 0 and should_stop is not None:
-            finished |= should_stop(sequences[:, input_ids.shape[1]:])
-        ended = torch.where((ended < 0) & finished.all(), step, ended)
+    for step in range(max_new_tokens):  # here the tokens of steps 0..step are chosen
+        looks = (step + 1) % STOP_CHECK_EVERY == 0
+        if looks and should_stop is not None:
+            chooser.stop_rows(should_stop(chooser.new[:, :step + 1]))
         if step == max_new_tokens - 1:
             break
-        if (step + 1) % STOP_CHECK_EVERY == 0 and bool(ended >= 0):  # the host waits for the GPU here only
+        if looks and bool(chooser.ended >= 0):  # the host waits for the GPU here only
             break
         # The new token is never padding (the cache keeps the prompt's), so a decoding step takes no mask.
         if captured is not None:
-            logits = captured(token)
+            logits = captured()
+            if do_sample:  # sampling draws from a generator on the host's side: chosen outside the graph
+                chooser.choose(logits)
             continue
-        logits = model(token[:, None], past_key_values=cache, use_cache=True).logits
+        logits = model(chooser.token[:, None], past_key_values=cache, use_cache=True).logits
+        chooser.choose(logits)
         if graph:  # the last token needs no step
-            captured = CapturedDecodeStep(model, cache, max_new_tokens - 2)
-    last = int(ended)  # as if every step had looked: no column after the step every row had finished in
-    return sequences if last < 0 else sequences[:, : input_ids.shape[1] + last + 1]
+            captured = CapturedDecodeStep(model, cache, max_new_tokens - 2, token=chooser.token,
+                                          then=None if do_sample else chooser.choose)
+    last = int(chooser.ended)  # as if every step had looked: no column after the step every row had finished in
+    return torch.cat([input_ids, chooser.new[:, :step + 1 if last < 0 else last + 1]], 1)

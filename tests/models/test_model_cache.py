@@ -188,3 +188,41 @@ def test_stop_strings_are_read_every_few_steps_and_the_ids_end_where_every_row_f
     out = generate(model, prompt, max_new_tokens=30, eos_token_id=[], should_stop=after_five)
     assert STOP_CHECK_EVERY == 8 and looks == [8]
     assert torch.equal(out, free[:, :10 + 8])
+
+
+def _batch(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, 97, (4, 21), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, :6] = mask[3, :13] = 0
+    return ids, mask
+
+
+@pytest.mark.parametrize("max_new", [1, 2, 8, 9, 23])
+@pytest.mark.parametrize("ending", ["none", "eos", "stop_strings", "both"])
+@pytest.mark.parametrize("sampling", [False, True])
+def test_generate_gives_the_reference_loops_tokens(max_new, ending, sampling):
+    """`generate` (its choices written in place into buffers, for a CUDA graph to record) against the
+    decoding loop as first written (tests/models/generation_reference.py) on a left-padded batch:
+    greedy and sampled, rows ending by an end token chosen mid-way, by `should_stop` at a look, by
+    both, or never; exactly the same ids."""
+    from tests.models.generation_reference import reference_generate
+
+    model = tiny_model("path_fox", seed=9)
+    ids, mask = _batch(10)
+    free = generate(model, ids, mask, max_new_tokens=max_new, eos_token_id=[], pad_token_id=0)
+    ends = {int(free[0, 21 + min(3, max_new - 1)]), int(free[2, 21 + min(10, max_new - 1)])}
+    eos = sorted(ends) if ending in ("eos", "both") else []
+
+    def rows_past_five(new):  # rows 1 and 3 stop once they hold six tokens
+        return torch.tensor([False, new.shape[1] >= 6, False, new.shape[1] >= 6])
+
+    def stop_all(new):  # every row, at the first look
+        return torch.ones(new.shape[0], dtype=torch.bool)
+
+    should_stop = {"stop_strings": stop_all, "both": rows_past_five}.get(ending)
+    options = dict(max_new_tokens=max_new, eos_token_id=eos, pad_token_id=0, should_stop=should_stop,
+                   do_sample=sampling, temperature=0.7, top_k=20 if sampling else None, prefill_chunk_size=8)
+    ours = generate(model, ids, mask, generator=torch.Generator().manual_seed(1), **options)
+    expected = reference_generate(model, ids, mask, generator=torch.Generator().manual_seed(1), **options)
+    assert torch.equal(ours, expected)
