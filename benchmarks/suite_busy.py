@@ -34,6 +34,7 @@ from benchmarks.markdown import load, percent, seconds, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
 from path_eval.plan.stored import stored_plan
+from path_eval.results.provenance import git_revision
 
 ROOT = Path(__file__).resolve().parents[1]
 WALL_TARGET_S = 300.0
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         record = measure(args)
         meta = {"command": shlex.join(["python", "-m", "benchmarks.suite_busy", *argv]), "machine": machine(args.device),
                 "suite": args.suite, "model": args.model, "batch_size": args.batch_size, "sample_ms": args.sample_ms,
-                "sampler": args.sampler or "nvidia-smi utilization.gpu"}
+                "sampler": args.sampler or "nvidia-smi utilization.gpu", "revision": git_revision()}
         write_json_atomic({"meta": meta, "run": record}, args.out)
     except PathEvalError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -209,8 +210,10 @@ def render_suite_busy(results: Path) -> str:
     for path in sorted((results / "bench").glob("*_busy_*.json")):
         data = load(path)
         meta, r = data["meta"], data["run"]
+        revision = f" Revision {meta['revision']}." if meta.get("revision") else ""
         parts.append(f"Source: {source(path, results)}. Machine: {meta['machine']}; `{meta['suite']}` on "
-                     f"`{meta['model']}`, batch {meta['batch_size']}; {meta['sampler']} every {meta['sample_ms']} ms.")
+                     f"`{meta['model']}`, batch {meta['batch_size']}; {meta['sampler']} every {meta['sample_ms']} ms."
+                     + revision)
         stopped = r.get("stopped_at_budget_s") is not None
         met = not stopped and r["wall_s"] <= r["targets"]["wall_s"] and \
             (r["busy_requests"] or 0) >= r["targets"]["busy_requests"]

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from benchmarks import suite_busy
+from path_eval.results.provenance import git_revision
 
 SAMPLER = f"{sys.executable} -c \"import time\nwhile True:\n    print(' 87', flush=True)\n    time.sleep(0.02)\""
 
@@ -28,7 +29,8 @@ def test_readings_inside_the_requests_spans_make_the_busy_share(tmp_path, capsys
     assert suite_busy.main(argv) == 0
     data = json.loads(out.read_text())
     run = data["run"]
-    assert data["meta"]["suite"] == "ci" and run["readings_in_requests"] > 0 and run["readings_in_run"] > run[
+    assert data["meta"]["suite"] == "ci" and data["meta"]["revision"] == git_revision()
+    assert run["readings_in_requests"] > 0 and run["readings_in_run"] > run[
         "readings_in_requests"]
     assert run["requests_s"] > 0 and run["wall_s"] > run["requests_s"]
     assert run["busy_requests"] == run["busy_run"] == 0.87  # the stand-in's readings, parsed
