@@ -194,13 +194,13 @@ def render_fixed_cost(results: Path) -> str:
                      f"{meta['length']} tokens, batch {meta['batch_size']}."
                      + bytecode_line(meta))
         header = ["run", "wall s", "start s (imports alone)", "tokenizer s", "load s (thread)", "samples s",
-                  "load wait s", "generation s", "requests beside generation s", "write s (records, results)",
+                  "load wait s", "generation s", "requests beside generation s", "write s",
                   "other s", "fixed s", "fixed / generation"]
         rows = [[r["run"], seconds(r["wall_s"]), f"{seconds(r['phases']['start'])} ({seconds(r['imports_alone_s'])})",
                  seconds(r["phases"]["tokenizer"]), seconds(r["phases"]["load"]), seconds(r["phases"]["samples"]),
                  seconds(r["phases"]["load_wait"]), seconds(r["generation_s"]),
                  seconds(r["requests_beside_generation_s"]),
-                 # a record without the records phase counts them in write
+                 # records and results alike (a record without the records phase counted the records in other s)
                  seconds(r["phases"]["write"] + r["phases"].get("records", 0)),
                  seconds(r["other_s"]), seconds(r["fixed_s"]), percent(r["fixed_over_generation"])] for r in records]
         parts.append(table(header, rows))

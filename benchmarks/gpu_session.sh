@@ -129,7 +129,8 @@ for step in "$@"; do
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
-    zoo-warm) timeout ${ZW_S:-240} python3 eval.py run --suite zoo_study --model zoo --limit 2 --device cuda --batch-size 32 \
+    zoo-warm) rm -rf /tmp/zwwork  # a fresh run, not a resumed one that compiles nothing
+      timeout ${ZW_S:-240} python3 eval.py run --suite zoo_study --model zoo --limit 2 --device cuda --batch-size 32 \
         --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" --out /tmp/zwwork --quiet ;;
     zoo-profile) prof="$OUT/zoo_profile_$(gpu_tag).prof"; rm -rf /tmp/zpwork  # a fresh run, not a resumed one
       timeout ${ZP_S:-300} python3 -m cProfile -o "$prof" eval.py run --suite zoo_study --model "zoo:${ZP_MODEL:-path}" \

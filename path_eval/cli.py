@@ -556,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 class Interrupted(BaseException):
     """SIGINT or SIGTERM: raised where the run is, so that the request in hand is dropped (finished
-    requests are committed one by one) and no library's `except Exception` swallows it."""
+    requests are committed as their batch ends) and no library's `except Exception` swallows it."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -581,7 +581,8 @@ def _exit_on_swallowed_interrupt(unraisable) -> None:
     """An interrupt that lands where Python cannot raise it onwards (a weakref callback or a `__del__`,
     such as the import system's module-lock callbacks while a module imports) would be printed as
     "Exception ignored" and dropped, and the run would go on: the one line and the exit status now.
-    Finished requests are committed already; a staging file left behind is removed by the next run."""
+    Finished batches of requests are committed already (the one in hand is computed again by the same
+    command); a staging file left behind is removed by the next run."""
     error = unraisable.exc_value
     if not isinstance(error, Interrupted):
         return sys.__unraisablehook__(unraisable)
@@ -643,7 +644,7 @@ def exit_now_if_loading(code: int) -> None:
     """A model still loading in its thread (`path_eval.runner.processes.load_in_background`) would
     hold an interrupted command's exit until the load ends, as the interpreter joins its threads:
     minutes for a large checkpoint, a SIGTERM seemingly ignored. The command exits now instead:
-    finished requests are committed one by one, and staging files were removed on the way here.
+    finished batches of requests are committed already, and staging files were removed on the way here.
     Like `interrupted_line`, it imports nothing."""
     processes = sys.modules.get("path_eval.runner.processes")
     loader = getattr(processes, "LOADER_THREAD", None)

@@ -42,7 +42,7 @@ def each_test_encodes_afresh():
 
     module = sys.modules.get("path_eval.lm.encodings")  # a test that never imported it left nothing
     if module is not None:
-        module.SHARED_ENCODINGS.clear()
+        module.ENCODING_STORE.clear()
 
 
 def pytest_collection_modifyitems(config, items):

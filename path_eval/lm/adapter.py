@@ -28,7 +28,7 @@ from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
 from path_eval.errors import PathEvalError
 from path_eval.lm.distributed import DataParallel, launched_processes
-from path_eval.lm.encodings import SHARED_ENCODINGS, tokenizer_key
+from path_eval.lm.encodings import ENCODING_STORE, tokenizer_key
 from path_eval.lm.padding import padded_batch
 from path_eval.lm.progress import RequestProgress
 from path_eval.lm.request_cache import RequestCache
@@ -201,7 +201,7 @@ class PathEvalLM(TemplateLM):
                 return self.tokenizer(texts, return_attention_mask=False, return_token_type_ids=False,
                                       **options)["input_ids"]
 
-            encoded = SHARED_ENCODINGS.encode(self.tokenizer_key, special, [strings[i] for i in chosen], encode)
+            encoded = ENCODING_STORE.encode(self.tokenizer_key, special, [strings[i] for i in chosen], encode)
             for i, ids in zip(chosen, encoded):
                 tokens[i] = ids
         return tokens
@@ -299,9 +299,9 @@ class PathEvalLM(TemplateLM):
                              tokens=sum(map(len, inputs)))
         with self.one_commit():
             for (key, _, _), score in zip(batch, scores):
-                self.requests_computed += 1
                 if key is not None:  # rolling windows are cached as whole documents instead
                     self.cache_hook.add_partial("loglikelihood", key, score)
+                self.requests_computed += 1  # after its row: never a count without it
         return scores
 
     def one_commit(self):
@@ -412,13 +412,13 @@ class PathEvalLM(TemplateLM):
         texts = []
         with self.one_commit():
             for tokens, context in zip(new_tokens, contexts):
-                self.requests_computed += 1
                 text = self.tok_decode(tokens)
                 for stop in until:
                     if stop:
                         text = text.split(stop)[0]
                 texts.append(text)
                 self.cache_hook.add_partial("generate_until", (context, all_kwargs[0]), text)
+                self.requests_computed += 1  # after its row: never a count without it
         return texts
 
     def _generate(self, prompts: list[list[int]], until: list[str], max_gen: int, do_sample: bool,

@@ -5,9 +5,11 @@ more than the model's forward of it, so every model after the first would otherw
 first did. Tokens are looked up by the tokenizer's complete definition (`tokenizer_key`), the encoding's
 special-token option and the text's digest, so a hit is the tokens a fresh encoding gives.
 
-The store is bounded by a token count (int32 arrays, 4 bytes a token): a run takes its prompts in
-the same order for each model, so once the store is full new texts are not kept, which leaves
-every later model the first texts' hits, where evicting old entries would leave none.
+The store is bounded in bytes (int32 arrays, 4 bytes a token, and about 300 bytes an entry for its
+key and array): a run takes its prompts in the same order for each model, so once the store is
+full new texts are not kept, which leaves every later model the first texts' hits, where evicting
+old entries would leave none. A tokenizer's key is read when its adapter is made: a tokenizer
+changed afterwards (tokens added, special-token options set) needs a new adapter.
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-# 2**26 tokens: 256 MiB of int32 at most, every prompt of a study like the zoo's (about 25M
-# tokens) many times over; RULER at 64K over 13 tasks keeps its first fifth.
-TOKEN_CAP = 1 << 26
+# 256 MiB: some 64M tokens of long prompts (a study like the zoo's encodes about 25M); RULER at 64K
+# over 13 tasks keeps its first fifth.
+BYTE_CAP = 1 << 28
+ENTRY_BYTES = 320  # an entry's key tuple, digest, array header and dict slot, measured on CPython 3.11
 
 
 def tokenizer_key(tokenizer) -> str | None:
@@ -29,17 +32,23 @@ def tokenizer_key(tokenizer) -> str | None:
     backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
     if backend is None:
         return None
+    # The serialised form holds the last call's padding and truncation, which every encoding call here
+    # resets to none: set as they will be, so that a tokenizer last used with padding keys alike.
+    backend.no_padding()
+    backend.no_truncation()
     split = getattr(tokenizer, "split_special_tokens", False)
-    blob = "\n".join([type(tokenizer).__qualname__, f"split_special_tokens={split}", backend.to_str()])
+    kind = f"{type(tokenizer).__module__}.{type(tokenizer).__qualname__}"
+    blob = "\n".join([kind, f"split_special_tokens={split}", backend.to_str()])
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-class SharedEncodings:
-    """Tokens by (tokenizer key, option, text digest), at most `cap` tokens in all."""
+class EncodingStore:
+    """Tokens by (tokenizer key, option, text digest), at most `cap` bytes in all (`ENTRY_BYTES` an
+    entry and 4 a token)."""
 
-    def __init__(self, cap: int = TOKEN_CAP):
+    def __init__(self, cap: int = BYTE_CAP):
         self.cap = cap
-        self.tokens_kept = 0
+        self.bytes_kept = 0
         self._entries: dict[tuple, np.ndarray] = {}
 
     def __len__(self) -> int:
@@ -48,7 +57,7 @@ class SharedEncodings:
     def clear(self) -> None:
         """Forget every kept encoding."""
         self._entries.clear()
-        self.tokens_kept = 0
+        self.bytes_kept = 0
 
     def encode(self, key: str | None, option: Hashable, texts: list[str],
                encode: Callable[[list[str]], list[list[int]]]) -> list[list[int]]:
@@ -73,11 +82,12 @@ class SharedEncodings:
         return found
 
     def _keep(self, name: tuple, tokens: list[int]) -> None:
-        if name in self._entries or self.tokens_kept + len(tokens) > self.cap:
+        size = ENTRY_BYTES + 4 * len(tokens)
+        if name in self._entries or self.bytes_kept + size > self.cap:
             return
         self._entries[name] = np.asarray(tokens, dtype=np.int32)
-        self.tokens_kept += len(tokens)
+        self.bytes_kept += size
 
 
 # One store per process: the runner's models are evaluated one after another in it.
-SHARED_ENCODINGS = SharedEncodings()
+ENCODING_STORE = EncodingStore()

@@ -47,6 +47,7 @@ class RequestCache:
         self.segment: int | None = None
         self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
         self._held = False  # inside `one_commit`: rows wait for its end
+        self._waiting = 0  # rows added inside it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_link(self.path)  # sqlite would open (or create) the file a link points at
         try:
@@ -99,21 +100,26 @@ class RequestCache:
         with self._writing():
             self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
                                     (hash_args(kind, args), json.dumps(result)))
-            if not self._held:
+            if self._held:
+                self._waiting += 1
+            else:
                 self._store_segment()
                 self.connection.commit()
 
     @contextmanager
     def one_commit(self):
         """The requests stored inside committed together, with the counters, when it ends (also on an
-        error: they are finished answers). A batch's requests are finished together, and a commit
-        waits for the disk, which the GPU would wait out with nothing queued."""
-        self._held = True
+        error: they are finished answers); nothing is committed when none was stored (a rolling
+        document's windows: their counters go with the document's row). A batch's requests are
+        finished together, and a commit waits for the disk, which the GPU would wait out with
+        nothing queued."""
+        self._held, self._waiting = True, 0
         try:
             yield
         finally:
             self._held = False
-            self.save_progress()
+            if self._waiting:
+                self.save_progress()
 
     def save_progress(self) -> None:
         """Commit this segment's counters (work that is not a cached request: corpus blocks)."""

@@ -144,6 +144,39 @@ def test_captured_decoding_step_equals_eager_steps(variant, dtype):
                            generate(model, ids, mask, cuda_graph=False, **kwargs))
 
 
+@pytest.mark.parametrize("variant", ["path", "path_fox"])
+@pytest.mark.parametrize("ending", ["eos", "stop_strings", "both"])
+@pytest.mark.parametrize("sampling", [False, True])
+def test_graph_generation_gives_eager_ids_with_ends_stops_and_sampling(variant, ending, sampling):
+    """The choice of the next token recorded in the graph (`generation.TokenChooser`): padding of
+    finished rows, end tokens, stop strings at the looks and the step every row had finished by give
+    eager generation's ids in float32 on a left-padded batch, greedy and sampled."""
+    from path_eval.models.generation import generate
+    model = tiny_model(variant).cuda()
+    model.attention_backend = "triton"
+    g = torch.Generator().manual_seed(21)
+    ids = torch.randint(3, 97, (4, 300), generator=g).cuda()
+    mask = torch.ones_like(ids)
+    mask[1, :40] = mask[3, :170] = 0
+    free = generate(model, ids, mask, max_new_tokens=30, eos_token_id=[], pad_token_id=0, cuda_graph=False)
+    eos = sorted({int(free[0, 303]), int(free[2, 310])}) if ending != "stop_strings" else []
+
+    def rows_past_five(new):
+        return torch.tensor([False, new.shape[1] >= 6, False, new.shape[1] >= 6], device=new.device)
+
+    def stop_all(new):
+        return torch.ones(new.shape[0], dtype=torch.bool, device=new.device)
+
+    options = dict(max_new_tokens=30, eos_token_id=eos, pad_token_id=0, prefill_chunk_size=128,
+                   should_stop={"stop_strings": stop_all, "both": rows_past_five}.get(ending), do_sample=sampling,
+                   temperature=0.7, top_k=20 if sampling else None)
+    graphed = generate(model, ids, mask, cuda_graph=True,
+                       generator=torch.Generator(device="cuda").manual_seed(1), **options)
+    eager = generate(model, ids, mask, cuda_graph=False,
+                     generator=torch.Generator(device="cuda").manual_seed(1), **options)
+    assert torch.equal(graphed, eager)
+
+
 def test_graph_decoding_needs_the_triton_backend():
     from path_eval.errors import PathEvalError
     from path_eval.models.generation import generate

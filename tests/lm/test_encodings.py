@@ -7,7 +7,7 @@ import pytest
 from lm_eval.api.instance import Instance
 
 from path_eval.lm import PathEvalLM
-from path_eval.lm.encodings import SharedEncodings, tokenizer_key
+from path_eval.lm.encodings import ENTRY_BYTES, EncodingStore, tokenizer_key
 from path_eval.models.tokenizer import load_tokenizer
 from path_eval.models.zoo import zoo_folder
 from tests.helpers import random_model
@@ -59,6 +59,23 @@ def test_a_later_model_with_the_same_tokenizer_encodes_nothing_and_gets_the_same
     assert calls == [len(TEXTS)]  # every text looked up before any is encoded: the repeated one too
 
 
+def test_many_empty_texts_fill_the_store_too():
+    """An entry costs its key and array besides its tokens: empty encodings cannot grow the store
+    past its cap."""
+    store = EncodingStore(cap=10 * ENTRY_BYTES)
+    store.encode("k", None, [f"text {i}" for i in range(50)], lambda texts: [[] for _ in texts])
+    assert len(store) == 10 and store.bytes_kept == 10 * ENTRY_BYTES
+
+
+def test_a_tokenizer_last_used_with_padding_keys_as_before(checkpoint):
+    """The backend's serialised form holds the last call's padding; every encoding here resets it."""
+    tokenizer = PathEvalLM(str(checkpoint)).tokenizer
+    key = tokenizer_key(tokenizer)
+    tokenizer.pad_token = tokenizer.eos_token
+    tokenizer(["a", "a longer text"], padding=True, truncation=True, max_length=3)
+    assert tokenizer_key(tokenizer) == key
+
+
 def test_tokenizers_that_encode_differently_have_different_keys(checkpoint):
     mistral = PathEvalLM(str(checkpoint)).tokenizer
     zoo = load_tokenizer(zoo_folder() / "path")
@@ -81,7 +98,7 @@ class _SlowTokenizer:
 
 def test_a_slow_tokenizer_shares_nothing():
     assert tokenizer_key(_SlowTokenizer()) is None
-    store, calls = SharedEncodings(), []
+    store, calls = EncodingStore(), []
 
     def encode(texts):
         calls.append(list(texts))
@@ -99,15 +116,15 @@ def test_the_cap_keeps_the_first_texts_and_every_answer_is_the_encoding():
         calls.append(list(texts))
         return [[ord(c) for c in t] for t in texts]
 
-    store = SharedEncodings(cap=7)
+    store = EncodingStore(cap=2 * ENTRY_BYTES + 4 * 7)
     texts = ["abc", "defg", "hi", "abc"]
     assert store.encode("k", None, texts, encode) == encode(texts)
     calls.clear()
-    assert store.tokens_kept == 7 and len(store) == 2  # "hi" would pass the cap: not kept
+    assert store.bytes_kept == 2 * ENTRY_BYTES + 4 * 7 and len(store) == 2  # "hi" would pass the cap: not kept
     assert store.encode("k", None, texts, encode) == encode(texts)
     assert calls[0] == ["hi"]  # the kept ones were not encoded again
     assert store.encode("other", None, ["abc"], encode) == [[97, 98, 99]]  # another key: encoded
     assert calls[2] == ["abc"]
     assert store.encode("k", False, ["abc"], encode) == [[97, 98, 99]] and calls[3] == ["abc"]  # another option
     store.clear()
-    assert len(store) == 0 and store.tokens_kept == 0
+    assert len(store) == 0 and store.bytes_kept == 0

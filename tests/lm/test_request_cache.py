@@ -156,3 +156,16 @@ def test_the_adapter_commits_a_generation_batch_once(checkpoint, tmp_path, monke
     prompts = [(f"Prompt {n}:", {"until": ["\n"], "max_gen_toks": 3}) for n in range(4)]
     lm.generate_until(requests("generate_until", prompts))
     assert commits == [0] and committed_rows(tmp_path / "cache.db") == 4
+
+
+def test_a_batch_that_stores_nothing_commits_nothing(tmp_path):
+    """A rolling document's window batches store no row (the document's total is the row): their
+    counters wait for it instead of being committed alone, which a resumed run would count again."""
+    path = tmp_path / "cache.db"
+    work = {"requests": 0}
+    cache = RequestCache(path, progress=lambda: dict(work))
+    with cache.one_commit():
+        work = {"requests": 2}
+    assert RequestCache(path).earlier_segments() == []
+    cache.add_partial("loglikelihood_rolling", ("document",), -1.5)
+    assert RequestCache(path).earlier_segments() == [{"requests": 2}]

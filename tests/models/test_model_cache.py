@@ -198,16 +198,39 @@ def _batch(seed: int):
     return ids, mask
 
 
-@pytest.mark.parametrize("max_new", [1, 2, 8, 9, 23])
+class _ReplayedEagerly:
+    """A stand-in for `decode_graph.CapturedDecodeStep` on the CPU: each call runs what the graph
+    records (the model's step on its `token` buffer, then `then`), eagerly, so the order in which
+    `generate` replays and reads the graph's buffers is checked where no GPU is."""
+
+    def __init__(self, model, cache, tokens, *, token=None, then=None):
+        self.model, self.cache, self.token, self.then, self.remaining = model, cache, token, then, tokens
+
+    def __call__(self):
+        assert self.remaining > 0
+        self.remaining -= 1
+        logits = self.model(self.token[:, None], past_key_values=self.cache, use_cache=True).logits
+        if self.then is not None:
+            self.then(logits)
+        return logits
+
+
+@pytest.mark.parametrize("max_new", [1, 2, 3, 8, 9, 23])
 @pytest.mark.parametrize("ending", ["none", "eos", "stop_strings", "both"])
 @pytest.mark.parametrize("sampling", [False, True])
-def test_generate_gives_the_reference_loops_tokens(max_new, ending, sampling):
+@pytest.mark.parametrize("replayed", [False, True])
+def test_generate_gives_the_reference_loops_tokens(max_new, ending, sampling, replayed, monkeypatch):
     """`generate` (its choices written in place into buffers, for a CUDA graph to record) against the
     decoding loop as first written (tests/models/generation_reference.py) on a left-padded batch:
     greedy and sampled, rows ending by an end token chosen mid-way, by `should_stop` at a look, by
-    both, or never; exactly the same ids."""
+    both, or never; exactly the same ids, eagerly and through the graph's sequence of calls
+    (`replayed`: the GPU tests compare the graph itself)."""
+    from path_eval.models import generation
     from tests.models.generation_reference import reference_generate
 
+    if replayed:
+        monkeypatch.setattr(generation, "graph_decoding", lambda model, asked: True)
+        monkeypatch.setattr(generation, "CapturedDecodeStep", _ReplayedEagerly)
     model = tiny_model("path_fox", seed=9)
     ids, mask = _batch(10)
     free = generate(model, ids, mask, max_new_tokens=max_new, eos_token_id=[], pad_token_id=0)
