@@ -46,8 +46,7 @@ class RequestCache:
         self.progress = progress
         self.segment: int | None = None
         self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
-        self._held = False  # inside `one_commit`: rows wait for its end
-        self._waiting = 0  # rows added inside it
+        self._batch_rows: int | None = None  # inside `one_commit`: the rows waiting for its end
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_link(self.path)  # sqlite would open (or create) the file a link points at
         try:
@@ -100,8 +99,8 @@ class RequestCache:
         with self._writing():
             self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
                                     (hash_args(kind, args), json.dumps(result)))
-            if self._held:
-                self._waiting += 1
+            if self._batch_rows is not None:
+                self._batch_rows += 1
             else:
                 self._store_segment()
                 self.connection.commit()
@@ -113,12 +112,12 @@ class RequestCache:
         document's windows: their counters go with the document's row). A batch's requests are
         finished together, and a commit waits for the disk, which the GPU would wait out with
         nothing queued."""
-        self._held, self._waiting = True, 0
+        self._batch_rows = 0
         try:
             yield
         finally:
-            self._held = False
-            if self._waiting:
+            rows, self._batch_rows = self._batch_rows, None
+            if rows:
                 self.save_progress()
 
     def save_progress(self) -> None:

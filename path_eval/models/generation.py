@@ -131,7 +131,7 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         # The new token is never padding (the cache keeps the prompt's), so a decoding step takes no mask.
         if captured is not None:
             logits = captured()
-            if do_sample:  # sampling draws from a generator on the host's side: chosen outside the graph
+            if do_sample:  # chosen outside the graph: a replayed draw would need the generator's state registered
                 chooser.choose(logits)
             continue
         logits = model(chooser.token[:, None], past_key_values=cache, use_cache=True).logits
