@@ -60,6 +60,9 @@
 # zoo-warm (the whole zoo_study at --limit 2 into a scratch folder: it freezes every sample set (the limit applies
 #   after freezing) and compiles every model's kernels, so that a zoo-busy or zoo-profile after it, on the same
 #   machine, measures warm caches; ZB_DATA= as zoo-busy's; ZW_S= the limit, 240 s),
+# decode-parts (benchmarks.decode_parts: one batch of a zoo model's generation part by part, prefill, eager step, graph
+#   capture with its own memory pool and a shared one, replay, whole generate calls, into $OUT/decode_parts_h100.json or
+#   _h200.json by the GPU; DPT_ARGS= further arguments, DPT_S= the limit, 240 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -129,6 +132,7 @@ for step in "$@"; do
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
+    decode-parts) timeout ${DPT_S:-240} python3 -m benchmarks.decode_parts ${DPT_ARGS:-} --out "$OUT/decode_parts_$(gpu_tag).json" ;;
     zoo-warm) rm -rf /tmp/zwwork  # a fresh run, not a resumed one that compiles nothing
       timeout ${ZW_S:-240} python3 eval.py run --suite zoo_study --model zoo --limit 2 --device cuda --batch-size 32 \
         --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" --out /tmp/zwwork --quiet ;;

@@ -429,9 +429,9 @@ class PathEvalLM(TemplateLM):
         ids, mask = ids.to(self.device), mask.to(self.device)
         sampling = {"do_sample": True, "temperature": temperature} if do_sample and temperature > 0 else {}
         if isinstance(self.model, CausalDecoder):
-            def reached_stop(new: torch.Tensor) -> torch.Tensor:
-                texts = self.tokenizer.batch_decode(new.tolist())  # one copy from the device, not one a row
-                return torch.tensor([any(s and s in t for s in until) for t in texts], device=new.device)
+            def reached_stop(new: torch.Tensor) -> torch.Tensor:  # `new` is on the host already
+                texts = self.tokenizer.batch_decode(new.tolist())
+                return torch.tensor([any(s and s in t for s in until) for t in texts])
 
             out = generate(self.model, ids, mask, max_new_tokens=max_gen, eos_token_id=self.eot_token_id,
                            pad_token_id=self.pad_id, prefill_chunk_size=self.prefill_chunk,

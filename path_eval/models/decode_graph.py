@@ -59,9 +59,11 @@ class CapturedDecodeStep:
     `token`: a [B] tensor the graph reads each step's input from, written in place by the caller
     (then `step()` takes no argument); `then(logits)`: device-only work recorded after the model's
     step and replayed with it, such as choosing the next token into `token` (which must have run
-    eagerly once, as the step itself)."""
+    eagerly once, as the step itself). `pool`: a memory pool (`torch.cuda.graph_pool_handle()`)
+    shared with earlier captures that are never replayed again (each capture has its own otherwise)."""
 
-    def __init__(self, model, cache: DecoderCache, tokens: int, *, token: torch.Tensor | None = None, then=None):
+    def __init__(self, model, cache: DecoderCache, tokens: int, *, token: torch.Tensor | None = None, then=None,
+                 pool=None):
         graph_decoding(model, asked=True)
         self.caches = [layer.kv for layer in cache.layers]
         if any(kv.tail_k is None for kv in self.caches):
@@ -77,7 +79,7 @@ class CapturedDecodeStep:
         with ExitStack() as recording:
             for kv in self.caches:
                 recording.enter_context(kv.capturing())
-            with torch.cuda.device(device), torch.cuda.graph(self.graph):
+            with torch.cuda.device(device), torch.cuda.graph(self.graph, pool=pool):
                 self.logits = model(self.token[:, None], past_key_values=cache, use_cache=True).logits
                 if then is not None:
                     then(self.logits)

@@ -29,9 +29,9 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
     return logits, cache
 
 
-# Decoding steps between the host's looks at the new tokens (stop strings, every row finished): each
-# look waits for the GPU, which a small model's step leaves idle for as long as the look takes;
-# between looks the steps are queued without waiting.
+# Decoding steps between the host's looks at the new tokens (stop strings, every row finished). A look
+# reads a window's tokens one window late: the host copies them when the window is queued and reads
+# them once the next window is queued too, so the GPU decodes while the host decodes text.
 STOP_CHECK_EVERY = 8
 
 
@@ -40,22 +40,23 @@ class TokenChooser:
     for the whole generation, so that the choice can be recorded in a CUDA graph beside the model's
     step and replayed with it: a small model's step is shorter than the dozen launches of choosing
     issued from Python. `token` [B] is the last chosen token (the next step's input), `new` [B, N]
-    the chosen tokens (padding where not chosen yet), `finished` the rows that ended, and `ended`
-    the first step after which every row had finished (-1: none yet)."""
+    the chosen tokens, `finished` the rows that ended, and `finish_at` [B] the step each row ended
+    at (N: not yet). A row stopped late (`stop_rows` a window after its step) may hold tokens past
+    its end in `new`; `tokens` pads them."""
 
     def __init__(self, batch: int, max_new_tokens: int, stops: torch.Tensor, pad: int, device,
                  do_sample: bool, temperature: float, top_k: int | None, generator: torch.Generator | None):
-        self.stops, self.pad = stops, pad
+        self.stops, self.pad, self.max_new_tokens = stops, pad, max_new_tokens
         self.sampling = (temperature, top_k, generator) if do_sample else None
         self.token = torch.full((batch,), pad, dtype=torch.long, device=device)
         self.new = torch.full((batch, max_new_tokens), pad, dtype=torch.long, device=device)
         self.finished = torch.zeros(batch, dtype=torch.bool, device=device)
-        self.ended = torch.full((), -1, dtype=torch.long, device=device)
+        self.finish_at = torch.full((batch,), max_new_tokens, dtype=torch.long, device=device)
         self.step = torch.zeros(1, dtype=torch.long, device=device)  # the column the next choice goes to
 
     def choose(self, logits: torch.Tensor) -> None:
         """The token after each row's last logits (padding in finished rows), appended at `step`;
-        rows that chose an end-of-sequence token finish. Device work only, unless sampling."""
+        rows that chose an end-of-sequence token finish there. Device work only, unless sampling."""
         scores = logits[:, -1].float()
         if self.sampling is not None:
             temperature, top_k, generator = self.sampling
@@ -68,18 +69,47 @@ class TokenChooser:
             chosen = scores.argmax(-1)
         chosen = torch.where(self.finished, torch.full_like(chosen, self.pad), chosen)
         self.new.index_copy_(1, self.step, chosen[:, None])
-        self.finished |= (chosen[:, None] == self.stops).any(-1)
-        self._note_end(self.step[0])
+        ends = (chosen[:, None] == self.stops).any(-1) & ~self.finished
+        self.finish_at.copy_(torch.where(ends, self.step, self.finish_at))
+        self.finished |= ends
         self.token.copy_(chosen)
         self.step += 1
 
-    def stop_rows(self, rows: torch.Tensor) -> None:
-        """Finish `rows` (bool [B]) at the step chosen last, as if they had chosen an end there."""
-        self.finished |= rows.to(self.finished.device, torch.bool)
-        self._note_end(self.step[0] - 1)
+    def stop_rows(self, rows: torch.Tensor, step: int) -> None:
+        """Finish `rows` (bool [B], on any device) at `step`, as if they had chosen an end there
+        (rows that ended earlier keep their step)."""
+        rows = rows.to(self.finished.device, torch.bool)
+        self.finish_at.copy_(torch.where(rows & (self.finish_at > step), step, self.finish_at))
+        self.finished |= rows
 
-    def _note_end(self, step: torch.Tensor) -> None:
-        self.ended.copy_(torch.where((self.ended < 0) & self.finished.all(), step, self.ended))
+    def look(self, step: int) -> "Look":
+        """The tokens of steps 0..`step` and each row's end so far, copied to the host without waiting."""
+        return Look(step, self.new[:, :step + 1], self.finish_at)
+
+    def tokens(self, columns: int) -> torch.Tensor:
+        """The first `columns` chosen tokens, padding after each row's end."""
+        past_end = torch.arange(columns, device=self.new.device) > self.finish_at[:, None]
+        return self.new[:, :columns].masked_fill(past_end, self.pad)
+
+
+class Look:
+    """A window's tokens and ends on their way to the host: queued when the window is, read (`wait`)
+    after the next window is queued, so that neither processor waits for the other."""
+
+    def __init__(self, step: int, new: torch.Tensor, finish_at: torch.Tensor):
+        self.step = step
+        cuda = new.is_cuda  # a copy from the GPU lands in pinned memory, read once the event has passed
+        # on the CPU, copies too: the buffers change under later steps
+        self.new, self.finish_at = (t.to("cpu", non_blocking=cuda, copy=True) for t in (new, finish_at))
+        self.done = None
+        if cuda:
+            self.done = torch.cuda.Event()
+            self.done.record()
+
+    def wait(self) -> "Look":
+        if self.done is not None:
+            self.done.synchronize()
+        return self
 
 
 @torch.no_grad()
@@ -93,11 +123,14 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     end-of-sequence token are filled with `pad_token_id` afterwards. Prompts of a batch are
     left-padded, with `attention_mask` 0 on the padding. `should_stop(new_tokens [B, n])` may
     end rows early too (e.g. when a stop string appeared); it is asked every STOP_CHECK_EVERY tokens,
-    so a row may run up to STOP_CHECK_EVERY - 1 tokens past the step its stop string appeared in (the
-    caller cuts its text at the stop, as lm-eval does). The host waits for the GPU only then; the
-    returned ids end at the step after which every row had finished, as if every step had looked.
-    `cuda_graph` replays one recorded decoding step per token (`decode_graph`), greedy choice of the
-    next token included; None: wherever the model allows it (on CUDA, with the triton backend)."""
+    on a CPU tensor (finished rows padded), and a row it stops ends at the step it was asked at: a
+    row may run up to STOP_CHECK_EVERY - 1 tokens past the step its stop string appeared in (the
+    caller cuts its text at the stop, as lm-eval does). The ids are those of a loop that looks after
+    every window and stops once every row has finished, ending at the step after which every row had
+    finished; the loop here looks one window late (`Look`) and so may run one window more, whose
+    tokens it drops. `cuda_graph` replays one recorded decoding step per token (`decode_graph`),
+    greedy choice of the next token included; None: wherever the model allows it (on CUDA, with
+    the triton backend)."""
     if not use_cache:
         raise ValueError("generation always uses the cache: it gives the same tokens as full forwards")
     if max_new_tokens is None:
@@ -119,14 +152,32 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     chooser = TokenChooser(input_ids.shape[0], max_new_tokens, stops, pad, input_ids.device, do_sample, temperature,
                            top_k, generator)
     chooser.choose(logits)
+    stopped_at = torch.full((input_ids.shape[0],), max_new_tokens, dtype=torch.long)  # each row's end the host knows
+
+    def read(look: Look) -> int | None:
+        """Apply a look: rows `should_stop` ends finish at its step. Returns the step after which
+        every row had finished, or None while some row runs on."""
+        look.wait()
+        ends = torch.minimum(look.finish_at, stopped_at)
+        if should_stop is not None:
+            past_end = torch.arange(look.step + 1) > ends[:, None]
+            rows = should_stop(look.new.masked_fill(past_end, pad)).to("cpu", torch.bool)
+            stopped_at.masked_fill_(rows & (stopped_at > look.step), look.step)
+            ends = torch.minimum(ends, stopped_at)
+            if bool(rows.any()):
+                chooser.stop_rows(rows, look.step)
+        return int(ends.max()) if bool((ends < max_new_tokens).all()) else None
+
     captured = None  # with `graph`: the first step runs eagerly (it allocates the tail, compiles), the rest replay
-    for step in range(max_new_tokens):  # here the tokens of steps 0..step are chosen
-        looks = (step + 1) % STOP_CHECK_EVERY == 0
-        if looks and should_stop is not None:
-            chooser.stop_rows(should_stop(chooser.new[:, :step + 1]))
-        if step == max_new_tokens - 1:
-            break
-        if looks and bool(chooser.ended >= 0):  # the host waits for the GPU here only
+    waiting: Look | None = None  # the last window's look, read after the next window is queued
+    ended = None
+    for step in range(max_new_tokens):  # here the tokens of steps 0..step are queued
+        last = step == max_new_tokens - 1
+        if (step + 1) % STOP_CHECK_EVERY == 0:
+            queued, waiting = waiting, chooser.look(step)
+            if queued is not None and (ended := read(queued)) is not None:
+                break
+        if last:
             break
         # The new token is never padding (the cache keeps the prompt's), so a decoding step takes no mask.
         if captured is not None:
@@ -139,5 +190,9 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         if graph:  # the last token needs no step
             captured = CapturedDecodeStep(model, cache, max_new_tokens - 2, token=chooser.token,
                                           then=None if do_sample else chooser.choose)
-    last = int(chooser.ended)  # as if every step had looked: no column after the step every row had finished in
-    return torch.cat([input_ids, chooser.new[:, :step + 1 if last < 0 else last + 1]], 1)
+    if ended is None and waiting is not None:
+        ended = read(waiting)
+    if ended is None:  # ends chosen after the last look count too
+        ends = torch.minimum(chooser.finish_at.cpu(), stopped_at)
+        ended = int(ends.max()) if bool((ends < max_new_tokens).all()) else step
+    return torch.cat([input_ids, chooser.tokens(ended + 1)], 1)

@@ -170,23 +170,26 @@ def test_generation_imports_and_runs_without_triton():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_stop_strings_are_read_every_few_steps_and_the_ids_end_where_every_row_finished():
-    """The host reads the new tokens (should_stop) every STOP_CHECK_EVERY steps only, the one sync of
-    decoding; the tokens up to there are those of a free generation, and none follows the look that
-    finished every row."""
+def test_stop_strings_are_read_every_few_steps_one_window_late_and_the_ids_end_where_every_row_finished():
+    """The host reads the new tokens (should_stop) every STOP_CHECK_EVERY steps only, and a window's
+    tokens only once the next window's steps are queued (on a GPU, it decodes text while the GPU
+    runs them); the tokens up to the look are those of a free generation, and none follows the look
+    that finished every row."""
     from path_eval.models.generation import STOP_CHECK_EVERY
 
     model = tiny_model("path", seed=7)
     prompt = torch.randint(3, 97, (2, 10), generator=torch.Generator().manual_seed(8))
     free = generate(model, prompt, max_new_tokens=30, eos_token_id=[])
-    looks = []
+    steps, looks = [], []
+    model.register_forward_hook(lambda module, args, out: steps.append(args[0].shape[1]))
 
     def after_five(new):
-        looks.append(new.shape[1])
+        looks.append((new.shape[1], len(steps)))
         return torch.full((new.shape[0],), new.shape[1] >= 5)
 
     out = generate(model, prompt, max_new_tokens=30, eos_token_id=[], should_stop=after_five)
-    assert STOP_CHECK_EVERY == 8 and looks == [8]
+    assert STOP_CHECK_EVERY == 8
+    assert looks == [(8, 1 + 15)]  # the prefill and the steps choosing tokens 1..15: two windows queued
     assert torch.equal(out, free[:, :10 + 8])
 
 
