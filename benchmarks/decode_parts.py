@@ -27,12 +27,14 @@ from pathlib import Path
 import torch
 
 from benchmarks.end_to_end import machine, versions
+from benchmarks.markdown import kilo, load, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.models.context import PREFILL_CHUNK
 from path_eval.models.decode_graph import CapturedDecodeStep, reserve_decoding
 from path_eval.models.generation import generate, prefill
 from path_eval.models.loading import load_model
 from path_eval.models.zoo import zoo_models
+from path_eval.results.provenance import git_revision
 
 
 def timed_ms(fn) -> tuple[float, object]:
@@ -80,7 +82,8 @@ def main(argv=None) -> int:
     model, _ = load_model(folder, device="cuda")
     vocab = model.config.vocab_size
     record = {"meta": {"command": "python -m benchmarks.decode_parts " + shlex.join(argv or sys.argv[1:]),
-                       "machine": machine("cuda"), "versions": versions(), "model": f"zoo:{args.model}",
+                       "machine": machine("cuda"), "revision": git_revision(), "versions": versions(),
+                       "model": f"zoo:{args.model}",
                        "batch": args.batch, "repeats": args.repeats, "replays": args.replays,
                        "new_tokens": args.new_tokens, "prefill_chunk": PREFILL_CHUNK}, "lengths": []}
     shared = torch.cuda.graph_pool_handle()
@@ -107,6 +110,28 @@ def main(argv=None) -> int:
         print(row, flush=True)
         write_json_atomic(record, args.out)
     return 0
+
+
+COLUMNS = (("prefill_ms", "prefill ms"), ("eager_step_ms", "eager step ms"), ("capture_ms", "capture ms"),
+           ("capture_shared_pool_ms", "capture, shared pool, ms"), ("replay_host_ms", "replay, host ms"),
+           ("replay_ms", "replay ms"), ("generate_graph_ms", "generate, graph, ms"),
+           ("generate_eager_ms", "generate, eager, ms"))
+
+
+def render_decode_parts(results: Path) -> str:
+    """Each results/bench/decode_parts_*.json: one batch's parts by prompt length."""
+    parts = []
+    for path in sorted((results / "bench").glob("decode_parts_*.json")):
+        data = load(path)
+        meta = data["meta"]
+        revision = f" Revision {meta['revision']}." if meta.get("revision") else ""
+        parts.append(f"Source: {source(path, results)}. Machine: {meta['machine']}; `{meta['model']}`, batch "
+                     f"{meta['batch']}, medians of {meta['repeats']}; replays {meta['replays']} in a row; generate "
+                     f"{meta['new_tokens']} new tokens." + revision)
+        parts.append(table(["prompt", *(label for _, label in COLUMNS)],
+                           [[kilo(row["prompt_tokens"]), *(f"{row[key]:.2f}" for key, _ in COLUMNS)]
+                            for row in data["lengths"]]))
+    return "\n\n".join(parts)
 
 
 if __name__ == "__main__":
