@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks import (beta_near_two, block_rows, cli_start, coarse_loop, data_parallel, decode_parts,
                         end_to_end, extrapolation_speed, fixed_cost, fla_parity, forward_autotune, freezing,
-                        generation, import_cost, kernels, launch_configs, scoring_profile, suite_busy,
+                        generation, host_cost, import_cost, kernels, launch_configs, scoring_profile, suite_busy,
                         transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
@@ -62,6 +62,7 @@ BLOCKS = {
     "fixed cost": fixed_cost.render_fixed_cost,
     "suite busy": suite_busy.render_suite_busy,
     "decode parts": decode_parts.render_decode_parts,
+    "host cost": host_cost.render_host_cost,
     "cli start": cli_start.render_cli_start,
     "import cost": import_cost.render_import_cost,
     "freezing": freezing.render_freezing,

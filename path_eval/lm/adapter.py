@@ -19,6 +19,7 @@ import os
 import time
 from contextlib import nullcontext
 
+import numpy as np
 import torch
 from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
@@ -184,13 +185,15 @@ class PathEvalLM(TemplateLM):
         none added when the string already starts with the BOS text."""
         return self.tok_encode_many([string], add_special_tokens)[0]
 
-    def tok_encode_many(self, strings: list[str], add_special_tokens: bool | None = None) -> list[list[int]]:
+    def tok_encode_many(self, strings: list[str], add_special_tokens: bool | None = None,
+                        arrays: bool = False) -> list:
         """`tok_encode` of each string, by one tokenizer call per option set (a fast tokenizer encodes a
         batch on every core), each string's tokens the same as its own call's; strings an earlier model
-        of the process encoded with the same tokenizer are not encoded again (`lm.encodings`)."""
+        of the process encoded with the same tokenizer are not encoded again (`lm.encodings`). `arrays`:
+        read-only int32 arrays instead of lists, for the adapter's own use (lm-eval gets lists)."""
         bos = self.tokenizer.bos_token
         starts_with_bos = [add_special_tokens is None and bool(bos) and s.startswith(bos) for s in strings]
-        tokens: list[list[int]] = [[] for _ in strings]
+        tokens: list = [[] for _ in strings]
         for bos_text in (False, True):
             chosen = [i for i, flag in enumerate(starts_with_bos) if flag is bos_text]
             if not chosen:
@@ -201,7 +204,7 @@ class PathEvalLM(TemplateLM):
                 return self.tokenizer(texts, return_attention_mask=False, return_token_type_ids=False,
                                       **options)["input_ids"]
 
-            encoded = ENCODING_STORE.encode(self.tokenizer_key, special, [strings[i] for i in chosen], encode)
+            encoded = ENCODING_STORE.encode(self.tokenizer_key, special, [strings[i] for i in chosen], encode, arrays)
             for i, ids in zip(chosen, encoded):
                 tokens[i] = ids
         return tokens
@@ -333,8 +336,9 @@ class PathEvalLM(TemplateLM):
         return totals
 
     # ----------------------------------------------------------------- generation
-    def prompt_tokens(self, keys: list[tuple[str, int | None, bool]]) -> list[list[int]]:
-        """The tokens of each prompt key (text, keep, user_turn), encoded in batches. With `keep` (a
+    def prompt_tokens(self, keys: list[tuple[str, int | None, bool]]) -> list[np.ndarray]:
+        """The tokens of each prompt key (text, keep, user_turn), encoded in batches, as read-only int32
+        arrays (`tok_encode_many(arrays=True)`: they go into a batch's array as they are). With `keep` (a
         task's `truncate_middle` generation option) a longer prompt keeps its first and last keep/2
         tokens as THUDM/LongBench's pred.py does: both halves decoded to text, joined and encoded again
         (so the count can differ from `keep` by a token or two), the middle being where its tasks put
@@ -342,9 +346,9 @@ class PathEvalLM(TemplateLM):
         chat's user turn, as pred.py's `build_chat` after its cut. The final text alone is encoded for
         the result (a long prompt's encoding costs as much as the rest of its handling)."""
         texts = [text for text, _, _ in keys]
-        done: dict[int, list[int]] = {}
+        done: dict[int, np.ndarray] = {}
         cut = [i for i, (_, keep, _) in enumerate(keys) if keep is not None]
-        for i, tokens in zip(cut, self.tok_encode_many([texts[i] for i in cut])):
+        for i, tokens in zip(cut, self.tok_encode_many([texts[i] for i in cut], arrays=True)):
             _, keep, user_turn = keys[i]
             if len(tokens) > keep:
                 half = keep // 2
@@ -355,7 +359,7 @@ class PathEvalLM(TemplateLM):
             if user_turn:
                 texts[i] = self.apply_chat_template(user_messages(texts[i], self.system_instruction))
         rest = [i for i in range(len(keys)) if i not in done]
-        done.update(zip(rest, self.tok_encode_many([texts[i] for i in rest])))
+        done.update(zip(rest, self.tok_encode_many([texts[i] for i in rest], arrays=True)))
         return [done[i] for i in range(len(keys))]
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
@@ -382,7 +386,7 @@ class PathEvalLM(TemplateLM):
                 bar.advance(len(batch))
         return collated.get_original(results)
 
-    def _generate_batch(self, batch, encodings: dict[tuple, list[int]], eos_text: str) -> list[str]:
+    def _generate_batch(self, batch, encodings: dict[tuple, np.ndarray], eos_text: str) -> list[str]:
         """One batch of generate_until requests (same generation options): the generated texts."""
         contexts, all_kwargs = zip(*batch)
         kwargs = normalize_gen_kwargs(all_kwargs[0], self.max_gen_toks)
@@ -421,7 +425,7 @@ class PathEvalLM(TemplateLM):
                 self.requests_computed += 1  # after its row: never a count without it
         return texts
 
-    def _generate(self, prompts: list[list[int]], until: list[str], max_gen: int, do_sample: bool,
+    def _generate(self, prompts: list[np.ndarray], until: list[str], max_gen: int, do_sample: bool,
                   temperature: float) -> list[list[int]]:
         """Left-padded batch generation; returns each row's new tokens (stop text cut later)."""
         ids, mask = padded_batch(prompts, self.pad_id, left=True)

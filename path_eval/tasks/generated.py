@@ -22,7 +22,7 @@ from path_eval.data import DatasetSplit, fingerprint, require
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import lm_eval_metric_list, metric_entry, metrics_of
 from path_eval.tasks.frozen import first_frozen, freeze
-from path_eval.tasks.lm_eval_tasks import LmEvalTask
+from path_eval.tasks.lm_eval_tasks import LmEvalTask, no_target
 from path_eval.tasks.phonebook import DEFAULT_MAX_NEW_TOKENS, generate_phonebook
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays, missing_essays_fix
 from path_eval.tasks.ruler import aggregation, niah, qa, templates, variable_tracking
@@ -181,7 +181,7 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
     config = {
         "task": name, "dataset_path": "json", "dataset_name": None,
         "dataset_kwargs": {"data_files": {"test": str(frozen)}}, "test_split": "test",
-        "output_type": "generate_until", "doc_to_text": _prompt, "doc_to_target": "",
+        "output_type": "generate_until", "doc_to_text": _prompt, "doc_to_target": no_target,
         "target_delimiter": "", "process_results": process_results([m.name for m in spec.metrics]),
         "generation_kwargs": {"until": list(spec.stop), "max_gen_toks": first["max_new_tokens"], "do_sample": False,
                               "temperature": 0.0},

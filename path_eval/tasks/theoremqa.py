@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from path_eval.data import DatasetSplit, require
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import lm_eval_metric_list, metric_entry
-from path_eval.tasks.lm_eval_tasks import LmEvalTask
+from path_eval.tasks.lm_eval_tasks import LmEvalTask, no_target
 
 if TYPE_CHECKING:
     from path_eval.suites import TaskSpec
@@ -49,7 +49,7 @@ def build_theoremqa_task(spec: TaskSpec, data_dir: Path, suite: str) -> LmEvalTa
     config = {
         "task": spec.name, "dataset_path": "json", "dataset_name": None,
         "dataset_kwargs": {"data_files": {"test": str(file)}}, "test_split": "test",
-        "output_type": "generate_until", "doc_to_text": prompt, "doc_to_target": "", "target_delimiter": "",
+        "output_type": "generate_until", "doc_to_text": prompt, "doc_to_target": no_target, "target_delimiter": "",
         "process_results": score, "metric_list": lm_eval_metric_list([METRIC]),
         "generation_kwargs": {"until": [], "max_gen_toks": MAX_NEW_TOKENS, "do_sample": False, "temperature": 0.0},
         "num_fewshot": 0, "repeats": 1, "metadata": {"version": 1.0},

@@ -1,4 +1,5 @@
 """The lm-eval adapter on its own: generation batching, sliced scoring, registration."""
+import numpy as np
 import pytest
 import torch
 from lm_eval.api.instance import Instance
@@ -95,18 +96,18 @@ def test_middle_truncation_keeps_both_ends_only_when_asked(checkpoint, monkeypat
     text = " ".join(f"item{i}" for i in range(100))
     whole = lm.tok_encode(text)
     assert 100 < len(whole) < 500 and whole[0] == lm.tokenizer.bos_token_id
-    [cut] = lm.prompt_tokens([(text, 64, False)])
+    [cut] = (tokens.tolist() for tokens in lm.prompt_tokens([(text, 64, False)]))
     head = lm.tokenizer.decode(whole[:32], skip_special_tokens=True)
     tail = lm.tokenizer.decode(whole[-32:], skip_special_tokens=True)
     assert cut == lm.tokenizer.encode(head + tail) and abs(len(cut) - 65) <= 2
     kept = lm.tokenizer.decode(cut, skip_special_tokens=True)
     assert kept.startswith("item0 item1 item2") and kept.endswith("item98 item99") and "item50 " not in kept
-    assert lm.prompt_tokens([(text, len(whole), False)]) == [whole]
+    assert [tokens.tolist() for tokens in lm.prompt_tokens([(text, len(whole), False)])] == [whole]
     given = []
     monkeypatch.setattr(lm, "_generate", lambda prompts, *args: given.extend(prompts) or [[] for _ in prompts])
     lm.generate_until(requests("generate_until", [(text, {"until": [], "max_gen_toks": 4, "truncate_middle": 64}),
                                                   (text, {"until": [], "max_gen_toks": 4})]))
-    assert sorted(given, key=len) == [cut, whole] and lm.truncated_requests == 0
+    assert sorted((tokens.tolist() for tokens in given), key=len) == [cut, whole] and lm.truncated_requests == 0
 
 
 def test_autocast_bf16_runs_float32_weights_under_bf16_autocast(checkpoint):
@@ -177,4 +178,7 @@ def test_generation_prompts_are_encoded_in_one_batch_each_once(checkpoint, monke
     monkeypatch.setattr(type(lm.tokenizer), "__call__", own)
     assert batches == [4, 1]  # four plain prompts, one starting with the BOS text; each once
     bos = lm.tokenizer.bos_token
-    assert sorted(given) == sorted(lm.tokenizer.encode(t, add_special_tokens=not t.startswith(bos)) for t in texts)
+    assert sorted(tokens.tolist() for tokens in given) == sorted(
+        lm.tokenizer.encode(t, add_special_tokens=not t.startswith(bos)) for t in texts)
+    # the kept arrays themselves reach the batch: int32, and no one can write into them
+    assert all(tokens.dtype == np.int32 and not tokens.flags.writeable for tokens in given)

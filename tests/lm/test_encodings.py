@@ -3,6 +3,7 @@ tokenizer reads the tokens an earlier one encoded, which must be the tokens a fr
 gives; tokenizers that differ in anything that changes an encoding share nothing."""
 import copy
 
+import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
 
@@ -41,7 +42,7 @@ def generation_prompts(lm, monkeypatch, texts) -> list[list[int]]:
     monkeypatch.setattr(lm, "_generate", lambda prompts, *args: given.extend(prompts) or [[] for _ in prompts])
     lm.generate_until([Instance(request_type="generate_until", doc={}, arguments=(t, {"until": [], "max_gen_toks": 4}),
                                 idx=i) for i, t in enumerate(texts)])
-    return given
+    return [tokens.tolist() for tokens in given]
 
 
 def test_a_later_model_with_the_same_tokenizer_encodes_nothing_and_gets_the_same_tokens(checkpoint, monkeypatch):
@@ -128,3 +129,20 @@ def test_the_cap_keeps_the_first_texts_and_every_answer_is_the_encoding():
     assert store.encode("k", False, ["abc"], encode) == [[97, 98, 99]] and calls[3] == ["abc"]  # another option
     store.clear()
     assert len(store) == 0 and store.bytes_kept == 0
+
+
+@pytest.mark.parametrize("key", ["k", None])
+def test_arrays_are_the_encodings_read_only_and_a_hit_hands_out_the_kept_array(key):
+    def encode(texts):
+        return [[ord(c) for c in t] for t in texts]
+
+    store = EncodingStore()
+    texts = ["abc", "", "defg"]
+    fresh = store.encode(key, None, texts, encode, arrays=True)
+    again = store.encode(key, None, texts, encode, arrays=True)
+    for tokens, hit, want in zip(fresh, again, encode(texts)):
+        assert tokens.dtype == np.int32 and tokens.tolist() == want and not tokens.flags.writeable
+        assert (hit is tokens) == (key is not None)  # kept: the same array, no copy
+        with pytest.raises(ValueError):
+            tokens[:1] = 0
+    assert store.encode(key, None, texts, encode) == encode(texts)  # lists still, where asked for

@@ -2,6 +2,7 @@
 (right padding), pad_id and mask 0 elsewhere."""
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -27,7 +28,8 @@ def test_padded_batch_is_the_definition(left):
         rows = [[rng.randrange(50_000) for _ in range(rng.choice([0, 1, 7, 300]))] for _ in range(rng.randint(1, 6))]
         if not any(rows):
             rows[0] = [3]
-        ids, mask = padded_batch(rows, 31999, left)
         want_ids, want_mask = definition(rows, 31999, left)
-        assert ids.dtype == mask.dtype == torch.long
-        assert torch.equal(ids, want_ids) and torch.equal(mask, want_mask)
+        for given in (rows, [np.asarray(row, dtype=np.int32) for row in rows]):  # the prompts come as arrays
+            ids, mask = padded_batch(given, 31999, left)
+            assert ids.dtype == mask.dtype == torch.long
+            assert torch.equal(ids, want_ids) and torch.equal(mask, want_mask)
