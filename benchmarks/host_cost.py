@@ -126,7 +126,7 @@ def render_host_cost(results: Path) -> str:
     for path in sorted((results / "bench").glob("host_cost_*.json")):
         data = load(path)
         meta, run = data["meta"], data["run"]
-        label = f" {meta['label']}." if meta.get("label") else ""
+        label = f" Code: {meta['label']}." if meta.get("label") else ""
         parts.append(f"Source: {source(path, results)}. Machine: {meta['machine']}; revision {meta['revision']};"
                      f" rows end after {meta['end_after']} steps.{label} Run: wall {seconds(run['wall_s'])} s,"
                      f" requests {seconds(run['requests_s'])} s.")

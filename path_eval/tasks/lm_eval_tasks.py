@@ -32,9 +32,10 @@ REGENERATED = "regenerated/babilong"
 
 
 def no_target(doc: dict) -> str:
-    """The empty target of a generated task (its metrics read the doc's own answers): a function,
-    since lm-eval renders a string target through a Jinja template compiled anew for every doc
-    (about 0.2 ms a doc, twice a doc: some 0.8 s of each model of the zoo study on a CPU)."""
+    """The empty target of a task whose metrics read the doc's own answers (RULER, PhoneBook,
+    TheoremQA): a function, since lm-eval renders a string target through a Jinja template compiled
+    anew for every doc (twice a doc: together with the prompts as lists, 2-3 s of each later model
+    of the zoo study on a 2-core CPU, `benchmarks.host_cost`)."""
     return ""
 
 
