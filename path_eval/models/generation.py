@@ -29,10 +29,17 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
     return logits, cache
 
 
-# Decoding steps between the host's looks at the new tokens (stop strings, every row finished). A look
-# reads a window's tokens one window late: the host copies them when the window is queued and reads
-# them once the next window is queued too, so the GPU decodes while the host decodes text.
+# Decoding steps between the host's looks at the new tokens (stop strings, every row finished).
 STOP_CHECK_EVERY = 8
+
+
+def late_looks(device: torch.device, do_sample: bool) -> bool:
+    """Whether a look reads its window one window late: the host copies the window's tokens when it
+    is queued and reads them once the next window is queued too, so that the GPU decodes while the
+    host decodes text. Only on a GPU and greedy: elsewhere nothing runs beside the host, so the extra
+    window a late look may cost is only lost; sampling would draw that window from the generator,
+    which would change every later call's samples."""
+    return device.type == "cuda" and not do_sample
 
 
 class TokenChooser:
@@ -76,9 +83,12 @@ class TokenChooser:
         self.step += 1
 
     def stop_rows(self, rows: torch.Tensor, step: int) -> None:
-        """Finish `rows` (bool [B], on any device) at `step`, as if they had chosen an end there
-        (rows that ended earlier keep their step)."""
-        rows = rows.to(self.finished.device, torch.bool)
+        """Finish `rows` (bool [B], on the CPU) at `step`, as if they had chosen an end there (rows
+        that ended earlier keep their step). To a GPU through pinned memory: a copy from pageable
+        memory would wait for the steps queued before it."""
+        device = self.finished.device
+        rows = rows.to(torch.bool).pin_memory().to(device, non_blocking=True) if device.type == "cuda" \
+            else rows.to(device, torch.bool)
         self.finish_at.copy_(torch.where(rows & (self.finish_at > step), step, self.finish_at))
         self.finished |= rows
 
@@ -93,8 +103,8 @@ class TokenChooser:
 
 
 class Look:
-    """A window's tokens and ends on their way to the host: queued when the window is, read (`wait`)
-    after the next window is queued, so that neither processor waits for the other."""
+    """A window's tokens and ends on their way to the host: copied when the window is queued, read
+    (`wait`) then or, with `late_looks`, after the next window is queued."""
 
     def __init__(self, step: int, new: torch.Tensor, finish_at: torch.Tensor):
         self.step = step
@@ -102,9 +112,10 @@ class Look:
         # on the CPU, copies too: the buffers change under later steps
         self.new, self.finish_at = (t.to("cpu", non_blocking=cuda, copy=True) for t in (new, finish_at))
         self.done = None
-        if cuda:
-            self.done = torch.cuda.Event()
-            self.done.record()
+        if cuda:  # on the copies' stream: the model's GPU, which need not be the current one
+            with torch.cuda.device(new.device):
+                self.done = torch.cuda.Event()
+                self.done.record()
 
     def wait(self) -> "Look":
         if self.done is not None:
@@ -127,8 +138,8 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     row may run up to STOP_CHECK_EVERY - 1 tokens past the step its stop string appeared in (the
     caller cuts its text at the stop, as lm-eval does). The ids are those of a loop that looks after
     every window and stops once every row has finished, ending at the step after which every row had
-    finished; the loop here looks one window late (`Look`) and so may run one window more, whose
-    tokens it drops. `cuda_graph` replays one recorded decoding step per token (`decode_graph`),
+    finished; on a GPU, greedy, the loop here looks one window late (`late_looks`) and so may run up
+    to one window more, whose tokens it drops. `cuda_graph` replays one recorded decoding step per token (`decode_graph`),
     greedy choice of the next token included; None: wherever the model allows it (on CUDA, with
     the triton backend)."""
     if not use_cache:
@@ -162,19 +173,21 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         if should_stop is not None:
             past_end = torch.arange(look.step + 1) > ends[:, None]
             rows = should_stop(look.new.masked_fill(past_end, pad)).to("cpu", torch.bool)
-            stopped_at.masked_fill_(rows & (stopped_at > look.step), look.step)
-            ends = torch.minimum(ends, stopped_at)
-            if bool(rows.any()):
-                chooser.stop_rows(rows, look.step)
+            fresh = rows & (ends > look.step)  # rows that had not ended: the rest keep their step
+            if bool(fresh.any()):
+                stopped_at.masked_fill_(fresh, look.step)
+                ends = torch.minimum(ends, stopped_at)
+                chooser.stop_rows(fresh, look.step)
         return int(ends.max()) if bool((ends < max_new_tokens).all()) else None
 
+    late = late_looks(input_ids.device, do_sample)
     captured = None  # with `graph`: the first step runs eagerly (it allocates the tail, compiles), the rest replay
-    waiting: Look | None = None  # the last window's look, read after the next window is queued
+    waiting: Look | None = None  # with `late`: the last window's look, read after the next window is queued
     ended = None
     for step in range(max_new_tokens):  # here the tokens of steps 0..step are queued
         last = step == max_new_tokens - 1
         if (step + 1) % STOP_CHECK_EVERY == 0:
-            queued, waiting = waiting, chooser.look(step)
+            queued, waiting = (waiting, chooser.look(step)) if late else (chooser.look(step), None)
             if queued is not None and (ended := read(queued)) is not None:
                 break
         if last:

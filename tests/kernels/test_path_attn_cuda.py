@@ -149,7 +149,7 @@ def test_captured_decoding_step_equals_eager_steps(variant, dtype):
 @pytest.mark.parametrize("sampling", [False, True])
 def test_graph_generation_gives_eager_ids_with_ends_stops_and_sampling(variant, ending, sampling):
     """The choice of the next token recorded in the graph (`generation.TokenChooser`): padding of
-    finished rows, end tokens, stop strings at the looks and the step every row had finished by give
+    finished rows, end tokens, stop strings at the (late, when greedy) looks and each row's end give
     eager generation's ids in float32 on a left-padded batch, greedy and sampled."""
     from path_eval.models.generation import generate
     model = tiny_model(variant).cuda()

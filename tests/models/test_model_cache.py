@@ -170,13 +170,16 @@ def test_generation_imports_and_runs_without_triton():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_stop_strings_are_read_every_few_steps_one_window_late_and_the_ids_end_where_every_row_finished():
-    """The host reads the new tokens (should_stop) every STOP_CHECK_EVERY steps only, and a window's
-    tokens only once the next window's steps are queued (on a GPU, it decodes text while the GPU
-    runs them); the tokens up to the look are those of a free generation, and none follows the look
-    that finished every row."""
+@pytest.mark.parametrize("late", [False, True])
+def test_stop_strings_are_read_every_few_steps_and_the_ids_end_where_every_row_finished(late, monkeypatch):
+    """The host reads the new tokens (should_stop) every STOP_CHECK_EVERY steps only; with late looks
+    (a GPU's greedy decoding) a window's tokens only once the next window's steps are queued, so that
+    the GPU decodes while the host decodes text. The tokens up to the look are those of a free
+    generation, and none follows the look that finished every row."""
+    from path_eval.models import generation
     from path_eval.models.generation import STOP_CHECK_EVERY
 
+    monkeypatch.setattr(generation, "late_looks", lambda device, do_sample: late)
     model = tiny_model("path", seed=7)
     prompt = torch.randint(3, 97, (2, 10), generator=torch.Generator().manual_seed(8))
     free = generate(model, prompt, max_new_tokens=30, eos_token_id=[])
@@ -189,8 +192,16 @@ def test_stop_strings_are_read_every_few_steps_one_window_late_and_the_ids_end_w
 
     out = generate(model, prompt, max_new_tokens=30, eos_token_id=[], should_stop=after_five)
     assert STOP_CHECK_EVERY == 8
-    assert looks == [(8, 1 + 15)]  # the prefill and the steps choosing tokens 1..15: two windows queued
+    # the prefill, then the steps choosing tokens 1..7 (one window) or 1..15 (two windows queued)
+    assert looks == [(8, 1 + (15 if late else 7))]
     assert torch.equal(out, free[:, :10 + 8])
+
+
+def test_looks_are_late_on_a_gpu_and_greedy_only():
+    from path_eval.models.generation import late_looks
+    assert late_looks(torch.device("cuda", 1), do_sample=False)
+    assert not late_looks(torch.device("cuda"), do_sample=True)  # an extra window would draw from the generator
+    assert not late_looks(torch.device("cpu"), do_sample=False)  # nothing runs beside the host to overlap
 
 
 def _batch(seed: int):
@@ -218,19 +229,22 @@ class _ReplayedEagerly:
         return logits
 
 
-@pytest.mark.parametrize("max_new", [1, 2, 3, 8, 9, 23])
+@pytest.mark.parametrize("max_new", [1, 2, 3, 8, 9, 16, 23, 24])
 @pytest.mark.parametrize("ending", ["none", "eos", "stop_strings", "both"])
 @pytest.mark.parametrize("sampling", [False, True])
 @pytest.mark.parametrize("replayed", [False, True])
-def test_generate_gives_the_reference_loops_tokens(max_new, ending, sampling, replayed, monkeypatch):
+@pytest.mark.parametrize("late", [False, True])
+def test_generate_gives_the_reference_loops_tokens(max_new, ending, sampling, replayed, late, monkeypatch):
     """`generate` (its choices written in place into buffers, for a CUDA graph to record) against the
     decoding loop as first written (tests/models/generation_reference.py) on a left-padded batch:
     greedy and sampled, rows ending by an end token chosen mid-way, by `should_stop` at a look, by
-    both, or never; exactly the same ids, eagerly and through the graph's sequence of calls
-    (`replayed`: the GPU tests compare the graph itself)."""
+    both, or never; exactly the same ids, and `should_stop` asked the same tokens (finished rows
+    padded), eagerly and through the graph's sequence of calls (`replayed`: the GPU tests compare
+    the graph itself), with looks read at once and one window late (`late`, a GPU's greedy way)."""
     from path_eval.models import generation
     from tests.models.generation_reference import reference_generate
 
+    monkeypatch.setattr(generation, "late_looks", lambda device, do_sample: late)
     if replayed:
         monkeypatch.setattr(generation, "graph_decoding", lambda model, asked: True)
         monkeypatch.setattr(generation, "CapturedDecodeStep", _ReplayedEagerly)
@@ -240,15 +254,21 @@ def test_generate_gives_the_reference_loops_tokens(max_new, ending, sampling, re
     ends = {int(free[0, 21 + min(3, max_new - 1)]), int(free[2, 21 + min(10, max_new - 1)])}
     eos = sorted(ends) if ending in ("eos", "both") else []
 
+    asked = []
+
     def rows_past_five(new):  # rows 1 and 3 stop once they hold six tokens
+        asked.append(new.clone())
         return torch.tensor([False, new.shape[1] >= 6, False, new.shape[1] >= 6])
 
     def stop_all(new):  # every row, at the first look
+        asked.append(new.clone())
         return torch.ones(new.shape[0], dtype=torch.bool)
 
     should_stop = {"stop_strings": stop_all, "both": rows_past_five}.get(ending)
     options = dict(max_new_tokens=max_new, eos_token_id=eos, pad_token_id=0, should_stop=should_stop,
                    do_sample=sampling, temperature=0.7, top_k=20 if sampling else None, prefill_chunk_size=8)
     ours = generate(model, ids, mask, generator=torch.Generator().manual_seed(1), **options)
+    ours_asked, asked = asked, []
     expected = reference_generate(model, ids, mask, generator=torch.Generator().manual_seed(1), **options)
     assert torch.equal(ours, expected)
+    assert len(ours_asked) == len(asked) and all(torch.equal(a, b) for a, b in zip(ours_asked, asked))
