@@ -122,12 +122,13 @@ def test_longbench_cuts_the_raw_prompt_then_wraps_it(checkpoint):
     assert len(raw) > keep
     cut = lm.tok_decode(raw[:keep // 2]) + lm.tok_decode(raw[-keep // 2:])
     expected = lm.tok_encode(user_turn_of(lm.tokenizer, cut, SYSTEM))
-    assert lm.prompt_tokens([(prompt, keep, True)]) == [expected]
+    assert [tokens.tolist() for tokens in lm.prompt_tokens([(prompt, keep, True)])] == [expected]
     assert lm.tok_decode(expected, skip_special_tokens=False).startswith(
         f"<s><|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\nRead the report.")
     assert lm.tok_decode(expected).endswith("Answer:<|im_end|>\n<|im_start|>assistant\n")
     # wrapping first would spend the kept tokens on the template's text: another prompt
-    assert lm.prompt_tokens([(user_turn_of(lm.tokenizer, prompt, SYSTEM), keep, False)]) != [expected]
+    assert [tokens.tolist() for tokens in lm.prompt_tokens([(user_turn_of(lm.tokenizer, prompt, SYSTEM), keep,
+                                                             False)])] != [expected]
 
 
 def test_longbench_wraps_the_datasets_pred_py_wraps():
