@@ -34,7 +34,7 @@ REGENERATED = "regenerated/babilong"
 def no_target(doc: dict) -> str:
     """The empty target of a task whose metrics read the doc's own answers (RULER, PhoneBook,
     TheoremQA): a function, since lm-eval renders a string target through a Jinja template compiled
-    anew for every doc (twice a doc: together with the prompts as lists, 2-3 s of each later model
+    anew for every doc (twice a doc: together with the prompts as lists, about 2 s of each later model
     of the zoo study on a 2-core CPU, `benchmarks.host_cost`)."""
     return ""
 
