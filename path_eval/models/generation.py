@@ -53,7 +53,7 @@ class TokenChooser:
 
     def __init__(self, batch: int, max_new_tokens: int, stops: torch.Tensor, pad: int, device,
                  do_sample: bool, temperature: float, top_k: int | None, generator: torch.Generator | None):
-        self.stops, self.pad, self.max_new_tokens = stops, pad, max_new_tokens
+        self.stops, self.pad = stops, pad
         self.sampling = (temperature, top_k, generator) if do_sample else None
         self.token = torch.full((batch,), pad, dtype=torch.long, device=device)
         self.new = torch.full((batch, max_new_tokens), pad, dtype=torch.long, device=device)
@@ -139,9 +139,9 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     caller cuts its text at the stop, as lm-eval does). The ids are those of a loop that looks after
     every window and stops once every row has finished, ending at the step after which every row had
     finished; on a GPU, greedy, the loop here looks one window late (`late_looks`) and so may run up
-    to one window more, whose tokens it drops. `cuda_graph` replays one recorded decoding step per token (`decode_graph`),
-    greedy choice of the next token included; None: wherever the model allows it (on CUDA, with
-    the triton backend)."""
+    to one window more, whose tokens it drops. `cuda_graph` replays one recorded decoding step per
+    token (`decode_graph`), greedy choice of the next token included; None: wherever the model allows
+    it (on CUDA, with the triton backend)."""
     if not use_cache:
         raise ValueError("generation always uses the cache: it gives the same tokens as full forwards")
     if max_new_tokens is None:
@@ -165,6 +165,10 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     chooser.choose(logits)
     stopped_at = torch.full((input_ids.shape[0],), max_new_tokens, dtype=torch.long)  # each row's end the host knows
 
+    def every_row_ended(ends: torch.Tensor) -> int | None:
+        """The step after which every row had ended (`ends` [B] on the CPU), None while one runs on."""
+        return int(ends.max()) if bool((ends < max_new_tokens).all()) else None
+
     def read(look: Look) -> int | None:
         """Apply a look: rows `should_stop` ends finish at its step. Returns the step after which
         every row had finished, or None while some row runs on."""
@@ -178,7 +182,7 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
                 stopped_at.masked_fill_(fresh, look.step)
                 ends = torch.minimum(ends, stopped_at)
                 chooser.stop_rows(fresh, look.step)
-        return int(ends.max()) if bool((ends < max_new_tokens).all()) else None
+        return every_row_ended(ends)
 
     late = late_looks(input_ids.device, do_sample)
     captured = None  # with `graph`: the first step runs eagerly (it allocates the tail, compiles), the rest replay
@@ -205,7 +209,8 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
                                           then=None if do_sample else chooser.choose)
     if ended is None and waiting is not None:
         ended = read(waiting)
-    if ended is None:  # ends chosen after the last look count too
-        ends = torch.minimum(chooser.finish_at.cpu(), stopped_at)
-        ended = int(ends.max()) if bool((ends < max_new_tokens).all()) else step
+    if ended is None:  # ends chosen after the last look count too (the host's stops are in finish_at)
+        ended = every_row_ended(chooser.finish_at.cpu())
+    if ended is None:
+        ended = step
     return torch.cat([input_ids, chooser.tokens(ended + 1)], 1)

@@ -139,9 +139,10 @@ class PhaseTimes:
     transformers and lm-eval, the plan and its checks; Linux only; for a Python caller, its process's
     age), `tokenizer` (loading and hashing it), `load` (the model, in its thread), `samples` (freezing
     this process's share and waiting for the others'), `load_wait` (the load still running once the
-    samples are frozen), `requests` (the evaluators, sample logs included), `records` (each model's records and
-    lm-eval's layout of its results), `write` (the aggregates and results.json). A run's cost beyond its model calls is these less the model's own seconds (the
-    provenance's tokens over tokens_per_second): `benchmarks.fixed_cost`. Each timed phase is also
+    samples are frozen), `requests` (the evaluators, sample logs included), `records` (each model's
+    records and lm-eval's layout of its results), `write` (the aggregates and results.json). A run's
+    cost beyond its model calls is these less the model's own seconds (the provenance's tokens over
+    tokens_per_second): `benchmarks.fixed_cost`. Each timed phase is also
     kept as a span of Unix times (`spans`), so that what a GPU did meanwhile can be matched to it
     (`benchmarks.suite_busy`)."""
 
