@@ -13,7 +13,9 @@ the frozen set's key holds the template's hash and the system instruction.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Callable, TYPE_CHECKING
@@ -21,7 +23,7 @@ from typing import Callable, TYPE_CHECKING
 from path_eval.data import DatasetSplit, fingerprint, require
 from path_eval.errors import PathEvalError
 from path_eval.metrics.registry import lm_eval_metric_list, metric_entry, metrics_of
-from path_eval.tasks.frozen import first_frozen, freeze
+from path_eval.tasks.frozen import first_frozen, freeze, frozen_rows
 from path_eval.tasks.lm_eval_tasks import LmEvalTask, no_target
 from path_eval.tasks.phonebook import DEFAULT_MAX_NEW_TOKENS, generate_phonebook
 from path_eval.tasks.ruler.haystack import ESSAYS_FOLDER, essay_files, load_essays, missing_essays_fix
@@ -158,6 +160,40 @@ def _prompt(doc: dict) -> str:
     return doc["input"] + doc["answer_prefix"]
 
 
+class FrozenDocs(list):
+    """One split's docs: the rows of a frozen set. lm-eval takes its docs' field names from
+    `features`, as a `datasets.Dataset` has them."""
+
+    @property
+    def features(self) -> dict[str, None]:
+        return dict.fromkeys(self[0]) if self else {}
+
+
+def frozen_splits(data_files: dict[str, str], **_metadata) -> dict[str, FrozenDocs]:
+    """lm-eval's `custom_dataset` for a generated task: each split's frozen samples as `frozen_rows`
+    reads them (lm-eval passes the config's `dataset_kwargs`, and its metadata, which the rows do not
+    need). They equal what `datasets`' json builder makes of the file, in content and key order
+    (tests/tasks/test_frozen_docs.py), without the builder's work for every task of every model
+    (hashing the file, finding and locking its arrow cache, formatting each row out of arrow): on a
+    small model that took longer than the task's requests. The config keeps `dataset_path: json`
+    and `data_files`, which say where the docs come from."""
+    _quiet_custom_dataset_warning()
+    return {split: FrozenDocs(frozen_rows(Path(file))) for split, file in data_files.items()}
+
+
+class _CustomDatasetWarning(logging.Filter):
+    """lm-eval's warning, for every task with a `custom_dataset`, that custom arguments go through
+    its `--metadata` option: advice for its own command line, on arguments `frozen_splits` ignores."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
+
+
+@cache
+def _quiet_custom_dataset_warning() -> None:
+    logging.getLogger("lm_eval.api.task").addFilter(_CustomDatasetWarning())
+
+
 def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, tokenizer_hash: str,
                          num_samples: int, data_dir: Path, suite: str, frozen_root: Path | None = None,
                          chat: ChatLayout | None = None) -> LmEvalTask:
@@ -180,8 +216,8 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
     name = lm_eval_name(spec, length, seed)
     config = {
         "task": name, "dataset_path": "json", "dataset_name": None,
-        "dataset_kwargs": {"data_files": {"test": str(frozen)}}, "test_split": "test",
-        "output_type": "generate_until", "doc_to_text": _prompt, "doc_to_target": no_target,
+        "dataset_kwargs": {"data_files": {"test": str(frozen)}}, "custom_dataset": frozen_splits,
+        "test_split": "test", "output_type": "generate_until", "doc_to_text": _prompt, "doc_to_target": no_target,
         "target_delimiter": "", "process_results": process_results([m.name for m in spec.metrics]),
         "generation_kwargs": {"until": list(spec.stop), "max_gen_toks": first["max_new_tokens"], "do_sample": False,
                               "temperature": 0.0},
