@@ -45,6 +45,11 @@
 # prep-cost (benchmarks.kernels' forward part for path_fwd and path_fox_fwd with --accurate-preparation: what the
 #   accurate preparation costs, into $OUT/kernels_accurate_prep_h100.json or _h200.json by the GPU; PC_S= the
 #   limit, 300 s),
+# fox-overhead (benchmarks.kernels' forward part for path_fwd and path_fox_fwd, FO_RUNS times (default 2; the first
+#   also checks every op against the float32 torch backend at 4K and 16K), each into $OUT/fox_overhead_run<i>.json;
+#   then, with FO_BASELINE= an earlier fwd.py carried as a file, path_fox_fwd alone with that fwd.py in place into
+#   $OUT/fox_overhead_baseline.json (the shipped one put back after): PaTH-FoX's forward against PaTH's, issue 47's
+#   15% line; FO_S= the limit of each, 240 s),
 # import-cost (benchmarks.import_cost: `import path_eval.lm` in fresh interpreters, package by package, as installed,
 #   then again after `compileall` of the wheels, path_eval and kernels (path_eval/kernels is a link, which compileall
 #   does not follow), then after `compileall` of the image's own site-packages (torch, numpy, sympy, triton: the image
@@ -130,6 +135,18 @@ for step in "$@"; do
         --budget-s $(( ${B2_S:-300} - 30 )) ${B2_ARGS:-} ;;
     prep-cost) timeout ${PC_S:-300} python3 -m benchmarks.kernels --parts forward --ops path_fwd,path_fox_fwd \
         --accurate-preparation --no-fla --out "$OUT/kernels_accurate_prep_$(gpu_tag).json" ;;
+    fox-overhead)
+      for run in $(seq 1 ${FO_RUNS:-2}); do
+        parts=forward; [ "$run" = 1 ] && parts=check,forward
+        timeout ${FO_S:-240} python3 -m benchmarks.kernels --parts $parts --ops path_fwd,path_fox_fwd --no-fla \
+          --check-lengths 4096,16384 --out "$OUT/fox_overhead_run$run.json"
+      done
+      if [ -n "${FO_BASELINE:-}" ]; then
+        cp kernels/path_attn/fwd.py /tmp/fwd_shipped.py && cp "$FO_BASELINE" kernels/path_attn/fwd.py
+        timeout ${FO_S:-240} python3 -m benchmarks.kernels --parts forward --ops path_fox_fwd --no-fla \
+          --out "$OUT/fox_overhead_baseline.json"
+        cp /tmp/fwd_shipped.py kernels/path_attn/fwd.py
+      fi ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
     decode-parts) timeout ${DPT_S:-240} python3 -m benchmarks.decode_parts ${DPT_ARGS:-} --out "$OUT/decode_parts_$(gpu_tag).json" ;;
