@@ -47,6 +47,7 @@ class RequestCache:
         self.segment: int | None = None
         self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
         self._batch_rows: int | None = None  # inside `one_commit`: the rows waiting for its end
+        self._unstored: dict[tuple[str, int], tuple[tuple, str]] = {}  # (kind, id(args[0])) -> (args, key): `key`
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_link(self.path)  # sqlite would open (or create) the file a link points at
         try:
@@ -81,8 +82,22 @@ class RequestCache:
                                 "raise the file-size limit (ulimit -f), then run the same command again: it "
                                 "resumes from the requests saved so far") from None
 
+    def key(self, kind: str, args) -> str:
+        """lm-eval's `hash_args(kind, args)`, made once per request: `answer` looks a request up by
+        it and the model stores the request's answer under it, and hashing means writing the prompt
+        out as JSON (16K tokens of text, about 60 KB). A request `answer` did not find keeps its key
+        until it is stored, beside its arguments, which must equal those stored (equal arguments,
+        equal key), since an object's id can be another object's once the first is gone."""
+        kept = self._unstored.pop((kind, id(args[0])), None) if args else None
+        if kept is not None and kept[0] == args:
+            return kept[1]
+        return hash_args(kind, args)
+
     def get(self, kind: str, args) -> object | None:
-        row = self.connection.execute(f"SELECT value FROM {TABLE} WHERE key = ?", (hash_args(kind, args),)).fetchone()
+        return self._stored(self.key(kind, args), kind)
+
+    def _stored(self, key: str, kind: str) -> object | None:
+        row = self.connection.execute(f"SELECT value FROM {TABLE} WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         try:
@@ -98,7 +113,7 @@ class RequestCache:
         loses at most the request or the batch in hand)."""
         with self._writing():
             self.connection.execute(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?)",
-                                    (hash_args(kind, args), json.dumps(result)))
+                                    (self.key(kind, args), json.dumps(result)))
             if self._batch_rows is not None:
                 self._batch_rows += 1
             else:
@@ -161,8 +176,11 @@ class RequestCache:
     def answer(self, kind: str, requests: list, compute: Callable[[list], list]) -> list:
         """Results of `requests` in order: stored ones read back, the rest computed in one call.
         Sampled generations are never reused (repeats must differ), as in lm-eval's cache."""
-        results = [None if _sampled(kind, r.args) else self.get(kind, r.args) for r in requests]
+        keys = [hash_args(kind, r.args) for r in requests]
+        results = [None if _sampled(kind, r.args) else self._stored(key, kind) for r, key in zip(requests, keys)]
         missing = [r for r, result in zip(requests, results) if result is None]
+        self._unstored.update({(kind, id(r.args[0])): (r.args, key) for r, key, result in zip(requests, keys, results)
+                               if result is None and r.args})
         self.answered += len(requests)
         self.reused += len(requests) - len(missing)
         computed = iter(compute(missing) if missing else [])

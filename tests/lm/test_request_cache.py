@@ -1,5 +1,6 @@
 """The resume cache stores data, never pickles: answers come back equal, nothing is recomputed, and a
 poisoned or pickled cache is refused without running anything."""
+import json
 import pickle
 import sqlite3
 
@@ -169,3 +170,34 @@ def test_a_batch_that_stores_nothing_commits_nothing(tmp_path):
     assert RequestCache(path).earlier_segments() == []
     cache.add_partial("loglikelihood_rolling", ("document",), -1.5)
     assert RequestCache(path).earlier_segments() == [{"requests": 2}]
+
+
+def test_each_request_is_hashed_once_and_stored_under_lm_evals_key(checkpoint, tmp_path, monkeypatch):
+    """`answer` hashes a request to look it up and keeps the key for the answer's row; the rows are
+    keyed by lm-eval's own `hash_args`, so an earlier cache still finds them."""
+    from lm_eval.api.model import hash_args
+
+    from path_eval.lm import request_cache
+
+    hashed = []
+    monkeypatch.setattr(request_cache, "hash_args", lambda kind, args: hashed.append(args) or hash_args(kind, args))
+    lm = PathEvalLM(str(checkpoint), batch_size=2)
+    lm.use_request_cache(tmp_path / "cache.db")
+    prompts = [(f"Prompt {n}:", {"until": ["\n"], "max_gen_toks": 2}) for n in range(3)]
+    texts = lm.generate_until(requests("generate_until", prompts))
+    assert sorted(hashed) == sorted(prompts) and not lm.request_cache._unstored
+    with sqlite3.connect(tmp_path / "cache.db") as db:
+        rows = dict(db.execute("SELECT key, value FROM requests").fetchall())
+    assert rows == {hash_args("generate_until", p): json.dumps(t) for p, t in zip(prompts, texts)}
+
+
+def test_a_kept_key_is_used_only_for_the_arguments_it_was_made_for(tmp_path):
+    """The kept keys are found by the id of a request's first argument; an object made after the
+    first is gone can have its id, and must get its own key."""
+    from lm_eval.api.model import hash_args
+
+    cache = RequestCache(tmp_path / "cache.db")
+    context = "a prompt"
+    cache.answer("generate_until", requests("generate_until", [(context, {"max_gen_toks": 1})]), lambda missing: ["x"])
+    other = (context, {"max_gen_toks": 2})  # the same first object, other arguments
+    assert cache.key("generate_until", other) == hash_args("generate_until", other)
