@@ -160,6 +160,13 @@ def _prompt(doc: dict) -> str:
     return doc["input"] + doc["answer_prefix"]
 
 
+@cache
+def package_version(name: str) -> str:
+    """An installed package's version, read once a process: `importlib.metadata` scans every folder on
+    the path for it at each call, and every task of every model names its generator's packages."""
+    return version(name)
+
+
 class FrozenDocs(list):
     """One split's docs: the rows of a frozen set. lm-eval takes its docs' field names from
     `features`, as a `datasets.Dataset` has them."""
@@ -203,7 +210,7 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
     generator = GENERATORS[spec.generator]
     key = {"task": spec.generator, "length": length, "tokenizer_sha256": tokenizer_hash, "seed": seed,
            "samples": num_samples, "generator_version": generator.version,
-           "packages": {name: version(name) for name in generator.data_packages},
+           "packages": {name: package_version(name) for name in generator.data_packages},
            "data_fingerprint": fingerprint(files) if files else None}
     if chat is not None:  # only then: a base model's sets keep the key (and file) they always had
         key |= {"chat_template_sha256": chat.template_sha256, "system_instruction": chat.system_instruction}
