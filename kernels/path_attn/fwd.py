@@ -47,28 +47,19 @@ LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _softmax_step(acc, m_i, l_i, s, v, qk_scale, row_gate, DOT_PREC: tl.constexpr, GATE: tl.constexpr):
-    """One online-softmax step over a block of logits s in score units (r.k, key gate terms divided
+def _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC: tl.constexpr):
+    """One online-softmax step over a block of logits s in score units (r.k, gate terms divided
     by qk_scale); m_i and l_i in base 2. The scale enters exp2's argument as one fused multiply-add
     per logit instead of a multiply of its own: at D = 64 the element-wise work per logit costs as
     much as its two products on the tensor cores. Needs qk_scale > 0 (`path_attention` checks).
-    With GATE, each row's gate term `row_gate` (score units) belongs to all of the row's logits of
-    this block, so it enters the row maximum and exp2's reference (once per row) instead of every
-    logit: a gate between key and query costs one add per logit (the key's term), not two.
     Masked logits are -inf, so that they weigh exactly 0: a finite mask value M would leave the
     fused M * qk_scale - m its rounding residual, up to half an ulp of |M * qk_scale| (about 1e22 for
     M = -1e30), and exp2 of that overflows on rows whose keys so far are all masked (padding). Such
     rows keep m = -inf and take 0 as the reference, which leaves acc and l at 0."""
-    if GATE:
-        m_new = tl.maximum(m_i, (tl.max(s, 1) + row_gate) * qk_scale)
-    else:
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
     m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
     alpha = tl.exp2(m_i - m_ref)
-    if GATE:
-        p = tl.exp2(s * qk_scale - (m_ref - row_gate * qk_scale)[:, None])
-    else:
-        p = tl.exp2(s * qk_scale - m_ref[:, None])
+    p = tl.exp2(s * qk_scale - m_ref[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PREC)
     return acc, m_new, l_i
@@ -126,9 +117,6 @@ def _path_attn_fwd(
         g_base = G + b * sg_b + h * sg_h + gi * sg_g
         gq = tl.load(g_base + row_chunk * sg_n + rin * sg_c, mask=row_ok, other=0.0)
         decay = gq  # sum of log gates from the row back to the start of the chunk being scored
-        row_gate = decay * gate_to_score  # the row's share of a block's gate terms (`_softmax_step`)
-    else:
-        row_gate = 0.0
     k_base = K + b * sk_b + h * sk_h
     v_base = V + b * sv_b + h * sv_h
     m_i = tl.full([BM], float("-inf"), tl.float32)
@@ -159,14 +147,13 @@ def _path_attn_fwd(
                 if PAIR and half == 0:  # the second chunk's rows add the key's sum to the first chunk's end
                     total = tl.load(g_base + col_chunk.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c)
                     row_gate += tl.where(same, 0.0, total)
-                row_gate = row_gate * gate_to_score
-                s -= (gk * gate_to_score)[None, :]
+                s += (row_gate * gate_to_score)[:, None] - (gk * gate_to_score)[None, :]
             ok = (cols[None, :] <= rows[:, None]) & col_ok[None, :]
             if KEY_MASK:
                 ok &= (tl.load(KOK + b * skok_b + cols, mask=col_ok, other=0) != 0)[None, :]
             s = tl.where(ok, s, MASKED)
             v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :], mask=col_ok[:, None], other=0.0)
-            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, qk_scale, row_gate, DOT_PREC, GATE)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC)
         if PAIR:  # the second chunk's rows move through the first chunk to its start
             second = row_chunk != chunk_q
             if TRANSFORM:
@@ -186,13 +173,12 @@ def _path_attn_fwd(
             if GATE:
                 gk = tl.load(g_base + j.to(tl.int64) * sg_n + c_idx * sg_c)
                 total = tl.load(g_base + j.to(tl.int64) * sg_n + (CHUNK - 1) * sg_c)
-                s += ((total - gk) * gate_to_score)[None, :]
-                row_gate = decay * gate_to_score
+                s += (decay * gate_to_score)[:, None] + ((total - gk) * gate_to_score)[None, :]
                 decay += total
             if KEY_MASK:
                 s = tl.where((tl.load(KOK + b * skok_b + cols) != 0)[None, :], s, MASKED)
             v = tl.load(v_base + cols.to(tl.int64)[:, None] * sv_t + d[None, :])
-            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, qk_scale, row_gate, DOT_PREC, GATE)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC)
             if TRANSFORM:
                 u = tl.load(U + b * su_b + h * su_h + j.to(tl.int64) * su_n + d[:, None] * D + d[None, :])
                 r -= tl.dot(r.to(u.dtype), u, input_precision=DOT_PREC)
@@ -216,11 +202,11 @@ def _path_attn_fwd(
                     sb = tl.dot(r_op, tl.trans(kb), input_precision=DOT_PREC)
                     if GATE:
                         gkb = tl.load(GE + b * sge_b + sc * sge_n + hq * sge_h + pos * sge_t)
-                        sb += (gkb * gate_to_score)[None, :]
+                        sb += row_gate[:, None] + (gkb * gate_to_score)[None, :]
                     if KEY_MASK:
                         sb = tl.where((tl.load(KOK + b * skok_b + key_pos) != 0)[None, :], sb, MASKED)
                     vb = tl.load(v_base + key_pos[:, None] * sv_t + d[None, :])
-                    acc, m_i, l_i = _softmax_step(acc, m_i, l_i, sb, vb, qk_scale, row_gate, DOT_PREC, GATE)
+                    acc, m_i, l_i = _softmax_step(acc, m_i, l_i, sb, vb, qk_scale, DOT_PREC)
                 if GATE:
                     decay += tl.load(GT + b * sgt_b + sc * sgt_n + hq)
                 u = tl.load(US + b * sus_b + h * sus_h + sc * sus_n + d[:, None] * D + d[None, :])
@@ -232,8 +218,6 @@ def _path_attn_fwd(
         hi = tl.minimum(L, lo + cache_per_split)
         n_idx = tl.arange(0, BN)
         r_op = r.to(KC.dtype.element_ty)
-        if GATE:
-            row_gate = decay * gate_to_score
         for start in range(lo, hi, BN):
             cols = start + n_idx
             col_ok = cols < hi
@@ -242,12 +226,12 @@ def _path_attn_fwd(
             s = tl.dot(r_op, tl.trans(kc), input_precision=DOT_PREC)
             if GATE:
                 gc = tl.load(GC + b * sgc_b + hq + ck * sgc_t, mask=col_ok, other=0.0)
-                s += (gc * gate_to_score)[None, :]
+                s += (decay * gate_to_score)[:, None] + (gc * gate_to_score)[None, :]
             if CACHE_MASK:
                 col_ok &= tl.load(COK + b * scok_b + ck, mask=col_ok, other=0) != 0
             s = tl.where(col_ok[None, :], s, MASKED)
             vc = tl.load(VC + b * svc_b + h * svc_h + ck[:, None] * svc_t + d[None, :], mask=col_ok[:, None], other=0.0)
-            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, vc, qk_scale, row_gate, DOT_PREC, GATE)
+            acc, m_i, l_i = _softmax_step(acc, m_i, l_i, s, vc, qk_scale, DOT_PREC)
 
     l_safe = tl.where(l_i > 0, l_i, 1.0)
     out = acc / l_safe[:, None]
