@@ -62,9 +62,10 @@
 #   a run stopped there still writes its profile, as the run answers SIGTERM by returning),
 # compile (import-cost's byte-compiling without its measurements, for a host that is not to run import-cost, before
 #   fixed-cost or zoo-busy: a user's pip install leaves bytecode, this image's does not),
-# zoo-warm (the whole zoo_study at --limit 2 into a scratch folder: it freezes every sample set (the limit applies
-#   after freezing) and compiles every model's kernels, so that a zoo-busy or zoo-profile after it, on the same
-#   machine, measures warm caches; ZB_DATA= as zoo-busy's; ZW_S= the limit, 240 s),
+# zoo-warm (the whole zoo_study at --limit 2 into a scratch folder: it compiles every model's kernels, so that a
+#   zoo-busy or zoo-profile after it, on the same machine, runs with Triton's caches warm; the limit's sets are
+#   frozen with 2 samples, so the study's own sets are frozen by the first full run, in its samples phase, outside
+#   the requests; ZB_DATA= as zoo-busy's; ZW_S= the limit, 240 s),
 # decode-parts (benchmarks.decode_parts: one batch of a zoo model's generation part by part, prefill, eager step, graph
 #   capture with its own memory pool and a shared one, replay, whole generate calls, into $OUT/decode_parts_h100.json or
 #   _h200.json by the GPU; DPT_ARGS= further arguments, DPT_S= the limit, 240 s),
