@@ -65,10 +65,10 @@ def _softmax_step(acc, m_i, l_i, s, v, qk_scale, DOT_PREC: tl.constexpr):
     return acc, m_new, l_i
 
 
-@triton.jit(do_not_specialize=["LENGTH_CLASS"])
+@triton.jit
 def _path_attn_fwd(
     Q, K, V, U, S, G, KS, US, GE, GT, KOK, KC, VC, GC, COK, O, LSE,
-    T, L, HQ, GROUP, qk_scale, gate_to_score, cache_per_split, LENGTH_CLASS,
+    T, L, HQ, GROUP, qk_scale, gate_to_score, cache_per_split,
     sq_b, sq_h, sq_n, sq_g, sq_c,
     sk_b, sk_h, sk_t,
     sv_b, sv_h, sv_t,
@@ -288,18 +288,7 @@ CONFIGS = ([triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s i
            + [triton.Config({"COARSE_STAGES": 3}, num_warps=4, num_stages=2, maxnreg=CAPPED)]
            + [triton.Config({"COARSE_CHUNKS": 2}, num_warps=4, num_stages=3)]
            + [triton.Config({"COARSE_CHUNKS": 2}, num_warps=4, num_stages=2, maxnreg=CAPPED)])
-# LENGTH_CLASS (`length_class`, read by the tuner alone) keys a tuning to the segment's length too
-TUNING_KEY = ["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK", "LENGTH_CLASS"]
-
-
-def length_class(tokens: int) -> int:
-    """A segment length's class in the tuning key: its binary order (2^(c-1) <= T < 2^c). The coarse
-    walk's fastest configuration changes with the length: for PaTH-FoX at D = 64 on an H200 three
-    were within 1% of each other at 8K, and at 16K the one that had won 8K by 0.04% was 10% slower
-    than the best (results/bench/coarse_loop_h200.json). Keyed without the length, the first length
-    a process met chose for all the others. One class per doubling keeps the tunings few (each
-    times the variant's pruned configurations once; the compiled kernels are shared)."""
-    return max(int(tokens), 1).bit_length()
+TUNING_KEY = ["D", "CHUNK", "SUPER", "BM", "TRANSFORM", "GATE", "CACHE", "KEY_MASK"]
 
 
 def _prune(configs, named_args, **kwargs):
@@ -483,7 +472,7 @@ def _launch(q, k, v, g, prep: Prepared | None, coarse: Coarse | None, scale, gat
     grid = (triton.cdiv(T, BM), B * HQ, splits)
     _path_attn_fwd[grid](
         Q, K, V, U, S, G, KS, US, GE, GT, kok, kc, vc, gc, cok, out, lse,
-        T, L, HQ, group, scale * LOG2E, gate_scale / scale, per_split, length_class(T),
+        T, L, HQ, group, scale * LOG2E, gate_scale / scale, per_split,
         sq[0], sq[1], sq[2], sq[3], sq[4],
         sk[0], sk[1], sk[2],
         sv[0], sv[1], sv[2],

@@ -6,7 +6,6 @@ beta over (0, 2) with a third of the values within 1e-4 of 2 and some exactly 1,
 enough that decay matters, T not a multiple of any block.
 """
 import copy
-import inspect
 import itertools
 
 import pytest
@@ -239,32 +238,6 @@ def test_coarse_walk_two_chunks_a_key_block(case, monkeypatch):
         pytest.skip("the autotuner picks the configuration here; run with PATH_EVAL_AUTOTUNE=0")
     monkeypatch.setattr(fwd, "UNTUNED", {**fwd.UNTUNED, "COARSE_CHUNKS": 2})
     test_coarse_walk_matches_definition(case)
-
-
-@pytest.mark.parametrize("tokens", [1, 63, 64, 4095, 4096, 8191, 16256, 16384, 65536])
-def test_the_forward_is_tuned_per_doubling_of_the_length(tokens, monkeypatch):
-    """The tuner's key holds the segment length's binary order, `length_class`: 2^(c-1) <= T < 2^c,
-    handed to the kernel for the segment it runs."""
-    from path_eval.kernels.path_attn import fwd
-
-    assert "LENGTH_CLASS" in fwd.TUNING_KEY
-    c = fwd.length_class(tokens)
-    assert 2 ** (c - 1) <= tokens < 2 ** c
-    kernel = fwd._path_attn_fwd
-    while hasattr(kernel, "fn"):  # the autotuner's, the JIT's or the interpreter's wrapping
-        kernel = kernel.fn
-    names = list(inspect.signature(kernel).parameters)
-    launched = []
-
-    class Launch:
-        def __getitem__(self, grid):
-            return lambda *args, **constants: launched.append(dict(zip(names, args)))
-
-    monkeypatch.setattr(fwd, "_path_attn_fwd", Launch())
-    q = torch.zeros(1, tokens, 1, 16)
-    path_attention(q, q, q, scale=0.25)
-    [launch] = launched  # T: the segment as launched, padded to whole chunks
-    assert launch["T"] >= tokens and launch["LENGTH_CLASS"] == fwd.length_class(launch["T"])
 
 
 @pytest.mark.parametrize("rows", [None, 16], ids=["default rows", "16 rows a program"])
