@@ -20,8 +20,8 @@ from pathlib import Path
 
 from benchmarks import (beta_near_two, block_rows, cli_start, coarse_loop, data_parallel, decode_parts,
                         end_to_end, extrapolation_speed, fixed_cost, fla_parity, forward_autotune, freezing,
-                        generation, host_cost, import_cost, kernels, launch_configs, scoring_profile, suite_busy,
-                        transition_ablation)
+                        generation, host_cost, import_cost, kernels, launch_configs, request_timeline,
+                        scoring_profile, suite_busy, transition_ablation)
 from path_eval.errors import PathEvalError
 from path_eval.results.schema import ResultRecord
 from training import retrain, runs, study
@@ -63,6 +63,7 @@ BLOCKS = {
     "suite busy": suite_busy.render_suite_busy,
     "decode parts": decode_parts.render_decode_parts,
     "host cost": host_cost.render_host_cost,
+    "request timeline": request_timeline.render_request_timeline,
     "cli start": cli_start.render_cli_start,
     "import cost": import_cost.render_import_cost,
     "freezing": freezing.render_freezing,

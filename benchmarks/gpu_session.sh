@@ -69,6 +69,10 @@
 # decode-parts (benchmarks.decode_parts: one batch of a zoo model's generation part by part, prefill, eager step, graph
 #   capture with its own memory pool and a shared one, replay, whole generate calls, into $OUT/decode_parts_h100.json or
 #   _h200.json by the GPU; DPT_ARGS= further arguments, DPT_S= the limit, 240 s),
+# request-timeline (benchmarks.request_timeline: zoo:path's requests on the zoo study's generation tasks split at the
+#   adapter's seams, lm-eval's work, between batches, around generate, generate and the GPU's span in it, into
+#   $OUT/request_timeline_h100.json or _h200.json by the GPU; ZB_DATA= the essays' data dir (carried); RT_ARGS=
+#   further arguments (--model zoo for every text model); RT_LABEL= a file suffix; RT_S= the limit, 240 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -148,6 +152,9 @@ for step in "$@"; do
           --out "$OUT/fox_overhead_baseline.json"
         cp /tmp/fwd_shipped.py kernels/path_attn/fwd.py
       fi ;;
+    request-timeline) timeout ${RT_S:-240} python3 -m benchmarks.request_timeline \
+        --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" ${RT_ARGS:-} \
+        --out "$OUT/request_timeline_$(gpu_tag)${RT_LABEL:-}.json" ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
     decode-parts) timeout ${DPT_S:-240} python3 -m benchmarks.decode_parts ${DPT_ARGS:-} --out "$OUT/decode_parts_$(gpu_tag).json" ;;
