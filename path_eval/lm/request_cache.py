@@ -47,7 +47,7 @@ class RequestCache:
         self.segment: int | None = None
         self.answered = self.reused = 0  # requests answered in this segment, and those read back from the file
         self._batch_rows: int | None = None  # inside `one_commit`: the rows waiting for its end
-        self._unstored: dict[tuple[str, int], tuple[tuple, str]] = {}  # (kind, id(args[0])) -> (args, key): `key`
+        self._unstored: dict[tuple[str, int], list[tuple[tuple, str]]] = {}  # (kind, id(args[0])) -> [(args, key)]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         refuse_link(self.path)  # sqlite would open (or create) the file a link points at
         try:
@@ -87,10 +87,16 @@ class RequestCache:
         it and the model stores the request's answer under it, and hashing means writing the prompt
         out as JSON (16K tokens of text, about 60 KB). A request `answer` did not find keeps its key
         until it is stored, beside its arguments, which must equal those stored (equal arguments,
-        equal key), since an object's id can be another object's once the first is gone."""
-        kept = self._unstored.pop((kind, id(args[0])), None) if args else None
-        if kept is not None and kept[0] == args:
-            return kept[1]
+        equal key), since an object's id can be another object's once the first is gone; requests
+        that share their first argument (a multiple-choice doc's choices share its context) are kept
+        side by side."""
+        kept = self._unstored.get((kind, id(args[0]))) if args else None
+        for index, (stored_args, key) in enumerate(kept or []):
+            if stored_args == args:
+                del kept[index]
+                if not kept:
+                    del self._unstored[(kind, id(args[0]))]
+                return key
         return hash_args(kind, args)
 
     def get(self, kind: str, args) -> object | None:
@@ -179,8 +185,9 @@ class RequestCache:
         keys = [hash_args(kind, r.args) for r in requests]
         results = [None if _sampled(kind, r.args) else self._stored(key, kind) for r, key in zip(requests, keys)]
         missing = [r for r, result in zip(requests, results) if result is None]
-        self._unstored.update({(kind, id(r.args[0])): (r.args, key) for r, key, result in zip(requests, keys, results)
-                               if result is None and r.args})
+        for r, key, result in zip(requests, keys, results):
+            if result is None and r.args:
+                self._unstored.setdefault((kind, id(r.args[0])), []).append((r.args, key))
         self.answered += len(requests)
         self.reused += len(requests) - len(missing)
         computed = iter(compute(missing) if missing else [])

@@ -184,7 +184,6 @@ def frozen_splits(data_files: dict[str, str], **_metadata) -> dict[str, FrozenDo
     (hashing the file, finding and locking its arrow cache, formatting each row out of arrow): on a
     small model that took longer than the task's requests. The config keeps `dataset_path: json`
     and `data_files`, which say where the docs come from."""
-    _quiet_custom_dataset_warning()
     return {split: FrozenDocs(frozen_rows(Path(file))) for split, file in data_files.items()}
 
 
@@ -197,7 +196,9 @@ class _CustomDatasetWarning(logging.Filter):
 
 
 @cache
-def _quiet_custom_dataset_warning() -> None:
+def quiet_custom_dataset_warning() -> None:
+    """Filter that warning out, once a process, before lm-eval builds a task (it warns before it
+    calls `custom_dataset`)."""
     logging.getLogger("lm_eval.api.task").addFilter(_CustomDatasetWarning())
 
 
@@ -219,6 +220,7 @@ def build_generated_task(spec: TaskSpec, length: int, seed: int, tokenizer, toke
                               qa_file=files[0] if spec.data is not None else None,
                               layout=chat.user_turn if chat is not None else unwrapped)
     frozen = freeze(key, lambda: generator.make(inputs), frozen_root)
+    quiet_custom_dataset_warning()
     first = first_frozen(frozen)
     name = lm_eval_name(spec, length, seed)
     config = {

@@ -201,3 +201,20 @@ def test_a_kept_key_is_used_only_for_the_arguments_it_was_made_for(tmp_path):
     cache.answer("generate_until", requests("generate_until", [(context, {"max_gen_toks": 1})]), lambda missing: ["x"])
     other = (context, {"max_gen_toks": 2})  # the same first object, other arguments
     assert cache.key("generate_until", other) == hash_args("generate_until", other)
+
+
+def test_choices_that_share_their_context_are_each_hashed_once(checkpoint, tmp_path, monkeypatch):
+    """A multiple-choice doc's loglikelihood requests share one context object (lm-eval builds them
+    so): each keeps its own key until its answer is stored."""
+    from lm_eval.api.model import hash_args
+
+    from path_eval.lm import request_cache
+
+    hashed = []
+    monkeypatch.setattr(request_cache, "hash_args", lambda kind, args: hashed.append(args) or hash_args(kind, args))
+    lm = PathEvalLM(str(checkpoint))
+    lm.use_request_cache(tmp_path / "cache.db")
+    context = "The grass is"
+    pairs = [(context, choice) for choice in (" green.", " blue.", " red.")]
+    lm.loglikelihood(requests("loglikelihood", pairs))
+    assert sorted(hashed) == sorted(pairs) and not lm.request_cache._unstored

@@ -57,14 +57,22 @@ def test_rows_with_every_json_type_and_line_separators_inside_strings(tmp_path):
     assert_same_docs(docs, *builder_rows(file))
 
 
-def test_lm_evals_custom_dataset_warning_is_not_shown(tmp_path, caplog):
-    """lm-eval warns on every task with a custom_dataset that its --metadata option takes custom
-    arguments: advice for its own command line, 50 lines a model in a suite run."""
-    file = tmp_path / "set.jsonl"
-    file.write_text(json.dumps({"input": "x"}) + "\n")
-    frozen_splits({"test": str(file)})
+def test_lm_evals_custom_dataset_warning_is_not_shown(tokenizer, data_dir, tmp_path, caplog):
+    """lm-eval warns on every task with a custom_dataset, before it calls it, that its --metadata
+    option takes custom arguments: advice for its own command line, 50 lines a model in a suite run.
+    The first task lm-eval builds from a generated config logs it no more than the others."""
+    from lm_eval.api.task import ConfigurableTask
+
+    from path_eval.tasks import generated
+
     task_logger = logging.getLogger("lm_eval.api.task")
+    for quiet in [f for f in task_logger.filters if isinstance(f, generated._CustomDatasetWarning)]:
+        task_logger.removeFilter(quiet)  # as in a fresh process
+    generated.quiet_custom_dataset_warning.cache_clear()
+    built = build_generated_task(load_suite("phonebook").task("phonebook"), 1024, 5, tokenizer,
+                                 tokenizer_sha256(tokenizer), 2, data_dir, "phonebook", frozen_root=tmp_path)
     with caplog.at_level(logging.WARNING, logger="lm_eval.api.task"):
-        task_logger.warning("t: Custom kwargs can be passed to `--metadata` in console (as json string)")
+        task = ConfigurableTask(config=built.config)
         task_logger.warning("another warning")
-    assert [r.getMessage() for r in caplog.records] == ["another warning"]
+    assert len(task.eval_docs) == 2
+    assert [r.getMessage() for r in caplog.records if r.name == "lm_eval.api.task"] == ["another warning"]
