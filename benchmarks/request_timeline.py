@@ -8,24 +8,28 @@ Issue 47 asks small models to keep the GPU busy. The zoo study's text models spe
 their GPU time in their requests on an H100 (`benchmarks.suite_busy`), and the host-side savings
 `benchmarks.host_cost` measures on a CPU did not show there: the host's time has to be found on the
 GPU host itself. cProfile inflates every Python-heavy part; here a real `eval.py run` in this process
-(default: `zoo:path` on the zoo study's generation tasks, batch 32) is timed at four seams only:
-the adapter's `generate_until` (one call per model and kind, what lm-eval asks of the model),
-each batch (`_generate_batch`: padding, the copy to the device, `generate`, decoding the text,
-the resume cache's rows), and each `generate` call, with a CUDA event recorded as it starts and
-one as it returns. A model's requests phase (the run's own timings.json) then splits into
+(default: `zoo:path` on the zoo study's generation tasks, batch 32) is timed at three seams only:
+the adapter's `generate_until` (one call per model and kind, what lm-eval asks of the model), each
+batch (`_generate_batch`) and each batch's generation (`_generate`: padding, the copy to the device,
+`generate` or a transformers model's own, and the copy of the new tokens back, which waits for the
+GPU), with a CUDA event recorded on the model's GPU as the generation starts and one as it returns.
+A model's requests phase (the run's own timings.json) then splits into
 
 - `lm_eval_s`: outside `generate_until`: lm-eval building the tasks and requests, filters, metrics
   and sample logs, and ours around it (frozen rows, per-sample logs);
 - `between_batches_s`: inside `generate_until` but outside every batch: encoding the prompts,
   collating, the resume cache's lookups;
-- `around_generate_s`: inside each batch but outside `generate`;
-- `generate_s`: `generate` as the host saw it, of which `gpu_span_s` lies between its two events on
-  the GPU (the GPU's work for the batch, with any gap the host left inside it) and
-  `generate_beyond_gpu_s` is the rest (where the host's launching outran nothing: capture, the
-  eager first step, the final copy).
+- `around_generate_s`: inside each batch but outside its generation: decoding the text, cutting it
+  at the stop strings, the resume cache's rows;
+- `generate_s`: the generation as the host saw it, of which `gpu_span_s` lies between its two
+  events on the GPU (the GPU's work for the batch, with any gap the host left inside it) and
+  `generate_beyond_gpu_s` is the rest (host work before the GPU had the batch, or after it was
+  done: padding, capture, the eager first step, decoding the copied tokens).
 
-On a CPU there are no events (`gpu_span_s` is None). The run's caches are as the machine has them;
-`--fresh` is not offered: a cold run's compiling would fill `generate`.
+The parts are the phase's partition by construction (`lm_eval_s` is what the model's calls leave);
+what is measured is which calls fall in which model's phase and how long each took. On a CPU there
+are no events (`gpu_span_s` is None). The run's caches are as the machine has them; a cold run's
+compiling would fill the generations.
 """
 from __future__ import annotations
 
@@ -55,26 +59,32 @@ class Seams:
         self.calls: list[list] = []
         self.originals: list[tuple] = []
 
-    def wrap(self, owner, name: str, what: str, events: bool = False) -> None:
-        """Time `owner.name` on every call from now on (events: also a CUDA event at each end, on the
-        current stream, where the first argument is a model on a GPU)."""
+    def wrap(self, owner, name: str, what: str, device_of=None) -> None:
+        """Time `owner.name` on every call from now on; with `device_of(args)` giving a CUDA device,
+        also a CUDA event at each end, on that device's current stream (the model's GPU, which need
+        not be the current device: the run sets it in the loading thread only)."""
+        import torch
+
         inner = getattr(owner, name)
         self.originals.append((owner, name, inner))
 
+        def record(event, device) -> None:
+            with torch.cuda.device(device):
+                event.record()
+
         @functools.wraps(inner)
         def timed(*args, **kwargs):
-            import torch
-
+            device = device_of(args) if device_of is not None else None
             pair = None
-            if events and torch.cuda.is_available() and next(args[0].parameters()).is_cuda:
+            if device is not None and device.type == "cuda":
                 pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                pair[0].record()
+                record(pair[0], device)
             began, start = time.time(), time.perf_counter()
             try:
                 return inner(*args, **kwargs)
             finally:
                 if pair is not None:
-                    pair[1].record()
+                    record(pair[1], device)
                 self.calls.append([what, began, time.perf_counter() - start, pair])
         setattr(owner, name, timed)
 
@@ -84,10 +94,9 @@ class Seams:
 
     def resolved(self) -> list[tuple[str, float, float, float | None]]:
         """(what, start, seconds, GPU span seconds or None), the events read once the run is over."""
-        import torch
-
-        if any(pair is not None for *_, pair in self.calls):
-            torch.cuda.synchronize()
+        for *_, pair in self.calls:
+            if pair is not None:
+                pair[1].synchronize()
         return [(what, began, secs, None if pair is None else pair[0].elapsed_time(pair[1]) / 1e3)
                 for what, began, secs, pair in self.calls]
 
@@ -100,15 +109,13 @@ def eval_run(argv: list[str]) -> int:
 
 def instrumented_run(argv: list[str], run) -> tuple[int, list]:
     """`run(argv)` (`eval.py run argv` in this process) with the seams timed; returns (exit code,
-    resolved calls). A transformers model's own `generate` (the zoo's Llama without --attention) is
-    no seam: its batches' generation counts as around generate."""
-    from path_eval.lm import adapter
+    resolved calls)."""
     from path_eval.lm.adapter import PathEvalLM
 
     seams = Seams()
     seams.wrap(PathEvalLM, "generate_until", "generate_until")
     seams.wrap(PathEvalLM, "_generate_batch", "batch")
-    seams.wrap(adapter, "generate", "generate", events=True)
+    seams.wrap(PathEvalLM, "_generate", "generate", device_of=lambda args: args[0]._device)
     try:
         code = run(argv)
     finally:
@@ -131,7 +138,8 @@ def split_requests(requests: tuple[float, float], calls: list[tuple]) -> dict:
             "around_generate_s": round(total("batch") - generate, 3), "generate_s": round(generate, 3),
             "gpu_span_s": None if gpu is None else round(gpu, 3),
             "generate_beyond_gpu_s": None if gpu is None else round(generate - gpu, 3),
-            "batches": sum(kind == "batch" for kind, *_ in inside)}
+            "batches": sum(kind == "batch" for kind, *_ in inside),
+            "calls": {what: sum(kind == what for kind, *_ in inside) for what in ("generate_until", "generate")}}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
