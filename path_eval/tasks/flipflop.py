@@ -15,11 +15,13 @@ scored with one teacher-forced forward per sequence (`path_eval.evaluators.flipf
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
+
 import numpy as np
 
 from path_eval.metrics import flipflop as flipflop_metric
-from path_eval.tasks.frozen import freeze, read_frozen
+from path_eval.tasks.frozen import freeze, read_frozen, stored_sha256
 from path_eval.tasks.symbols import SymbolVocabulary
 
 WRITE, READ, IGNORE, ZERO, ONE, BOS, EOS, PAD = range(8)
@@ -83,7 +85,16 @@ def frozen_sequences(task: str, p_ignore: float, length: int, seed: int, count: 
            "generator_version": GENERATOR_VERSION}
     frozen = freeze(key, lambda: [{"tokens": row.tolist()}
                                   for row in generate(count, p_ignore, length=length, seed=seed)], root)
-    return frozen, np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
+    return frozen, _parsed(frozen, stored_sha256(frozen)).copy()  # a copy: the kept array stays as read
+
+
+@lru_cache(maxsize=16)
+def _parsed(frozen: Path, samples_sha256: str) -> np.ndarray:
+    """A frozen set's sequences as an array, parsed once a process for each content (`freeze` has
+    checked the file against `samples_sha256`): every flip-flop model of a study reads the same sets,
+    twice each (the samples phase, then its evaluation), and parsing a set's JSON costs far more than
+    a forward of these small models."""
+    return np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
 
 
 # A model for these sequences uses this vocabulary (the plan refuses any other, from its tokenizer's

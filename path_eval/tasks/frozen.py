@@ -160,6 +160,12 @@ def first_frozen(path: Path) -> dict:
     return frozen_rows(path, first_only=True)[0]
 
 
+def stored_sha256(samples: Path) -> str:
+    """The sha256 of `samples` its key file records: the file's own once `freeze` has returned it
+    (which checks the two agree)."""
+    return json.loads(samples.with_suffix(".key.json").read_text(encoding="utf-8"))["samples_sha256"]
+
+
 def read_frozen(path: Path) -> list[dict]:
     return frozen_rows(path)
 

@@ -9,6 +9,7 @@ import torch
 from path_eval import load_model
 from path_eval.models.zoo import zoo_models
 from path_eval.tasks import flipflop
+from path_eval.tasks.frozen import read_frozen
 from tests.helpers import run_cli
 
 READ, ZERO = flipflop.READ, flipflop.ZERO
@@ -47,6 +48,25 @@ def test_sequences_are_frozen_and_seeded(tmp_path):
     assert np.array_equal(first, flipflop.generate(5, 0.8, length=64, seed=7))
     assert np.array_equal(flipflop.frozen_sequences("t", 0.8, 64, 7, 5, root=tmp_path)[1], first)
     assert flipflop.frozen_sequences("t", 0.8, 64, 8, 5, root=tmp_path)[0] != path  # another seed, another set
+
+
+def test_a_set_is_parsed_once_a_process_for_each_content(tmp_path, monkeypatch):
+    """Every flip-flop model reads the same sets: the second read takes the parsed sequences (a copy,
+    so a caller cannot change them for the next). They are kept by the file's hash: an edited set is
+    frozen again, byte for byte the same, and keeps them; another hash parses anew."""
+    parsed = []
+    monkeypatch.setattr(flipflop, "read_frozen", lambda path: parsed.append(path) or read_frozen(path))
+    path, first = flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
+    first[0, 0] = -1
+    path_again, again = flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
+    assert path_again == path and parsed == [path]
+    assert np.array_equal(again, flipflop.generate(4, 0.8, length=64, seed=3))
+    path.write_text(path.read_text().replace("[", "[ ", 1))  # no longer its key's: frozen again
+    _, regenerated = flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
+    assert parsed == [path] and np.array_equal(regenerated, again)
+    monkeypatch.setattr(flipflop, "stored_sha256", lambda samples: "another content")
+    flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
+    assert parsed == [path, path]
 
 
 def test_a_model_of_another_vocabulary_is_refused(tmp_path):
