@@ -1,9 +1,11 @@
 """The resume cache stores data, never pickles: answers come back equal, nothing is recomputed, and a
 poisoned or pickled cache is refused without running anything."""
+import hashlib
 import json
 import pickle
 import sqlite3
 
+import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
 
@@ -218,3 +220,40 @@ def test_choices_that_share_their_context_are_each_hashed_once(checkpoint, tmp_p
     pairs = [(context, choice) for choice in (" green.", " blue.", " red.")]
     lm.loglikelihood(requests("loglikelihood", pairs))
     assert sorted(hashed) == sorted(pairs) and not lm.request_cache._unstored
+
+
+@pytest.mark.parametrize("values", [
+    np.random.default_rng(0).integers(0, 8, (32, 4096)), np.array([[2**31 - 1, -2**31, 0]]),
+    np.array([[2**31, 1]]), np.array([[-2**31 - 1]])],
+    ids=["flip-flop batch", "int32 limits", "past int32", "below int32"])
+def test_a_batch_row_gives_back_its_integers(tmp_path, values):
+    """A batch's answer (an integer per token) is stored packed where it fits in int32, else as
+    lists, and read back equal, as int64, either way; rows of earlier versions (lists) are read too."""
+    cache = RequestCache(tmp_path / "cache.db")
+    tokens = np.arange(values.size).reshape(values.shape)
+    assert np.array_equal(cache.answer_batch("next_token_argmax", tokens, lambda t: values), values)
+    with sqlite3.connect(tmp_path / "cache.db") as db:
+        [(stored,)] = db.execute("SELECT value FROM requests").fetchall()
+    fits = values.min() >= -2**31 and values.max() < 2**31
+    assert isinstance(json.loads(stored), dict if fits else list)
+    calls = []
+    again = RequestCache(tmp_path / "cache.db").answer_batch("next_token_argmax", tokens,
+                                                            lambda t: calls.append(t) or values)
+    assert not calls and again.dtype == np.int64 and np.array_equal(again, values)
+    earlier = RequestCache(tmp_path / "earlier.db")
+    key = (hashlib.sha256(np.ascontiguousarray(tokens).tobytes()).hexdigest(), list(tokens.shape), str(tokens.dtype))
+    earlier.add_partial("next_token_argmax", key, values.tolist())
+    found = RequestCache(tmp_path / "earlier.db").answer_batch("next_token_argmax", tokens, lambda t: pytest.fail())
+    assert np.array_equal(found, values)
+
+
+@pytest.mark.parametrize("row", [
+    {"shape": [2, 2], "int32_base64": "not base64!"}, {"shape": [2, 2], "int32_base64": "AAAAAA=="},
+    {"shape": [-1], "int32_base64": ""}, {"shape": [1], "int32_base64": "AAAAAA==", "more": 1}, {"shape": "1"}])
+def test_a_malformed_packed_row_is_a_clean_error(tmp_path, row):
+    cache = RequestCache(tmp_path / "cache.db")
+    tokens = np.zeros((2, 2), dtype=np.int64)
+    key = (hashlib.sha256(tokens.tobytes()).hexdigest(), [2, 2], "int64")
+    cache.add_partial("next_token_argmax", key, row)
+    with pytest.raises(PathEvalError, match="corrupt row"):
+        RequestCache(tmp_path / "cache.db").answer_batch("next_token_argmax", tokens, lambda t: t)
