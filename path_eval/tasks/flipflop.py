@@ -85,7 +85,7 @@ def frozen_sequences(task: str, p_ignore: float, length: int, seed: int, count: 
            "generator_version": GENERATOR_VERSION}
     frozen = freeze(key, lambda: [{"tokens": row.tolist()}
                                   for row in generate(count, p_ignore, length=length, seed=seed)], root)
-    return frozen, _parsed(frozen, stored_sha256(frozen)).copy()  # a copy: the kept array stays as read
+    return frozen, _parsed(frozen, stored_sha256(frozen)).astype(np.int64)  # a copy: the kept one stays as read
 
 
 @lru_cache(maxsize=16)
@@ -93,8 +93,12 @@ def _parsed(frozen: Path, samples_sha256: str) -> np.ndarray:
     """A frozen set's sequences as an array, parsed once a process for each content (`freeze` has
     checked the file against `samples_sha256`): every flip-flop model of a study reads the same sets,
     twice each (the samples phase, then its evaluation), and parsing a set's JSON costs far more than
-    a forward of these small models."""
-    return np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
+    a forward of these small models. Kept in the smallest unsigned type that holds its symbols (one
+    byte: the zoo study's sets would take about 100 MB as int64)."""
+    sequences = np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
+    if sequences.size and sequences.min() >= 0:
+        return sequences.astype(np.min_scalar_type(sequences.max()))
+    return sequences
 
 
 # A model for these sequences uses this vocabulary (the plan refuses any other, from its tokenizer's
