@@ -206,7 +206,12 @@ class RequestCache:
         stored = self.get(kind, key)
         self.answered += 1
         if stored is not None:
-            found = unpacked_integers(stored)
+            if isinstance(stored, dict) and stored["shape"] != list(tokens.shape):
+                raise self._corrupt()
+            try:
+                found = unpacked_integers(stored)
+            except (ValueError, OverflowError):  # an earlier version's list: ragged, or past int64
+                raise self._corrupt() from None
             if found.shape != tokens.shape:
                 raise self._corrupt()
             self.reused += 1
@@ -231,39 +236,45 @@ def saved_requests(folder: Path) -> int:
     return total
 
 
-PACKED = "int32_base64"  # a batch row's integers: little-endian int32 bytes, base64, beside their shape
+PACKED_TYPES = ("<i4", "<i8")  # a batch row's integers: little-endian int32, or int64 where one does not fit
 
 
-def packed_integers(values: np.ndarray) -> dict | list:
-    """A batch's integers per token as a row: their int32 bytes in base64 with their shape, which
-    JSON writes at the speed of copying (a JSON list of a batch of 32 x 4096 flip-flop predictions
-    took about 8 ms to write, longer than those small models' forward); a JSON list where a value
-    does not fit in int32."""
+def packed_integers(values: np.ndarray) -> dict:
+    """A batch's integers per token as a row: their little-endian bytes in base64 (int32, int64 where
+    a value does not fit), beside their shape and type, which JSON writes at the speed of copying (a
+    JSON list of a batch of 32 x 4096 flip-flop predictions took about 8 ms to write, longer than
+    those small models' forward)."""
     values = np.asarray(values)
-    if values.size and (values.min() < -2**31 or values.max() >= 2**31):
-        return values.tolist()
-    return {"shape": list(values.shape), PACKED: base64.b64encode(values.astype("<i4").tobytes()).decode("ascii")}
+    if not (np.issubdtype(values.dtype, np.integer) or values.dtype == bool):
+        raise TypeError(f"a batch row holds integers, not {values.dtype}")
+    fits = not values.size or (values.min() >= -2**31 and values.max() < 2**31)
+    dtype = PACKED_TYPES[0] if fits else PACKED_TYPES[1]
+    return {"shape": list(values.shape), "dtype": dtype,
+            "base64": base64.b64encode(values.astype(dtype).tobytes()).decode("ascii")}
 
 
 def unpacked_integers(value) -> np.ndarray:
-    """`packed_integers`' row (or a JSON list of lists, as earlier versions stored every row) as int64."""
+    """A batch row as int64: `packed_integers`' (checked by `answer_shaped`), or a JSON list of lists,
+    as earlier versions stored every row."""
     if isinstance(value, dict):
-        return np.frombuffer(base64.b64decode(value[PACKED], validate=True), dtype="<i4").reshape(
+        return np.frombuffer(base64.b64decode(value["base64"]), dtype=value["dtype"]).reshape(
             value["shape"]).astype(np.int64)
     return np.asarray(value, dtype=np.int64)
 
 
 def _packed_row(value) -> bool:
-    """A well-formed `packed_integers` row: a shape of counts and base64 of exactly that many int32."""
-    if not (isinstance(value, dict) and set(value) == {"shape", PACKED} and isinstance(value[PACKED], str)
-            and isinstance(value["shape"], list)
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in value["shape"])):
+    """A well-formed `packed_integers` row: at most 32 dimensions of counts, a packed type, and
+    base64 of exactly that many values of it."""
+    if not (isinstance(value, dict) and set(value) == {"shape", "dtype", "base64"}
+            and value["dtype"] in PACKED_TYPES and isinstance(value["base64"], str)
+            and isinstance(value["shape"], list) and len(value["shape"]) <= 32
+            and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**40 for n in value["shape"])):
         return False
     try:
-        data = base64.b64decode(value[PACKED], validate=True)
+        data = base64.b64decode(value["base64"], validate=True)
     except (binascii.Error, ValueError):
         return False
-    return len(data) == 4 * math.prod(value["shape"])
+    return len(data) == np.dtype(value["dtype"]).itemsize * math.prod(value["shape"])
 
 
 def answer_shaped(kind: str, value) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from path_eval.metrics import flipflop as flipflop_metric
-from path_eval.tasks.frozen import freeze, read_frozen, stored_sha256
+from path_eval.tasks.frozen import freeze, frozen_rows, stored_sha256
 from path_eval.tasks.symbols import SymbolVocabulary
 
 WRITE, READ, IGNORE, ZERO, ONE, BOS, EOS, PAD = range(8)
@@ -95,7 +95,7 @@ def _parsed(frozen: Path, samples_sha256: str) -> np.ndarray:
     twice each (the samples phase, then its evaluation), and parsing a set's JSON costs far more than
     a forward of these small models. Kept in the smallest unsigned type that holds its symbols (one
     byte: the zoo study's sets would take about 100 MB as int64)."""
-    sequences = np.array([row["tokens"] for row in read_frozen(frozen)], dtype=np.int64)
+    sequences = np.array([row["tokens"] for row in frozen_rows(frozen, sha256=samples_sha256)], dtype=np.int64)
     if sequences.size and sequences.min() >= 0:
         return sequences.astype(np.min_scalar_type(sequences.max()))
     return sequences

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import logging
 from contextlib import contextmanager
@@ -170,13 +171,21 @@ def read_frozen(path: Path) -> list[dict]:
     return frozen_rows(path)
 
 
-def frozen_rows(path: Path, first_only: bool = False) -> list[dict]:
+def frozen_rows(path: Path, first_only: bool = False, sha256: str | None = None) -> list[dict]:
     """The samples of a frozen set (lines end at "\\n" only, whatever the samples' text holds), or one
     line naming the file and the fix: a set whose key file vouches for it (its sha256 matches) but
-    whose rows are no samples was written by something else."""
+    whose rows are no samples was written by something else. With `sha256`, the bytes parsed are
+    first checked against it (a caller that keeps the rows by that hash)."""
     try:
-        with open(path, encoding="utf-8", newline="\n") as handle:
-            rows = [json.loads(handle.readline())] if first_only else [json.loads(line) for line in handle]
+        if sha256 is None:
+            with open(path, encoding="utf-8", newline="\n") as handle:
+                rows = [json.loads(handle.readline())] if first_only else [json.loads(line) for line in handle]
+        else:
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != sha256:
+                raise PathEvalError(f"frozen samples {path} changed while being read (another process is writing "
+                                    "them): run the command again")
+            rows = [json.loads(line) for line in io.StringIO(data.decode("utf-8"), newline="\n")]
     except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested past Python's limit
         rows = None
     if not rows or not all(isinstance(row, dict) for row in rows):

@@ -4,12 +4,14 @@ over the reads); the sequences are frozen; a model of another vocabulary is refu
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from path_eval import load_model
+from path_eval.errors import PathEvalError
 from path_eval.models.zoo import zoo_models
 from path_eval.tasks import flipflop
-from path_eval.tasks.frozen import read_frozen
+from path_eval.tasks.frozen import frozen_rows
 from tests.helpers import run_cli
 
 READ, ZERO = flipflop.READ, flipflop.ZERO
@@ -53,9 +55,9 @@ def test_sequences_are_frozen_and_seeded(tmp_path):
 def test_a_set_is_parsed_once_a_process_for_each_content(tmp_path, monkeypatch):
     """Every flip-flop model reads the same sets: the second read takes the parsed sequences (a copy,
     so a caller cannot change them for the next). They are kept by the file's hash: an edited set is
-    frozen again, byte for byte the same, and keeps them; another hash parses anew."""
+    frozen again, byte for byte the same, and keeps them."""
     parsed = []
-    monkeypatch.setattr(flipflop, "read_frozen", lambda path: parsed.append(path) or read_frozen(path))
+    monkeypatch.setattr(flipflop, "frozen_rows", lambda path, **check: parsed.append(path) or frozen_rows(path, **check))
     path, first = flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
     first[0, 0] = -1
     path_again, again = flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
@@ -64,9 +66,24 @@ def test_a_set_is_parsed_once_a_process_for_each_content(tmp_path, monkeypatch):
     path.write_text(path.read_text().replace("[", "[ ", 1))  # no longer its key's: frozen again
     _, regenerated = flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
     assert parsed == [path] and np.array_equal(regenerated, again)
-    monkeypatch.setattr(flipflop, "stored_sha256", lambda samples: "another content")
-    flipflop.frozen_sequences("once", 0.8, 64, 3, 4, root=tmp_path)
-    assert parsed == [path, path]
+
+
+def test_a_set_changed_between_its_check_and_its_read_is_never_kept(tmp_path, monkeypatch):
+    """The parse checks the bytes it reads against the hash `freeze` checked: a set rewritten in
+    between (another process) is one line, and nothing is kept under the hash."""
+    path, first = flipflop.frozen_sequences("race", 0.8, 64, 3, 4, root=tmp_path)
+    flipflop._parsed.cache_clear()
+    own = flipflop.stored_sha256
+
+    def rewritten_meanwhile(samples):
+        digest = own(samples)
+        samples.write_text(samples.read_text().replace("[", "[ ", 1))
+        return digest
+    monkeypatch.setattr(flipflop, "stored_sha256", rewritten_meanwhile)
+    with pytest.raises(PathEvalError, match="changed while being read"):
+        flipflop.frozen_sequences("race", 0.8, 64, 3, 4, root=tmp_path)
+    monkeypatch.setattr(flipflop, "stored_sha256", own)
+    assert np.array_equal(flipflop.frozen_sequences("race", 0.8, 64, 3, 4, root=tmp_path)[1], first)
 
 
 def test_a_model_of_another_vocabulary_is_refused(tmp_path):

@@ -224,22 +224,25 @@ def test_choices_that_share_their_context_are_each_hashed_once(checkpoint, tmp_p
 
 @pytest.mark.parametrize("values", [
     np.random.default_rng(0).integers(0, 8, (32, 4096)), np.array([[2**31 - 1, -2**31, 0]]),
-    np.array([[2**31, 1]]), np.array([[-2**31 - 1]])],
-    ids=["flip-flop batch", "int32 limits", "past int32", "below int32"])
+    np.array([[2**31, 1]]), np.array([[-2**31 - 1]]), np.random.default_rng(1).integers(0, 9, (2, 3, 4)),
+    np.array([7, 8])],
+    ids=["flip-flop batch", "int32 limits", "past int32", "below int32", "3-D", "1-D"])
 def test_a_batch_row_gives_back_its_integers(tmp_path, values):
-    """A batch's answer (an integer per token) is stored packed where it fits in int32, else as
-    lists, and read back equal, as int64, either way; rows of earlier versions (lists) are read too."""
+    """A batch's answer (an integer per token) is stored packed, as int32 where it fits, else
+    int64, and read back equal, as int64; rows of earlier versions (lists of lists) are read too."""
     cache = RequestCache(tmp_path / "cache.db")
     tokens = np.arange(values.size).reshape(values.shape)
     assert np.array_equal(cache.answer_batch("next_token_argmax", tokens, lambda t: values), values)
     with sqlite3.connect(tmp_path / "cache.db") as db:
         [(stored,)] = db.execute("SELECT value FROM requests").fetchall()
     fits = values.min() >= -2**31 and values.max() < 2**31
-    assert isinstance(json.loads(stored), dict if fits else list)
+    assert json.loads(stored)["dtype"] == ("<i4" if fits else "<i8")
     calls = []
     again = RequestCache(tmp_path / "cache.db").answer_batch("next_token_argmax", tokens,
                                                             lambda t: calls.append(t) or values)
     assert not calls and again.dtype == np.int64 and np.array_equal(again, values)
+    if values.ndim != 2:
+        return  # earlier versions stored 2-D batches only
     earlier = RequestCache(tmp_path / "earlier.db")
     key = (hashlib.sha256(np.ascontiguousarray(tokens).tobytes()).hexdigest(), list(tokens.shape), str(tokens.dtype))
     earlier.add_partial("next_token_argmax", key, values.tolist())
@@ -248,8 +251,15 @@ def test_a_batch_row_gives_back_its_integers(tmp_path, values):
 
 
 @pytest.mark.parametrize("row", [
-    {"shape": [2, 2], "int32_base64": "not base64!"}, {"shape": [2, 2], "int32_base64": "AAAAAA=="},
-    {"shape": [-1], "int32_base64": ""}, {"shape": [1], "int32_base64": "AAAAAA==", "more": 1}, {"shape": "1"}])
+    {"shape": [2, 2], "dtype": "<i4", "base64": "not base64!"}, {"shape": [2, 2], "dtype": "<i4", "base64": "AAAAAA=="},
+    {"shape": [-1], "dtype": "<i4", "base64": ""}, {"shape": [2, 2], "dtype": "<f8", "base64": "A" * 44},
+    {"shape": [1], "dtype": "<i4", "base64": "AAAAAA==", "more": 1}, {"shape": "1"}, {"shape": [1] * 70,
+     "dtype": "<i4", "base64": "AAAAAA=="}, {"shape": [2**64, 0], "dtype": "<i4", "base64": ""},
+    {"shape": [2**39, 0, 2**39], "dtype": "<i4", "base64": ""},
+    {"shape": [1, 4], "dtype": "<i4", "base64": "A" * 22 + "=="},
+    [[1, 2], [3]], [[2**70, 1], [1, 1]]],
+    ids=["bad base64", "short", "negative shape", "float type", "extra key", "no fields", "70 dimensions",
+         "huge dimension", "huge empty", "another shape", "ragged lists", "past int64 lists"])
 def test_a_malformed_packed_row_is_a_clean_error(tmp_path, row):
     cache = RequestCache(tmp_path / "cache.db")
     tokens = np.zeros((2, 2), dtype=np.int64)
