@@ -181,8 +181,8 @@ def frozen_splits(data_files: dict[str, str], **_metadata) -> dict[str, FrozenDo
     reads them (lm-eval passes the config's `dataset_kwargs`, and its metadata, which the rows do not
     need). They equal what `datasets`' json builder makes of the file, in content and key order
     (tests/tasks/test_frozen_docs.py), without the builder's work for every task of every model
-    (hashing the file, finding and locking its arrow cache, formatting each row out of arrow; about
-    0.7 s of each later text model's host time in the zoo study on a 2-core CPU,
+    (hashing the file, finding and locking its arrow cache, formatting each row out of arrow;
+    0.6-0.9 s of each later text model's host time in the zoo study on a 2-core CPU,
     `benchmarks.host_cost`). The config keeps `dataset_path: json` and `data_files`, which say where
     the docs come from."""
     return {split: FrozenDocs(frozen_rows(Path(file))) for split, file in data_files.items()}
