@@ -23,8 +23,12 @@ A model's requests phase (the run's own timings.json) then splits into
   at the stop strings, the resume cache's rows;
 - `generate_s`: the generation as the host saw it, of which `gpu_span_s` lies between its two
   events on the GPU (the GPU's work for the batch, with any gap the host left inside it) and
-  `generate_beyond_gpu_s` is the rest (host work before the GPU had the batch, or after it was
-  done: padding, capture, the eager first step, decoding the copied tokens).
+  `generate_beyond_gpu_s` is the rest: time before the GPU reached the start event (work queued
+  before the generation) or after it reached the end event (the host's own work after its last
+  wait). A generation that starts on an idle GPU and ends with the copy of its tokens (which waits
+  for the GPU) has a span equal to its host time, so that on such a GPU host the span shows where
+  the GPU was held, not whether it was busy: gaps the host leaves inside a generation show in
+  nvidia-smi's utilisation (`benchmarks.suite_busy`), not here.
 
 The parts are the phase's partition by construction (`lm_eval_s` is what the model's calls leave);
 what is measured is which calls fall in which model's phase and how long each took. On a CPU there
