@@ -128,7 +128,8 @@ class PathKVCache:
         if self.tail_k is None:
             self.tail_k = torch.zeros(B, self.window, H, D, dtype=torch.float32, device=q.device)
             self._step = dict(hq=HQ, dummy=torch.zeros(1, dtype=torch.float32, device=q.device))
-            self.lengths = torch.tensor([self.folded, self.pending_len], dtype=torch.int32, device=q.device)
+            self.lengths = torch.empty(2, dtype=torch.int32, device=q.device)
+            self._lengths_to_device()  # by fills: a copy from the host would wait for the prefill
         if transform and self.P is None:
             self.P = torch.eye(D, dtype=torch.float32, device=q.device).repeat(B, H, 1, 1)
         if gates and self.tail_g is None:

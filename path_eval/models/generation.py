@@ -1,10 +1,13 @@
 """Prefill (optionally in chunks) and token-by-token decoding on the model's cache."""
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 
 from path_eval.models.cache import DecoderCache
 from path_eval.models.decode_graph import CapturedDecodeStep, graph_decoding, reserve_decoding
+from path_eval.models.nan_logits import deferred_nan_checks
 
 
 @torch.no_grad()
@@ -157,6 +160,15 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
     if max_new_tokens <= 0:
         return input_ids
     graph = graph_decoding(model, cuda_graph) and max_new_tokens > 2  # (an impossible request fails before the prefill)
+    # Greedy, a NaN logit gives a token like any other, so the NaN checks wait for the tokens' own read.
+    with nullcontext() if do_sample else deferred_nan_checks():
+        return _decode(model, input_ids, mask, max_new_tokens, stops, pad, do_sample, temperature, top_k, generator,
+                       prefill_chunk_size, should_stop, graph)
+
+
+def _decode(model, input_ids, mask, max_new_tokens, stops, pad, do_sample, temperature, top_k, generator,
+            prefill_chunk_size, should_stop, graph) -> torch.LongTensor:
+    """`generate`'s prefill and decoding loop, its arguments checked."""
     logits, cache = prefill(model, input_ids, mask, prefill_chunk_size)
     if max_new_tokens > 1:
         reserve_decoding(cache, max_new_tokens - 1)
@@ -206,7 +218,8 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         chooser.choose(logits)
         if graph:  # the last token needs no step
             captured = CapturedDecodeStep(model, cache, max_new_tokens - 2, token=chooser.token,
-                                          then=None if do_sample else chooser.choose)
+                                          then=None if do_sample else chooser.choose,
+                                          shared_pool=True)
     if ended is None and waiting is not None:
         ended = read(waiting)
     if ended is None:  # ends chosen after the last look count too (the host's stops are in finish_at)

@@ -20,6 +20,7 @@ from path_eval.models.config import PathEvalConfig
 from path_eval.models.config_file import FLA_MODEL_TYPES, read_config
 from path_eval.models.devices import check_device_and_backend_names
 from path_eval.models.modeling import CausalDecoder
+from path_eval.models.nan_logits import refuse_nan_logits
 from path_eval.models.precisions import AUTOCAST_NAMES, WEIGHT_DTYPE_NAMES, check_dtype_name, default_dtype_name
 from path_eval.models.tokenizer import load_tokenizer
 
@@ -444,25 +445,6 @@ def load_network(path, *, device="cpu", dtype=None, attention: str | None = None
         model = _load_transformers_model(root, model_type, dtype, device, attention)
     refuse_nan_logits(model, root)
     return model
-
-
-def refuse_nan_logits(model, root: Path) -> None:
-    """A forward whose logits are all NaN (weights that are NaN, or numbers that overflow in the
-    dtype) stops in one line naming the model: greedy decoding would read NaN as token 0 and every
-    answer would score 0, and a perplexity would be NaN, as if measured. Checked on the output
-    embedding's every call, scoring and generation alike, outside a CUDA graph's capture (no
-    result can be read there; the eager prefill before it is checked). All of them NaN, not any:
-    a padded row may hold NaN that no score reads."""
-    def check(module, inputs, logits):
-        capturing = logits.is_cuda and torch.cuda.is_current_stream_capturing()
-        if not capturing and logits.numel() and bool(torch.isnan(logits).all()):
-            raise PathEvalError(f"model {root} gives NaN logits (NaN weights, or numbers that overflow in "
-                                f"{logits.dtype}): nothing it answers can be scored; check the checkpoint's weights (or, "
-                                "where a 16-bit dtype overflows, give --dtype float32)")
-
-    head = model.get_output_embeddings()
-    if head is not None:  # every causal LM we load has one; a model without gives no logits to check
-        head.register_forward_hook(check)
 
 
 def _load_transformers_model(root: Path, model_type, dtype, device, attention):

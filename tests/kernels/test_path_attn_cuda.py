@@ -177,6 +177,49 @@ def test_graph_generation_gives_eager_ids_with_ends_stops_and_sampling(variant, 
     assert torch.equal(graphed, eager)
 
 
+def test_graph_decoding_in_a_row_captures_without_waiting_into_one_pool(monkeypatch):
+    """Generation records its step without synchronizing the device or emptying the allocator's
+    cache (`decode_graph.capturing_into`), into one memory pool per device: rounds of generations
+    of two batch shapes give eager generation's ids, and rounds after the first reserve nothing more."""
+    from path_eval.models.generation import generate
+    model = tiny_model("path_fox").cuda()
+    model.attention_backend = "triton"
+    g = torch.Generator().manual_seed(8)
+    batches = [torch.randint(3, 97, (rows, 300), generator=g).cuda() for rows in (2, 5)]
+    kwargs = dict(max_new_tokens=24, eos_token_id=[], pad_token_id=0)
+    eager = [generate(model, ids, cuda_graph=False, **kwargs) for ids in batches]
+
+    def waited(*args, **kwargs):
+        raise AssertionError("the capture waited for the device")
+
+    reserved = []
+    with monkeypatch.context() as patched:
+        patched.setattr(torch.cuda, "synchronize", waited)
+        patched.setattr(torch.cuda, "empty_cache", waited)
+        for _ in range(3):
+            for ids, expected in zip(batches, eager):
+                assert torch.equal(generate(model, ids, cuda_graph=True, **kwargs), expected)
+            reserved.append(torch.cuda.memory_reserved())
+    assert reserved[1] == reserved[0] and reserved[2] == reserved[0], reserved
+
+
+def test_graph_decoding_names_a_model_whose_logits_are_nan():
+    """Greedy generation through the graph reads its deferred NaN checks (`models.nan_logits`) at the end."""
+    from pathlib import Path
+
+    from path_eval.errors import PathEvalError
+    from path_eval.models.generation import generate
+    from path_eval.models.nan_logits import refuse_nan_logits
+    model = tiny_model("path").cuda()
+    model.attention_backend = "triton"
+    with torch.no_grad():
+        model.get_output_embeddings().weight.fill_(float("nan"))
+    refuse_nan_logits(model, Path("m"))
+    ids = torch.randint(3, 97, (2, 50)).cuda()
+    with pytest.raises(PathEvalError, match="model m gives NaN logits"):
+        generate(model, ids, max_new_tokens=12, eos_token_id=[], cuda_graph=True)
+
+
 def test_graph_decoding_needs_the_triton_backend():
     from path_eval.errors import PathEvalError
     from path_eval.models.generation import generate

@@ -1,0 +1,63 @@
+"""A model whose logits are all NaN stops the run in one line naming it.
+
+Greedy decoding would read NaN as token 0 and every answer would score 0, and a perplexity would be
+NaN, as if measured. The check reads the logits on the host, and on a GPU a read waits for the
+forward to finish: the GPU then idles while the host issues the next launches. Generation, which
+reads its tokens at a few points anyway, defers the reads (`deferred_nan_checks`) and reads them
+all once it is done; scoring reads its logits at once, so its checks cost no extra wait.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+import torch
+
+from path_eval.errors import PathEvalError
+
+# Inside `deferred_nan_checks`: each checked forward's (all-NaN flag on the device, the error it raises).
+_deferred: ContextVar[list[tuple[torch.Tensor, PathEvalError]] | None] = ContextVar("deferred_nan_checks",
+                                                                                     default=None)
+
+
+def nan_logits_error(root: Path, dtype: torch.dtype) -> PathEvalError:
+    return PathEvalError(f"model {root} gives NaN logits (NaN weights, or numbers that overflow in {dtype}): "
+                         "nothing it answers can be scored; check the checkpoint's weights (or, where a 16-bit "
+                         "dtype overflows, give --dtype float32)")
+
+
+def refuse_nan_logits(model, root: Path) -> None:
+    """Check the output embedding's every call, scoring and generation alike, outside a CUDA graph's
+    capture (no result can be read there; the eager forwards before it are checked). All of the
+    logits NaN, not any: a padded row may hold NaN that no score reads."""
+    def check(module, inputs, logits):
+        if not logits.numel() or (logits.is_cuda and torch.cuda.is_current_stream_capturing()):
+            return
+        all_nan = torch.isnan(logits).all()
+        pending = _deferred.get()
+        if pending is not None:
+            pending.append((all_nan, nan_logits_error(root, logits.dtype)))
+        elif bool(all_nan):
+            raise nan_logits_error(root, logits.dtype)
+
+    head = model.get_output_embeddings()
+    if head is not None:  # every causal LM we load has one; a model without gives no logits to check
+        head.register_forward_hook(check)
+
+
+@contextmanager
+def deferred_nan_checks():
+    """Inside, the NaN checks of `refuse_nan_logits` are queued on the device, and read when the
+    block ends without an error (the first NaN forward's error raised then). Only for work whose
+    result nothing reads before the block ends, such as greedy decoding (a NaN logit gives token 0):
+    sampling from NaN probabilities fails before the block could name the cause."""
+    pending: list[tuple[torch.Tensor, PathEvalError]] = []
+    token = _deferred.set(pending)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+    for all_nan, error in pending:
+        if bool(all_nan):
+            raise error
