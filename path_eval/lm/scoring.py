@@ -12,6 +12,7 @@ import torch
 
 from path_eval.lm.padding import padded_batch
 from path_eval.models import CausalDecoder
+from path_eval.models.nan_logits import deferred_nan_checks
 
 PROJECTION_ROWS = 1024
 # Activation elements per token and hidden unit held at once by one decoder layer's forward, in the
@@ -44,28 +45,32 @@ def one_pass_fits(model: CausalDecoder, tokens: torch.Tensor) -> bool:
     return need <= free
 
 
-def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, rows: list[torch.Tensor],
+def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, spans: list[tuple[int, int]],
                  prefill_chunk: int | None) -> list[torch.Tensor]:
-    """Final hidden states of `tokens` [B, T] at the positions rows[b] (1-D index tensors)."""
+    """Final hidden states of `tokens` [B, T] at positions spans[b] = (first, end) of row b. The
+    padding `mask` [B, T] and the spans stay on the host, so that neither skipping the mask of a
+    chunk without padding nor taking the rows waits for the GPU."""
+    padded = not bool(mask.all())
+    on_device = mask.to(tokens.device) if padded else None
     if isinstance(model, CausalDecoder):
         T = tokens.shape[1]
         chunked = prefill_chunk and T > prefill_chunk and not one_pass_fits(model, tokens)
         step = prefill_chunk if chunked else T
         cache = None
-        pieces: list[list[torch.Tensor]] = [[] for _ in rows]
+        pieces: list[list[torch.Tensor]] = [[] for _ in spans]
         for start in range(0, T, step):
             stop = min(start + step, T)
-            hidden, cache = model.hidden_states(tokens[:, start:stop], mask[:, :stop], cache,
+            holes = padded and not bool(mask[:, start:stop].all())  # without, no mask: the same numbers
+            hidden, cache = model.hidden_states(tokens[:, start:stop], on_device[:, :stop] if holes else None, cache,
                                                 use_cache=stop < T)
-            for b, r in enumerate(rows):
-                inside = r[(r >= start) & (r < stop)]
-                pieces[b].append(hidden[b, inside - start])
+            for b, (first, end) in enumerate(spans):
+                low, high = max(first, start), min(end, stop)
+                pieces[b].append(hidden[b, low - start:max(low, high) - start])
         return [torch.cat(p) for p in pieces]
     # Without padding no mask is passed: equivalent for every causal LM, and the only call fla's PaTH
     # layer accepts without a cache (with a mask it takes its prefill/decode path).
-    hidden = model.base_model(input_ids=tokens, attention_mask=None if bool(mask.all()) else mask,
-                              use_cache=False).last_hidden_state
-    return [hidden[b, r] for b, r in enumerate(rows)]
+    hidden = model.base_model(input_ids=tokens, attention_mask=on_device, use_cache=False).last_hidden_state
+    return [hidden[b, first:end] for b, (first, end) in enumerate(spans)]
 
 
 def _target_logprobs(model, hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -84,25 +89,33 @@ def score_batch(model, inputs: list[list[int]], targets: list[list[int]], pad_id
                 prefill_chunk: int | None = None) -> list[tuple[float, bool]]:
     """For each sequence: sum of log p(target_k | inputs[:len-len(targets)+k+1]) over its targets,
     which predict the last len(targets) positions of `inputs`, and whether every target is the
-    argmax (lm-eval's is_greedy). Sequences are right-padded into one batch."""
+    argmax (lm-eval's is_greedy). Sequences are right-padded into one batch. The scores are read
+    once for the batch, the NaN checks with them: a read per row would idle the GPU while the host
+    issues the next row's work."""
     device = next(model.parameters()).device
     tokens, mask = padded_batch(inputs, pad_id, left=False)
-    rows = [torch.arange(len(x) - len(t), len(x), device=device) for x, t in zip(inputs, targets)]
-    hidden = _hidden_rows(model, tokens.to(device), mask.to(device), rows, prefill_chunk)
-    results = []
-    for h, t in zip(hidden, targets):
-        logprobs, greedy = _target_logprobs(model, h, torch.tensor(t, device=device))
-        results.append((logprobs.sum().item(), bool(greedy.all())))
-    return results
+    spans = [(len(x) - len(t), len(x)) for x, t in zip(inputs, targets)]
+    wanted = torch.tensor([token for t in targets for token in t], dtype=torch.long,
+                          device=device).split([len(t) for t in targets])
+    sums, greedy = [], []
+    with deferred_nan_checks():
+        for h, t in zip(_hidden_rows(model, tokens.to(device), mask, spans, prefill_chunk), wanted):
+            logprobs, is_greedy = _target_logprobs(model, h, t)
+            sums.append(logprobs.sum())
+            greedy.append(is_greedy.all())
+        scores = list(zip(torch.stack(sums).tolist(), torch.stack(greedy).tolist()))
+    return scores
 
 
 @torch.no_grad()
 def next_token_nll(model, block: list[int], prefill_chunk: int | None = None) -> torch.Tensor:
     """Negative log-likelihood of every token of `block` after the first, given all before it
-    ([len(block) - 1], float32): one forward over the block (prefilled in chunks for our models)."""
+    ([len(block) - 1], float32): one forward over the block (prefilled in chunks for our models).
+    The NaN checks are read once, at the end, not after each slice of the projection."""
     device = next(model.parameters()).device
     tokens = torch.tensor([block], device=device)
-    rows = [torch.arange(len(block) - 1, device=device)]
-    [hidden] = _hidden_rows(model, tokens, torch.ones_like(tokens), rows, prefill_chunk)
-    logprobs, _ = _target_logprobs(model, hidden, tokens[0, 1:])
+    with deferred_nan_checks():
+        [hidden] = _hidden_rows(model, tokens, torch.ones(1, len(block), dtype=torch.bool), [(0, len(block) - 1)],
+                                prefill_chunk)
+        logprobs, _ = _target_logprobs(model, hidden, tokens[0, 1:])
     return -logprobs.float()

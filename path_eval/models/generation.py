@@ -21,10 +21,17 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
     step = chunk_size or max(T, 1)
     cache = cache if cache is not None else DecoderCache(model.config.num_hidden_layers)
     cached = cache.get_seq_length()
+    starts = range(0, T, step)
+    padded = [True] * len(starts)
+    if attention_mask is not None and len(starts) > 1:
+        # Which chunks hold padding, read at once: the model reads a chunk's mask on the host to
+        # skip an all-valid one, and each read after the first chunk's would wait for the chunk before.
+        padded = torch.stack([(attention_mask[:, cached + start: cached + start + step] == 0).any()
+                              for start in starts]).tolist()
     pieces = []
-    for start in range(0, T, step):
+    for start, holes in zip(starts, padded):
         stop = min(start + step, T)
-        mask = None if attention_mask is None else attention_mask[:, : cached + stop]
+        mask = None if attention_mask is None or not holes else attention_mask[:, : cached + stop]
         out = model(input_ids[:, start:stop], attention_mask=mask, past_key_values=cache, use_cache=True,
                     logits_to_keep=0 if logits_to_keep == 0 else min(logits_to_keep, stop - start))
         pieces.append(out.logits)

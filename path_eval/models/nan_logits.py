@@ -2,9 +2,9 @@
 
 Greedy decoding would read NaN as token 0 and every answer would score 0, and a perplexity would be
 NaN, as if measured. The check reads the logits on the host, and on a GPU a read waits for the
-forward to finish: the GPU then idles while the host issues the next launches. Generation, which
-reads its tokens at a few points anyway, defers the reads (`deferred_nan_checks`) and reads them
-all once it is done; scoring reads its logits at once, so its checks cost no extra wait.
+forward to finish: the GPU then idles while the host issues the next launches. Greedy generation
+and scoring, which read their results once at the end, defer the checks to that read
+(`deferred_nan_checks`); sampling checks each forward at once.
 """
 from __future__ import annotations
 
@@ -49,9 +49,10 @@ def refuse_nan_logits(model, root: Path) -> None:
 @contextmanager
 def deferred_nan_checks():
     """Inside, the NaN checks of `refuse_nan_logits` are queued on the device, and read when the
-    block ends without an error (the first NaN forward's error raised then). Only for work whose
-    result nothing reads before the block ends, such as greedy decoding (a NaN logit gives token 0):
-    sampling from NaN probabilities fails before the block could name the cause."""
+    block ends without an error (the first NaN forward's error raised then). Only for work that
+    hands nothing out before the block ends and that NaN logits do not break: greedy decoding reads
+    a NaN logit as token 0 and scoring as a NaN score, but sampling from NaN probabilities fails
+    before the block could name the cause."""
     pending: list[tuple[torch.Tensor, PathEvalError]] = []
     token = _deferred.set(pending)
     try:

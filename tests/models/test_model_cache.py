@@ -25,6 +25,30 @@ def test_chunked_prefill_and_decode_equal_full_forward(variant):
             assert cache.get_seq_length() == 300
 
 
+def test_chunked_prefill_gives_the_model_a_mask_only_for_chunks_with_padding(monkeypatch):
+    """A chunk without padding goes to the model without a mask, known from one read of the whole
+    mask (the model would read each chunk's on the host, waiting for the chunk before); holes in
+    any chunk, at the left or mid-row, give the full forward's logits at every valid position."""
+    model = tiny_model("path_fox")
+    ids = torch.randint(0, 97, (2, 300), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[0, :70] = mask[1, 140:150] = 0
+    with torch.no_grad():
+        full = model(ids, attention_mask=mask).logits
+        masked = []
+        forward = model.forward
+
+        def recording(input_ids, attention_mask=None, **kwargs):
+            masked.append(attention_mask is not None)
+            return forward(input_ids, attention_mask=attention_mask, **kwargs)
+
+        monkeypatch.setattr(model, "forward", recording)
+        logits, _ = prefill(model, ids, mask, chunk_size=64, logits_to_keep=0)
+    assert masked == [True, True, True, False, False]
+    valid = mask.bool()
+    assert relative_error(logits[valid], full[valid]) <= 1e-4
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_float64_torch_backend_equals_reference_model(variant):
     model = tiny_model(variant, torch.float64)

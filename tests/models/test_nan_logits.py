@@ -83,3 +83,13 @@ def test_sampled_generation_stops_at_the_prefill():
         generate(_checked(), IDS, max_new_tokens=20, eos_token_id=[], pad_token_id=0, do_sample=True,
                  should_stop=lambda new: looks.append(new.shape[1]) or torch.zeros(new.shape[0], dtype=torch.bool))
     assert looks == []
+
+
+def test_scoring_reads_the_checks_with_its_scores():
+    from path_eval.lm.scoring import next_token_nll, score_batch
+    rows = IDS.tolist()
+    with pytest.raises(PathEvalError, match=NAMED):
+        score_batch(_checked(), rows, [row[-3:] for row in rows], pad_id=0, prefill_chunk=4)
+    with pytest.raises(PathEvalError, match=NAMED):
+        next_token_nll(_checked(), rows[0], prefill_chunk=4)
+    assert torch.isfinite(next_token_nll(_checked(None), rows[0], prefill_chunk=4)).all()
