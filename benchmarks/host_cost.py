@@ -46,8 +46,8 @@ def stand_in_run(end_after: int, token: int, argv: list[str]) -> int:
 
     def forward(self, input_ids, attention_mask=None, past_key_values=None, use_cache=None, logits_to_keep=0):
         cache = past_key_values if past_key_values is not None else generation.DecoderCache(1)
-        # decoding steps so far: a step feeds one token, a prefill chunk the prompt's (the zoo's are longer)
-        cache.stand_in_steps = getattr(cache, "stand_in_steps", 0) + (input_ids.shape[1] == 1)
+        # decoding steps so far: a step asks for every position's logits (its one), a prefill chunk for its last
+        cache.stand_in_steps = getattr(cache, "stand_in_steps", 0) + (logits_to_keep == 0)
         logits = torch.zeros(input_ids.shape[0], logits_to_keep or input_ids.shape[1], self.config.vocab_size)
         end = self.config.eos_token_id
         chosen = end if cache.stand_in_steps >= end_after and isinstance(end, int) else token

@@ -63,14 +63,14 @@ def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, spans: list[tu
             holes = padded and not bool(mask[:, start:stop].all())  # without, no mask: the same numbers
             hidden, cache = model.hidden_states(tokens[:, start:stop], on_device[:, :stop] if holes else None, cache,
                                                 use_cache=stop < T)
-            for b, (first, end) in enumerate(spans):
+            for b, (first, end) in enumerate(spans):  # copies: a slice would keep the whole chunk alive
                 low, high = max(first, start), min(end, stop)
-                pieces[b].append(hidden[b, low - start:max(low, high) - start])
+                pieces[b].append(hidden[b, low - start:max(low, high) - start].clone())
         return [torch.cat(p) for p in pieces]
     # Without padding no mask is passed: equivalent for every causal LM, and the only call fla's PaTH
     # layer accepts without a cache (with a mask it takes its prefill/decode path).
     hidden = model.base_model(input_ids=tokens, attention_mask=on_device, use_cache=False).last_hidden_state
-    return [hidden[b, first:end] for b, (first, end) in enumerate(spans)]
+    return [hidden[b, first:end].clone() for b, (first, end) in enumerate(spans)]  # copies, as above
 
 
 def _target_logprobs(model, hidden: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

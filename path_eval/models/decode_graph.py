@@ -65,10 +65,12 @@ def _device_index(device) -> int:
 
 def decoding_pool(device) -> tuple[int, int]:
     """The id of the memory pool every generation's captured step on `device` records into, kept
-    for the life of the process (it holds one step's scratch). Sharing is safe because a
-    generation's graph is dropped before the next generation captures, and never replayed after:
-    the next capture reuses the memory. A pool per capture would be released only at the
-    allocator's next `empty_cache` (or failed allocation), which `capturing_into` does not call."""
+    for the life of the process (it holds one step's scratch). Sharing is safe while a generation's
+    graph is never replayed after the next capture and every replay runs on the stream current at
+    its generation (one stream per device, as the harness runs): a new capture may reuse the old
+    graph's memory, and its replays queue behind the old graph's. A pool per capture would be
+    released only at the allocator's next `empty_cache` (or failed allocation), which
+    `capturing_into` does not call."""
     index = _device_index(device)
     if index not in _decoding_pools:
         with torch.cuda.device(index):
@@ -107,8 +109,9 @@ class CapturedDecodeStep:
     (then `step()` takes no argument); `then(logits)`: device-only work recorded after the model's
     step and replayed with it, such as choosing the next token into `token` (which must have run
     eagerly once, as the step itself). `pool`: a memory pool (`torch.cuda.graph_pool_handle()`)
-    shared with earlier captures that are never replayed again (each capture has its own otherwise);
-    `shared_pool`: the device's `decoding_pool`, which generation's captures share."""
+    shared with earlier captures that are never replayed again; without, the capture has its own,
+    which the allocator releases only at its next `empty_cache` (or failed allocation) after the
+    graph is gone. `shared_pool`: the device's `decoding_pool`, which generation's captures share."""
 
     def __init__(self, model, cache: DecoderCache, tokens: int, *, token: torch.Tensor | None = None, then=None,
                  pool=None, shared_pool: bool = False):

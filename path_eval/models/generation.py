@@ -1,13 +1,11 @@
 """Prefill (optionally in chunks) and token-by-token decoding on the model's cache."""
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import torch
 
 from path_eval.models.cache import DecoderCache
 from path_eval.models.decode_graph import CapturedDecodeStep, graph_decoding, reserve_decoding
-from path_eval.models.nan_logits import deferred_nan_checks
+from path_eval.models.nan_logits import deferred_nan_checks, immediate_nan_checks
 
 
 @torch.no_grad()
@@ -26,8 +24,8 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
     if attention_mask is not None and len(starts) > 1:
         # Which chunks hold padding, read at once: the model reads a chunk's mask on the host to
         # skip an all-valid one, and each read after the first chunk's would wait for the chunk before.
-        padded = torch.stack([(attention_mask[:, cached + start: cached + start + step] == 0).any()
-                              for start in starts]).tolist()
+        columns = attention_mask[:, -T:]  # the prompt's, as the model reads each chunk's
+        padded = torch.stack([(columns[:, start:start + step] == 0).any() for start in starts]).tolist()
     pieces = []
     for start, holes in zip(starts, padded):
         stop = min(start + step, T)
@@ -168,7 +166,7 @@ def generate(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | 
         return input_ids
     graph = graph_decoding(model, cuda_graph) and max_new_tokens > 2  # (an impossible request fails before the prefill)
     # Greedy, a NaN logit gives a token like any other, so the NaN checks wait for the tokens' own read.
-    with nullcontext() if do_sample else deferred_nan_checks():
+    with immediate_nan_checks() if do_sample else deferred_nan_checks():
         return _decode(model, input_ids, mask, max_new_tokens, stops, pad, do_sample, temperature, top_k, generator,
                        prefill_chunk_size, should_stop, graph)
 

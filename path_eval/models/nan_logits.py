@@ -16,9 +16,9 @@ import torch
 
 from path_eval.errors import PathEvalError
 
-# Inside `deferred_nan_checks`: each checked forward's (all-NaN flag on the device, the error it raises).
-_deferred: ContextVar[list[tuple[torch.Tensor, PathEvalError]] | None] = ContextVar("deferred_nan_checks",
-                                                                                     default=None)
+# Inside `deferred_nan_checks`: each checked forward's (all-NaN flag on the device, model root, logits dtype).
+_deferred: ContextVar[list[tuple[torch.Tensor, Path, torch.dtype]] | None] = ContextVar("deferred_nan_checks",
+                                                                                         default=None)
 
 
 def nan_logits_error(root: Path, dtype: torch.dtype) -> PathEvalError:
@@ -37,7 +37,7 @@ def refuse_nan_logits(model, root: Path) -> None:
         all_nan = torch.isnan(logits).all()
         pending = _deferred.get()
         if pending is not None:
-            pending.append((all_nan, nan_logits_error(root, logits.dtype)))
+            pending.append((all_nan, root, logits.dtype))
         elif bool(all_nan):
             raise nan_logits_error(root, logits.dtype)
 
@@ -48,17 +48,30 @@ def refuse_nan_logits(model, root: Path) -> None:
 
 @contextmanager
 def deferred_nan_checks():
-    """Inside, the NaN checks of `refuse_nan_logits` are queued on the device, and read when the
-    block ends without an error (the first NaN forward's error raised then). Only for work that
-    hands nothing out before the block ends and that NaN logits do not break: greedy decoding reads
-    a NaN logit as token 0 and scoring as a NaN score, but sampling from NaN probabilities fails
-    before the block could name the cause."""
-    pending: list[tuple[torch.Tensor, PathEvalError]] = []
+    """Inside, the NaN checks of `refuse_nan_logits` are queued on the device, and read together
+    (one wait) when the block ends without an error, the first NaN forward's error raised then. For
+    work whose results leave the caller only after the block and that NaN logits do not break:
+    greedy decoding reads a NaN logit as token 0 (its `should_stop` looks may see such tokens before
+    the error), scoring as a NaN score. Sampling from NaN probabilities fails before the block could
+    name the cause: it runs under `immediate_nan_checks`."""
+    pending: list[tuple[torch.Tensor, Path, torch.dtype]] = []
     token = _deferred.set(pending)
     try:
         yield
     finally:
         _deferred.reset(token)
-    for all_nan, error in pending:
-        if bool(all_nan):
-            raise error
+    if pending:
+        flags = torch.stack([all_nan.to(pending[0][0].device) for all_nan, _, _ in pending]).tolist()
+        for nan, (_, root, dtype) in zip(flags, pending):
+            if nan:
+                raise nan_logits_error(root, dtype)
+
+
+@contextmanager
+def immediate_nan_checks():
+    """Inside, each forward's NaN check is read at once, even within a `deferred_nan_checks` block."""
+    token = _deferred.set(None)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)

@@ -204,7 +204,8 @@ def test_graph_decoding_in_a_row_captures_without_waiting_into_one_pool(monkeypa
 
 
 def test_graph_decoding_names_a_model_whose_logits_are_nan():
-    """Greedy generation through the graph reads its deferred NaN checks (`models.nan_logits`) at the end."""
+    """Greedy generation through the graph names a model whose logits are all NaN (its checks,
+    `models.nan_logits`, deferred to the end of the call; the captured step runs none)."""
     from pathlib import Path
 
     from path_eval.errors import PathEvalError

@@ -18,6 +18,8 @@ def test_chunked_scoring_equals_each_rows_full_forward(lengths, chunks_masked, m
     g = torch.Generator().manual_seed(2)
     inputs = [torch.randint(3, 97, (n,), generator=g).tolist() for n in lengths]
     targets = [torch.randint(3, 97, (min(n, 230),), generator=g).tolist() for n in lengths]
+    with torch.no_grad():  # the first row's targets its own greedy choices: is_greedy True there
+        targets[0] = model(torch.tensor([inputs[0]])).logits[0, -len(targets[0]):].argmax(-1).tolist()
     masked = []
     hidden_states = model.hidden_states
 
@@ -35,6 +37,7 @@ def test_chunked_scoring_equals_each_rows_full_forward(lengths, chunks_masked, m
         chosen = logprobs.gather(-1, torch.tensor(t)[:, None])
         assert total == pytest.approx(chosen.sum().item(), rel=1e-5)
         assert greedy == bool((logprobs.argmax(-1) == torch.tensor(t)).all())
+    assert [greedy for _, greedy in got] == [True, False, False]
 
 
 def test_next_token_nll_equals_the_full_forwards_log_softmax():

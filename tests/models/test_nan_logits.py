@@ -85,11 +85,26 @@ def test_sampled_generation_stops_at_the_prefill():
     assert looks == []
 
 
-def test_scoring_reads_the_checks_with_its_scores():
-    from path_eval.lm.scoring import next_token_nll, score_batch
+def test_scoring_reads_the_checks_with_its_scores(monkeypatch):
+    """Every projection of the batch runs before the error: the checks are read once, at the end."""
+    from path_eval.lm import scoring
+    monkeypatch.setattr(scoring, "PROJECTION_ROWS", 1)
     rows = IDS.tolist()
+    for score, rows_projected in (
+            (lambda model: scoring.score_batch(model, rows, [row[-3:] for row in rows], pad_id=0, prefill_chunk=4), 6),
+            (lambda model: scoring.next_token_nll(model, rows[0], prefill_chunk=4), len(rows[0]) - 1)):
+        model, projections = _checked(), []
+        model.get_output_embeddings().register_forward_hook(lambda *args: projections.append(1))
+        with pytest.raises(PathEvalError, match=NAMED):
+            score(model)
+        assert len(projections) == rows_projected
+    assert torch.isfinite(scoring.next_token_nll(_checked(None), rows[0], prefill_chunk=4)).all()
+
+
+def test_sampling_checks_at_once_inside_a_deferred_block():
+    looks = []
     with pytest.raises(PathEvalError, match=NAMED):
-        score_batch(_checked(), rows, [row[-3:] for row in rows], pad_id=0, prefill_chunk=4)
-    with pytest.raises(PathEvalError, match=NAMED):
-        next_token_nll(_checked(), rows[0], prefill_chunk=4)
-    assert torch.isfinite(next_token_nll(_checked(None), rows[0], prefill_chunk=4)).all()
+        with deferred_nan_checks():
+            generate(_checked(), IDS, max_new_tokens=20, eos_token_id=[], pad_token_id=0, do_sample=True,
+                     should_stop=lambda new: looks.append(1) or torch.zeros(new.shape[0], dtype=torch.bool))
+    assert looks == []
