@@ -47,6 +47,16 @@ def refuse_nan_logits(model, root: Path) -> None:
 
 
 @contextmanager
+def _checks_queued_in(pending: list | None):
+    """Inside, `refuse_nan_logits` queues its checks in `pending` (None: reads each at once)."""
+    token = _deferred.set(pending)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+
+
+@contextmanager
 def deferred_nan_checks():
     """Inside, the NaN checks of `refuse_nan_logits` are queued on the device, and read together
     (one wait) when the block ends without an error, the first NaN forward's error raised then. For
@@ -55,11 +65,8 @@ def deferred_nan_checks():
     the error), scoring as a NaN score. Sampling from NaN probabilities fails before the block could
     name the cause: it runs under `immediate_nan_checks`."""
     pending: list[tuple[torch.Tensor, Path, torch.dtype]] = []
-    token = _deferred.set(pending)
-    try:
+    with _checks_queued_in(pending):
         yield
-    finally:
-        _deferred.reset(token)
     if pending:
         flags = torch.stack([all_nan.to(pending[0][0].device) for all_nan, _, _ in pending]).tolist()
         for nan, (_, root, dtype) in zip(flags, pending):
@@ -67,11 +74,7 @@ def deferred_nan_checks():
                 raise nan_logits_error(root, dtype)
 
 
-@contextmanager
 def immediate_nan_checks():
-    """Inside, each forward's NaN check is read at once, even within a `deferred_nan_checks` block."""
-    token = _deferred.set(None)
-    try:
-        yield
-    finally:
-        _deferred.reset(token)
+    """A block inside which each forward's NaN check is read at once, even within a
+    `deferred_nan_checks` block."""
+    return _checks_queued_in(None)
