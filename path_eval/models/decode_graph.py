@@ -56,6 +56,7 @@ def reserve_decoding(cache: DecoderCache, tokens: int) -> None:
 
 _capture_streams: dict[int, torch.cuda.Stream] = {}
 _decoding_pools: dict[int, "torch.cuda.MemPool"] = {}
+_latest_pool_graphs: dict[tuple[int, int], "torch.cuda.CUDAGraph"] = {}
 
 
 def _device_index(device) -> int:
@@ -76,6 +77,14 @@ def decoding_pool(device) -> tuple[int, int]:
         with torch.cuda.device(index):
             _decoding_pools[index] = torch.cuda.MemPool()
     return _decoding_pools[index].id
+
+
+def keep_pool_alive(pool: tuple[int, int], graph: "torch.cuda.CUDAGraph") -> None:
+    """Hold `graph`, the latest capture into the shared `pool`, until the next one into it has been
+    captured. The allocators count a pool's users by the graphs captured into it, and a pool whose
+    graphs are all gone cannot be captured into again: PyTorch 2.11's pinned-host allocator asserts
+    (`use_count > 0`, CachingHostAllocator.h) at the next `capture_begin` with its id."""
+    _latest_pool_graphs[tuple(pool)] = graph
 
 
 @contextmanager
@@ -109,7 +118,8 @@ class CapturedDecodeStep:
     (then `step()` takes no argument); `then(logits)`: device-only work recorded after the model's
     step and replayed with it, such as choosing the next token into `token` (which must have run
     eagerly once, as the step itself). `pool`: a memory pool (`torch.cuda.graph_pool_handle()`)
-    shared with earlier captures that are never replayed again; without, the capture has its own,
+    shared with earlier captures that are never replayed again (the latest capture into it is held
+    until the next, `keep_pool_alive`); without, the capture has its own,
     which the allocator releases only at its next `empty_cache` (or failed allocation) after the
     graph is gone. `shared_pool`: the device's `decoding_pool`, which generation's captures share."""
 
@@ -136,6 +146,8 @@ class CapturedDecodeStep:
                 self.logits = model(self.token[:, None], past_key_values=cache, use_cache=True).logits
                 if then is not None:
                     then(self.logits)
+        if pool is not None:
+            keep_pool_alive(pool, self.graph)
 
     def __call__(self, token: torch.Tensor | None = None) -> torch.Tensor:
         if self.remaining <= 0:
