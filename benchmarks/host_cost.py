@@ -44,7 +44,8 @@ def stand_in_run(end_after: int, token: int, argv: list[str]) -> int:
     from path_eval.models import generation, modeling
     from path_eval.models.modeling import CausalLMOutput
 
-    def forward(self, input_ids, attention_mask=None, past_key_values=None, use_cache=None, logits_to_keep=0):
+    def forward(self, input_ids, attention_mask=None, past_key_values=None, use_cache=None, logits_to_keep=0,
+                mask_has_padding=None):
         cache = past_key_values if past_key_values is not None else generation.DecoderCache(1)
         # decoding steps so far: a step asks for every position's logits (its one), a prefill chunk for its last
         cache.stand_in_steps = getattr(cache, "stand_in_steps", 0) + (logits_to_keep == 0)

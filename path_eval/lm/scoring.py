@@ -62,7 +62,7 @@ def _hidden_rows(model, tokens: torch.Tensor, mask: torch.Tensor, spans: list[tu
             stop = min(start + step, T)
             holes = padded and not bool(mask[:, start:stop].all())  # without, no mask: the same numbers
             hidden, cache = model.hidden_states(tokens[:, start:stop], on_device[:, :stop] if holes else None, cache,
-                                                use_cache=stop < T)
+                                                use_cache=stop < T, mask_has_padding=holes)
             for b, (first, end) in enumerate(spans):  # copies: a slice would keep the whole chunk alive
                 low, high = max(first, start), min(end, stop)
                 pieces[b].append(hidden[b, low - start:max(low, high) - start].clone())

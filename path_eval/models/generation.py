@@ -20,18 +20,19 @@ def prefill(model, input_ids: torch.LongTensor, attention_mask: torch.Tensor | N
     cache = cache if cache is not None else DecoderCache(model.config.num_hidden_layers)
     cached = cache.get_seq_length()
     starts = range(0, T, step)
-    padded = [True] * len(starts)
+    padded: list[bool | None] = [None] * len(starts)  # None: not read here, the model reads it
     if attention_mask is not None and len(starts) > 1:
-        # Which chunks hold padding, read at once: the model reads a chunk's mask on the host to
-        # skip an all-valid one, and each read after the first chunk's would wait for the chunk before.
+        # Which chunks hold padding, read at once: the model would read each chunk's mask on the host
+        # to skip an all-valid one, and each read after the first chunk's would wait for the chunk before.
         columns = attention_mask[:, -T:]  # the prompt's, as the model reads each chunk's
         padded = torch.stack([(columns[:, start:start + step] == 0).any() for start in starts]).tolist()
     pieces = []
     for start, holes in zip(starts, padded):
         stop = min(start + step, T)
-        mask = None if attention_mask is None or not holes else attention_mask[:, : cached + stop]
+        mask = None if attention_mask is None or holes is False else attention_mask[:, : cached + stop]
         out = model(input_ids[:, start:stop], attention_mask=mask, past_key_values=cache, use_cache=True,
-                    logits_to_keep=0 if logits_to_keep == 0 else min(logits_to_keep, stop - start))
+                    logits_to_keep=0 if logits_to_keep == 0 else min(logits_to_keep, stop - start),
+                    mask_has_padding=holes)
         pieces.append(out.logits)
     logits = torch.cat(pieces, 1) if logits_to_keep == 0 else pieces[-1]
     return logits, cache

@@ -255,10 +255,12 @@ class CausalDecoder(nn.Module):
         return "eager" if graph_unavailable(self) else "cuda graph"
 
     def hidden_states(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-                      past_key_values: DecoderCache | None = None,
-                      use_cache: bool | None = None) -> tuple[torch.Tensor, DecoderCache | None]:
+                      past_key_values: DecoderCache | None = None, use_cache: bool | None = None,
+                      mask_has_padding: bool | None = None) -> tuple[torch.Tensor, DecoderCache | None]:
         """Final-norm hidden states [B, T, D] (the input of `lm_head`) and the cache.
-        Scoring code projects these to the vocabulary a slice at a time."""
+        Scoring code projects these to the vocabulary a slice at a time. An all-ones mask takes the
+        path without one; whether it is all ones is read from the mask, a read that waits for the
+        GPU, unless the caller says it holds padding (`mask_has_padding=True`: no read)."""
         if past_key_values is not None and not isinstance(past_key_values, DecoderCache):
             raise TypeError("past_key_values must be the DecoderCache this model returned")
         use_cache = past_key_values is not None if use_cache is None else use_cache
@@ -266,7 +268,7 @@ class CausalDecoder(nn.Module):
         valid = None
         if attention_mask is not None:
             valid = attention_mask[:, -T:].to(torch.bool)
-            if bool(valid.all()):
+            if not mask_has_padding and bool(valid.all()):
                 valid = None
         start = (past_key_values.next_position if past_key_values is not None and past_key_values.next_position is not None
                  else torch.zeros(B, dtype=torch.long, device=input_ids.device))
@@ -296,10 +298,11 @@ class CausalDecoder(nn.Module):
 
     def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
                 past_key_values: DecoderCache | None = None, use_cache: bool | None = None,
-                logits_to_keep: int = 0) -> CausalLMOutput:
+                logits_to_keep: int = 0, mask_has_padding: bool | None = None) -> CausalLMOutput:
         """attention_mask: [B, T] or [B, cached + T] (HF style), 0 at padding.
-        logits_to_keep: compute logits for the last N positions only (0: all)."""
-        h, cache = self.hidden_states(input_ids, attention_mask, past_key_values, use_cache)
+        logits_to_keep: compute logits for the last N positions only (0: all).
+        mask_has_padding: as `hidden_states` takes it."""
+        h, cache = self.hidden_states(input_ids, attention_mask, past_key_values, use_cache, mask_has_padding)
         if logits_to_keep:
             h = h[:, -logits_to_keep:]
         return CausalLMOutput(self.logits_of(h), cache)

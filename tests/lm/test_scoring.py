@@ -11,7 +11,7 @@ from tests.helpers import tiny_model
                                                     ((300, 40, 170), [True, True, True])])
 def test_chunked_scoring_equals_each_rows_full_forward(lengths, chunks_masked, monkeypatch):
     """Right-padded rows of several lengths, prefilled in chunks of 100 (a chunk with padding gets
-    the mask, one without gets none: the host knows which) and projected 64 rows at a time: each
+    the mask, said to hold padding, one without gets none: the host knows which) and projected 64 rows at a time: each
     row's summed log-probability of its targets, and whether each is the argmax, as one forward of
     that row alone gives them."""
     model = tiny_model("path_fox", seed=4)
@@ -24,13 +24,13 @@ def test_chunked_scoring_equals_each_rows_full_forward(lengths, chunks_masked, m
     hidden_states = model.hidden_states
 
     def recording(input_ids, attention_mask=None, *args, **kwargs):
-        masked.append(attention_mask is not None)
+        masked.append((attention_mask is not None, kwargs.get("mask_has_padding")))
         return hidden_states(input_ids, attention_mask, *args, **kwargs)
 
     monkeypatch.setattr(model, "hidden_states", recording)
     monkeypatch.setattr(scoring, "PROJECTION_ROWS", 64)
     got = score_batch(model, inputs, targets, pad_id=0, prefill_chunk=100)
-    assert masked == chunks_masked
+    assert masked == [(m, m) for m in chunks_masked]  # a masked chunk is said to hold padding: not read again
     for x, t, (total, greedy) in zip(inputs, targets, got):
         with torch.no_grad():
             logprobs = torch.log_softmax(model(torch.tensor([x])).logits[0].double(), -1)[-len(t):]

@@ -26,8 +26,9 @@ def test_chunked_prefill_and_decode_equal_full_forward(variant):
 
 
 def test_chunked_prefill_gives_the_model_a_mask_only_for_chunks_with_padding(monkeypatch):
-    """A chunk without padding goes to the model without a mask, known from one read of the whole
-    mask (the model would read each chunk's on the host, waiting for the chunk before); holes in
+    """A chunk without padding goes to the model without a mask and one with padding says so, known
+    from one read of the whole mask (the model would read each chunk's on the host, waiting for the
+    chunk before); holes in
     any chunk, at the left or mid-row, give the full forward's logits at every valid position."""
     model = tiny_model("path_fox")
     ids = torch.randint(0, 97, (2, 300), generator=torch.Generator().manual_seed(1))
@@ -39,14 +40,36 @@ def test_chunked_prefill_gives_the_model_a_mask_only_for_chunks_with_padding(mon
         forward = model.forward
 
         def recording(input_ids, attention_mask=None, **kwargs):
-            masked.append(attention_mask is not None)
+            masked.append((attention_mask is not None, kwargs.get("mask_has_padding")))
             return forward(input_ids, attention_mask=attention_mask, **kwargs)
 
         monkeypatch.setattr(model, "forward", recording)
         logits, _ = prefill(model, ids, mask, chunk_size=64, logits_to_keep=0)
-    assert masked == [True, True, True, False, False]
+    assert masked == [(True, True), (True, True), (True, True), (False, False), (False, False)]
     valid = mask.bool()
     assert relative_error(logits[valid], full[valid]) <= 1e-4
+
+
+def test_a_mask_said_to_hold_padding_is_not_read_and_gives_the_same_states(monkeypatch):
+    """`mask_has_padding=True` skips the model's own read of the mask (a wait for the GPU), and the
+    states are those the read would have led to; without it, an all-ones mask is read and found to
+    be the same as none."""
+    model = tiny_model("path_fox", seed=3)
+    ids = torch.randint(0, 97, (2, 40), generator=torch.Generator().manual_seed(5))
+    mask = torch.ones_like(ids)
+    mask[0, :9] = 0
+    with torch.no_grad():
+        read, _ = model.hidden_states(ids, mask)
+        unmasked, _ = model.hidden_states(ids)
+        all_ones, _ = model.hidden_states(ids, torch.ones_like(ids))
+
+        def no_reads(self, *args, **kwargs):
+            raise AssertionError("the mask was read")
+
+        monkeypatch.setattr(torch.Tensor, "all", no_reads)
+        told, _ = model.hidden_states(ids, mask, mask_has_padding=True)
+    assert torch.equal(told, read)
+    assert torch.equal(all_ones, unmasked)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
