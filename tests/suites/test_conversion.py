@@ -225,9 +225,11 @@ def test_run_from_a_data_folder_and_the_layout_of_both_tables(suites, tmp_path, 
     monkeypatch.setenv("PATH_EVAL_CACHE", str(tmp_path / "cache"))
     save_tiny_model(tmp_path / "tiny", "path")
     data, out = conversion_data(tmp_path), tmp_path / "run"
+    # A batch holds every row of one generation setting: the random model rarely stops early, so one
+    # row a batch decoded each to its budget in turn (some 6,400 steps, 25 s on a CPU).
     assert main(["run", "--suite", "conversion", "--tasks", ",".join(LM_EVAL_ROWS), "--model", str(tmp_path / "tiny"),
                  "--data-dir", str(data), "--out", str(out), "--limit", "2", "--max-length", "2048", "--quiet",
-                 "--bootstrap-iters", "0"]) == 0
+                 "--bootstrap-iters", "0", "--batch-size", "16"]) == 0
     records = {(r.task, r.metric): r for r in load_records(out)}
     assert set(records) == {("t4_gsm8k", "exact_match"), ("t5_gsm8k", "exact_match"), ("t5_mmlu_anatomy", "acc"),
                             ("t5_theoremqa", "theoremqa_accuracy"), ("t5_hellaswag", "acc_norm"),
