@@ -20,10 +20,11 @@ torch.set_num_interop_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 if not torch.cuda.is_available():  # Triton kernels run interpreted on the CPU (read when they are decorated)
     os.environ.setdefault("TRITON_INTERPRET", "1")
-if os.environ.get("TRITON_INTERPRET") == "1":  # tf32 products as precise as on the GPU, no more
-    from tests.tf32_emulation import install
+if os.environ.get("TRITON_INTERPRET") == "1":  # tf32 products as precise as on the GPU, no more; builtins listed once
+    from tests import tf32_emulation, triton_interpreter
 
-    install()
+    tf32_emulation.install()
+    triton_interpreter.install()
 
 
 import pytest  # noqa: E402  (after the environment defaults above)
