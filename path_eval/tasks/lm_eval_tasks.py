@@ -42,13 +42,9 @@ def no_target(doc: dict) -> str:
 @lru_cache(maxsize=1)
 def task_yaml_paths() -> dict[str, str]:
     """lm-eval's task names -> their YAML files. lm-eval's full index reads some 14,000 task YAMLs
-    (about 9 s on this project's CI machine, in every process), so the map is kept in the cache dir,
-    keyed by lm-eval's version and its tasks folder's path and modification time."""
-    import lm_eval
-
-    tasks_dir = Path(lm_eval.__file__).parent / "tasks"
-    key = hashlib.sha256(f"{task_manager_version()}:{tasks_dir}:{tasks_dir.stat().st_mtime_ns}".encode()).hexdigest()
-    file = cache_dir() / "lm_eval_index" / f"{key[:16]}.json"
+    (about 9 s on this project's CI machine, in every process), so the map is kept in the cache dir
+    (`task_index_file`)."""
+    file = task_index_file(cache_dir())
     try:
         paths = json.loads(file.read_text())
         if isinstance(paths, dict) and all(isinstance(p, str) and Path(p).is_file() for p in paths.values()):
@@ -60,6 +56,16 @@ def task_yaml_paths() -> dict[str, str]:
     paths = {name: str(entry.yaml_path) for name, entry in TaskManager().task_index.items() if entry.yaml_path}
     write_json_atomic(paths, file)
     return paths
+
+
+def task_index_file(cache: Path) -> Path:
+    """The file in the cache folder `cache` that keeps `task_yaml_paths`'s map, keyed by lm-eval's
+    version and its tasks folder's path and modification time."""
+    import lm_eval
+
+    tasks_dir = Path(lm_eval.__file__).parent / "tasks"
+    key = hashlib.sha256(f"{task_manager_version()}:{tasks_dir}:{tasks_dir.stat().st_mtime_ns}".encode()).hexdigest()
+    return cache / "lm_eval_index" / f"{key[:16]}.json"
 
 
 @lru_cache(maxsize=8)

@@ -16,7 +16,7 @@ from path_eval.evaluators import FrozenSet
 from path_eval.lm.distributed import balanced_shares
 from path_eval.runner.processes import PHASES, freeze_shares
 from path_eval.results import load_records
-from tests.helpers import ROOT, fixture_data, save_tiny_model
+from tests.helpers import ROOT, cache_with_task_index, fixture_data, save_tiny_model
 
 MIXED_SUITE = """
 name: mixed
@@ -52,11 +52,14 @@ def test_two_processes_give_the_records_of_one(tmp_path):
     suite = tmp_path / "mixed.yaml"
     suite.write_text(MIXED_SUITE)
     args = ["--suite", str(suite), "--model", str(model), "--model", "zoo:flipflop_rope", "--data-dir", str(data)]
+    # Fresh caches, so that each run freezes its samples itself; lm-eval's task index in them, which
+    # each of the three processes would otherwise build (about 10 s of a CPU each) before its plan.
+    cache1, cache2 = cache_with_task_index(tmp_path / "cache1"), cache_with_task_index(tmp_path / "cache2")
     began = time.perf_counter()
-    one = run([sys.executable], args, tmp_path / "one", tmp_path / "cache1")
+    one = run([sys.executable], args, tmp_path / "one", cache1)
     wall = time.perf_counter() - began
     two = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"], args,
-              tmp_path / "two", tmp_path / "cache2")
+              tmp_path / "two", cache2)
     fields = lambda r: (r.task, r.length, r.bucket, r.metric, r.n, r.value, r.stderr, r.seed_std)  # noqa: E731
     assert {r.task for r in one} == {"piqa", "vt", "phonebook", "code", "flipflop"}
     assert [fields(r) for r in two] == [fields(r) for r in one]
