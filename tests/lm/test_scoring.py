@@ -11,9 +11,9 @@ from tests.helpers import tiny_model
                                                     ((300, 40, 170), [True, True, True])])
 def test_chunked_scoring_equals_each_rows_full_forward(lengths, chunks_masked, monkeypatch):
     """Right-padded rows of several lengths, prefilled in chunks of 100 (a chunk with padding gets
-    the mask, said to hold padding, one without gets none: the host knows which) and projected 64 rows at a time: each
-    row's summed log-probability of its targets, and whether each is the argmax, as one forward of
-    that row alone gives them."""
+    the mask, said to hold padding, one without gets none: the host knows which) and projected 64
+    rows at a time: each row's summed log-probability of its targets, and whether each is the
+    argmax, as one forward of that row alone gives them."""
     model = tiny_model("path_fox", seed=4)
     g = torch.Generator().manual_seed(2)
     inputs = [torch.randint(3, 97, (n,), generator=g).tolist() for n in lengths]

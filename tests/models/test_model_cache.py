@@ -28,8 +28,8 @@ def test_chunked_prefill_and_decode_equal_full_forward(variant):
 def test_chunked_prefill_gives_the_model_a_mask_only_for_chunks_with_padding(monkeypatch):
     """A chunk without padding goes to the model without a mask and one with padding says so, known
     from one read of the whole mask (the model would read each chunk's on the host, waiting for the
-    chunk before); holes in
-    any chunk, at the left or mid-row, give the full forward's logits at every valid position."""
+    chunk before); holes in any chunk, at the left or mid-row, give the full forward's logits at
+    every valid position."""
     model = tiny_model("path_fox")
     ids = torch.randint(0, 97, (2, 300), generator=torch.Generator().manual_seed(1))
     mask = torch.ones_like(ids)
