@@ -8,10 +8,15 @@ history and the RoPE position advance in place, and buffers are reserved up fron
 share of a step (the pending count, a fold every `fold_every` tokens) runs after each replay
 (`PathKVCache.advance`), outside the graph. Work after the model's step that touches device memory
 only (greedy generation's choice of the next token) can be recorded with it (`then`).
+
+A small model's whole generation lasts tens of milliseconds, so the capture must not wait for the
+GPU: `torch.cuda.graph` synchronizes the device and empties the allocator's cache before every
+capture, which idles the GPU while the host records. `capturing_into` records without either, and
+`decoding_pool` gives generation's captures one memory pool per device to record into.
 """
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 
 import torch
 
@@ -49,6 +54,59 @@ def reserve_decoding(cache: DecoderCache, tokens: int) -> None:
             reserve(tokens)
 
 
+_capture_streams: dict[int, torch.cuda.Stream] = {}
+_decoding_pools: dict[int, "torch.cuda.MemPool"] = {}
+_latest_pool_graphs: dict[tuple[int, int], "torch.cuda.CUDAGraph"] = {}
+
+
+def _device_index(device) -> int:
+    device = torch.device(device)
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def decoding_pool(device) -> tuple[int, int]:
+    """The id of the memory pool every generation's captured step on `device` records into, kept
+    for the life of the process (it holds one step's scratch). Sharing is safe while a generation's
+    graph is never replayed after the next capture and every replay runs on the stream current at
+    its generation (one stream per device, as the harness runs): a new capture may reuse the old
+    graph's memory, and its replays queue behind the old graph's. A pool per capture would be
+    released only at the allocator's next `empty_cache` (or failed allocation), which
+    `capturing_into` does not call."""
+    index = _device_index(device)
+    if index not in _decoding_pools:
+        with torch.cuda.device(index):
+            _decoding_pools[index] = torch.cuda.MemPool()
+    return _decoding_pools[index].id
+
+
+def keep_pool_alive(pool: tuple[int, int], graph: "torch.cuda.CUDAGraph") -> None:
+    """Hold `graph`, the latest capture into the shared `pool`, until the next one into it has been
+    captured. The allocators count a pool's users by the graphs captured into it, and a pool whose
+    graphs are all gone cannot be captured into again: PyTorch 2.11's pinned-host allocator asserts
+    (`use_count > 0`, CachingHostAllocator.h) at the next `capture_begin` with its id."""
+    _latest_pool_graphs[tuple(pool)] = graph
+
+
+@contextmanager
+def capturing_into(graph: "torch.cuda.CUDAGraph", device, pool=None):
+    """Record the block's launches on `device` into `graph`, as `torch.cuda.graph` does but without
+    its synchronize and `empty_cache`: a capture runs nothing, so it need not wait for queued work.
+    The capture stream (one per device, never the default stream, which cannot capture) is ordered
+    after the current stream's queued work, and the current stream after it."""
+    index = _device_index(device)
+    if index not in _capture_streams:
+        _capture_streams[index] = torch.cuda.Stream(index)
+    stream, current = _capture_streams[index], torch.cuda.current_stream(index)
+    stream.wait_stream(current)
+    with torch.cuda.device(index), torch.cuda.stream(stream):
+        graph.capture_begin(pool=pool)
+        try:
+            yield graph
+        finally:
+            graph.capture_end()
+    current.wait_stream(stream)
+
+
 class CapturedDecodeStep:
     """`step(token [B]) -> logits [B, 1, vocab]` for up to `tokens` tokens after the cache's own,
     continuing `cache` exactly as `model(token[:, None], past_key_values=cache, use_cache=True)`
@@ -60,10 +118,13 @@ class CapturedDecodeStep:
     (then `step()` takes no argument); `then(logits)`: device-only work recorded after the model's
     step and replayed with it, such as choosing the next token into `token` (which must have run
     eagerly once, as the step itself). `pool`: a memory pool (`torch.cuda.graph_pool_handle()`)
-    shared with earlier captures that are never replayed again (each capture has its own otherwise)."""
+    shared with earlier captures that are never replayed again (the latest capture into it is held
+    until the next, `keep_pool_alive`); without, the capture has its own,
+    which the allocator releases only at its next `empty_cache` (or failed allocation) after the
+    graph is gone. `shared_pool`: the device's `decoding_pool`, which generation's captures share."""
 
     def __init__(self, model, cache: DecoderCache, tokens: int, *, token: torch.Tensor | None = None, then=None,
-                 pool=None):
+                 pool=None, shared_pool: bool = False):
         graph_decoding(model, asked=True)
         self.caches = [layer.kv for layer in cache.layers]
         if any(kv.tail_k is None for kv in self.caches):
@@ -76,13 +137,17 @@ class CapturedDecodeStep:
         self.token = token if token is not None else torch.zeros(self.caches[0].k.shape[0], dtype=torch.long,
                                                                   device=device)
         self.graph = torch.cuda.CUDAGraph()
+        if shared_pool:
+            pool = decoding_pool(device)
         with ExitStack() as recording:
             for kv in self.caches:
                 recording.enter_context(kv.capturing())
-            with torch.cuda.device(device), torch.cuda.graph(self.graph, pool=pool):
+            with capturing_into(self.graph, device, pool):
                 self.logits = model(self.token[:, None], past_key_values=cache, use_cache=True).logits
                 if then is not None:
                     then(self.logits)
+        if pool is not None:
+            keep_pool_alive(pool, self.graph)
 
     def __call__(self, token: torch.Tensor | None = None) -> torch.Tensor:
         if self.remaining <= 0:

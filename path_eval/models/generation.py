@@ -224,7 +224,8 @@ def _decode(model, input_ids, mask, max_new_tokens, stops, pad, do_sample, tempe
         chooser.choose(logits)
         if graph:  # the last token needs no step
             captured = CapturedDecodeStep(model, cache, max_new_tokens - 2, token=chooser.token,
-                                          then=None if do_sample else chooser.choose)
+                                          then=None if do_sample else chooser.choose,
+                                          shared_pool=True)
     if ended is None and waiting is not None:
         ended = read(waiting)
     if ended is None:  # ends chosen after the last look count too (the host's stops are in finish_at)

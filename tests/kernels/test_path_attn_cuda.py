@@ -177,6 +177,32 @@ def test_graph_generation_gives_eager_ids_with_ends_stops_and_sampling(variant, 
     assert torch.equal(graphed, eager)
 
 
+def test_graph_decoding_in_a_row_captures_without_waiting_into_one_pool(monkeypatch):
+    """Generation records its step without synchronizing the device or emptying the allocator's
+    cache (`decode_graph.capturing_into`), into one memory pool per device: rounds of generations
+    of two batch shapes give eager generation's ids, and rounds after the first reserve nothing more."""
+    from path_eval.models.generation import generate
+    model = tiny_model("path_fox").cuda()
+    model.attention_backend = "triton"
+    g = torch.Generator().manual_seed(8)
+    batches = [torch.randint(3, 97, (rows, 300), generator=g).cuda() for rows in (2, 5)]
+    kwargs = dict(max_new_tokens=24, eos_token_id=[], pad_token_id=0)
+    eager = [generate(model, ids, cuda_graph=False, **kwargs) for ids in batches]
+
+    def waited(*args, **kwargs):
+        raise AssertionError("the capture waited for the device")
+
+    reserved = []
+    with monkeypatch.context() as patched:
+        patched.setattr(torch.cuda, "synchronize", waited)
+        patched.setattr(torch.cuda, "empty_cache", waited)
+        for _ in range(3):
+            for ids, expected in zip(batches, eager):
+                assert torch.equal(generate(model, ids, cuda_graph=True, **kwargs), expected)
+            reserved.append(torch.cuda.memory_reserved())
+    assert reserved[1] == reserved[0] and reserved[2] == reserved[0], reserved
+
+
 def test_graph_decoding_names_a_model_whose_logits_are_nan():
     """Greedy generation through the graph names a model whose logits are all NaN (its checks,
     `models.nan_logits`, deferred to the end of the call; the captured step runs none)."""

@@ -264,7 +264,7 @@ class _ReplayedEagerly:
     records (the model's step on its `token` buffer, then `then`), eagerly, so the order in which
     `generate` replays and reads the graph's buffers is checked where no GPU is."""
 
-    def __init__(self, model, cache, tokens, *, token=None, then=None):
+    def __init__(self, model, cache, tokens, *, token=None, then=None, shared_pool=False):
         self.model, self.cache, self.token, self.then, self.remaining = model, cache, token, then, tokens
 
     def __call__(self):
