@@ -64,6 +64,7 @@ BLOCKS = {
     "decode parts": decode_parts.render_decode_parts,
     "host cost": host_cost.render_host_cost,
     "request timeline": request_timeline.render_request_timeline,
+    "timeline ab": request_timeline.render_timeline_ab,
     "cli start": cli_start.render_cli_start,
     "import cost": import_cost.render_import_cost,
     "freezing": freezing.render_freezing,

@@ -79,7 +79,8 @@
 #   into $OUT/request_timeline_<gpu>_baseline<RT_LABEL>.json and _shipped<RT_LABEL>.json, then benchmarks.precision
 #   compares the two runs' records and every logged generation into $OUT/timeline_ab_<gpu><RT_LABEL>.json: a host-side
 #   change's cost and whether it changed a generation, from one host; run it warm (after zoo-warm or a first
-#   request-timeline); RT_ARGS and ZB_DATA as request-timeline's; AB_S= the limit of each run, 150 s),
+#   request-timeline); RT_ARGS and ZB_DATA as request-timeline's; AB_SOURCE= where the copies come from, such as
+#   "19db3e6's", named in the record's note with the copies' paths; AB_S= the limit of each run, 150 s),
 # zoo-busy (benchmarks.suite_busy: the whole zoo_study in one process, batch 32, nvidia-smi's utilisation matched to its
 #   requests phase, into $OUT/zoo_study_busy_h100.json or _h200.json by the GPU; ZB_DATA= a data dir holding the
 #   essays (carried), ZB_S= the limit, 420 s: the run is stopped 75 s before it and recorded as stopped; ZB_ARGS=
@@ -174,7 +175,7 @@ for step in "$@"; do
         timeout ${AB_S:-150} python3 -m benchmarks.request_timeline --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
           ${RT_ARGS:-} --work /tmp/rt_ab_$side --out "$OUT/request_timeline_$(gpu_tag)_$side${RT_LABEL:-}.json"; done
       python3 -m benchmarks.precision /tmp/rt_ab_baseline/run /tmp/rt_ab_shipped/run --out "$OUT/timeline_ab_$(gpu_tag)${RT_LABEL:-}.json" \
-        --note "timeline-ab: AB_BASELINE=$base against the shipped files" | grep -E '"(samples|differ)"' | sort | uniq -c ;;
+        --note "timeline-ab: AB_BASELINE=$base (${AB_SOURCE:-earlier} files: $(cd "$base" && find . -type f | sed 's|^\./||' | sort | paste -sd ' ')) against the shipped files" | grep -E '"(samples|differ)"' | sort | uniq -c ;;
     zoo-busy) timeout ${ZB_S:-420} python3 -m benchmarks.suite_busy --data-dir "${ZB_DATA:?name the data dir holding the essays in ZB_DATA=}" \
         --work /tmp/zbwork --budget-s $(( ${ZB_S:-420} - 75 )) ${ZB_ARGS:-} --out "$OUT/zoo_study_busy_$(gpu_tag)${ZB_LABEL:-}.json" ;;
     decode-parts) timeout ${DPT_S:-240} python3 -m benchmarks.decode_parts ${DPT_ARGS:-} --out "$OUT/decode_parts_$(gpu_tag).json" ;;

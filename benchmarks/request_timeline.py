@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 from benchmarks.end_to_end import machine
-from benchmarks.markdown import load, seconds, source, table
+from benchmarks.markdown import load, ratio, seconds, source, table
 from path_eval.atomic_files import write_json_atomic
 from path_eval.errors import PathEvalError
 from path_eval.plan.stored import stored_plan
@@ -210,21 +210,74 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+AB_SIDES = ("baseline", "shipped")
+
+
+def ab_side(path: Path) -> str | None:
+    """Which side of a `gpu_session.sh timeline-ab` pair a request-timeline record is, or None for
+    one run on its own: the pair's files are request_timeline_<gpu>_<side><label>.json."""
+    parts = path.stem.split("_")
+    return parts[3] if len(parts) > 3 and parts[3] in AB_SIDES else None
+
+
 def render_request_timeline(results: Path) -> str:
-    """Each results/bench/request_timeline_*.json: every model's requests phase split at the seams."""
+    """Each results/bench/request_timeline_*.json run on its own: every model's requests phase
+    split at the seams (the two sides of an A/B are `render_timeline_ab`'s)."""
     parts = []
     for path in sorted((results / "bench").glob("request_timeline_*.json")):
+        if ab_side(path) is not None:
+            continue
         data = load(path)
         meta = data["meta"]
         parts.append(f"Source: {source(path, results)}. Machine: {meta['machine']}; revision {meta['revision']}; "
                      f"batch {meta['batch_size']}; `{meta['command']}`.")
-        parts.append(table(["model", "requests s", "lm-eval s", "between batches s", "around generate s",
-                            "generate s", "GPU span s", "generate beyond GPU s", "batches"],
-                           [[m["model"], *(seconds(m[key]) for key in ("requests_s", *PARTS, "gpu_span_s",
-                                                                        "generate_beyond_gpu_s")), str(m["batches"])]
-                            for m in data["run"]["models"]]))
+        parts.append(table(["model", *TIMELINE_HEADER], [[m["model"], *timeline_cells(m)] for m in data["run"]["models"]]))
     return "\n\n".join(parts) or ("No record yet (`results/bench/request_timeline_*.json`): `python -m "
                                   "benchmarks.request_timeline --data-dir DATA --out FILE` on a GPU host.")
+
+
+TIMELINE_HEADER = ["requests s", "lm-eval s", "between batches s", "around generate s", "generate s", "GPU span s",
+                   "generate beyond GPU s", "batches"]
+
+
+def timeline_cells(model: dict) -> list[str]:
+    return [*(seconds(model[key]) for key in ("requests_s", *PARTS, "gpu_span_s", "generate_beyond_gpu_s")),
+            str(model["batches"])]
+
+
+def render_timeline_ab(results: Path) -> str:
+    """Each results/bench/timeline_ab_<gpu><label>.json (`gpu_session.sh timeline-ab`): both sides'
+    request timelines, model by model, then shipped over baseline, and how many of the logged
+    generations and scores differ between the two runs."""
+    parts = []
+    for path in sorted((results / "bench").glob("timeline_ab_*.json")):
+        gpu, _, label = path.stem.removeprefix("timeline_ab_").partition("_")
+        label = f"_{label}" if label else ""
+        sides = {side: results / "bench" / f"request_timeline_{gpu}_{side}{label}.json" for side in AB_SIDES}
+        missing = [side.name for side in sides.values() if not side.is_file()]
+        if missing:
+            raise PathEvalError(f"{path.name} has no {' or '.join(missing)} beside it: commit both sides' "
+                                "request timelines with it")
+        ab, runs = load(path), {side: load(file) for side, file in sides.items()}
+        meta = runs["shipped"]["meta"]
+        parts.append(f"Source: {source(path, results)} and its two request timelines. Machine: {meta['machine']}; "
+                     f"revision {meta['revision']}; batch {meta['batch_size']}; the shipped side `{meta['command']}` (the "
+                     "baseline the same, in a work folder of its own). "
+                     f"{ab['meta']['note']}.")
+        rows = []
+        for side in AB_SIDES:
+            rows += [[m["model"], side, *timeline_cells(m)] for m in runs[side]["run"]["models"]]
+        for base, shipped in zip(*(runs[side]["run"]["models"] for side in AB_SIDES)):
+            rows.append([shipped["model"], "shipped / baseline",
+                         *("-" if not base[key] or shipped[key] is None else ratio(shipped[key] / base[key]) for key in ("requests_s", *PARTS, "gpu_span_s")), "", ""])
+        parts.append(table(["model", "side", *TIMELINE_HEADER], rows))
+        generations = [g for pair in ab["pairs"] for g in pair["generations"]]
+        cells = [c for pair in ab["pairs"] for c in pair["cells"]]
+        parts.append(f"Generations that differ between the two runs: {sum(g['differ'] for g in generations)} of "
+                     f"{sum(g['samples'] for g in generations)} (in {len(generations)} logs); scores that differ: "
+                     f"{sum(c['b_minus_a'] != 0 for c in cells)} of {len(cells)}.")
+    return "\n\n".join(parts) or ("No record yet (`results/bench/timeline_ab_*.json`): `AB_BASELINE=FOLDER bash "
+                                  "benchmarks/gpu_session.sh timeline-ab` on a GPU host.")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from functools import partial
 
+import pytest
+
 from benchmarks import host_cost, request_timeline
+from path_eval.errors import PathEvalError
 from path_eval.lm.adapter import PathEvalLM
 from path_eval.models import generation, modeling
 
@@ -44,3 +47,43 @@ def test_a_failed_run_says_why_in_its_own_line_and_writes_nothing(tmp_path, caps
     assert request_timeline.main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cuda" in err and not (tmp_path / "out.json").exists()
+
+
+def timeline(model: str, requests: float, generate: float) -> dict:
+    return {"model": model, "requests_s": requests, "lm_eval_s": 1.0, "between_batches_s": 0.5,
+            "around_generate_s": 0.5, "generate_s": generate, "gpu_span_s": generate,
+            "generate_beyond_gpu_s": 0.0, "batches": 3}
+
+
+def write_ab(bench, label: str, baseline: float, shipped: float, differ: int) -> None:
+    bench.mkdir(parents=True, exist_ok=True)
+    for side, generate in (("baseline", baseline), ("shipped", shipped)):
+        record = {"meta": {"command": "python -m benchmarks.request_timeline", "machine": "GPU X",
+                           "revision": "abc1234", "batch_size": 32},
+                  "run": {"wall_s": 9.0, "models": [timeline("path", generate + 2.0, generate)]}}
+        (bench / f"request_timeline_h100_{side}{label}.json").write_text(json.dumps(record))
+    ab = {"meta": {"commands": [], "note": "timeline-ab: AB_BASELINE=old (1111111's files: a.py)"},
+          "pairs": [{"cells": [{"b_minus_a": 0.0}, {"b_minus_a": 1.5}],
+                     "generations": [{"samples": 64, "differ": differ}, {"samples": 32, "differ": 0}]}]}
+    (bench / f"timeline_ab_h100{label}.json").write_text(json.dumps(ab))
+
+
+def test_an_ab_pair_renders_side_by_side_with_its_ratio_and_differences(tmp_path):
+    """Both sides' timelines in one table, shipped over baseline part by part, and the counts of
+    generations and scores that differ; the request-timeline block leaves the pair's sides to it."""
+    write_ab(tmp_path / "bench", "_abc1234", baseline=8.0, shipped=6.0, differ=2)
+    text = request_timeline.render_timeline_ab(tmp_path)
+    assert "`results/bench/timeline_ab_h100_abc1234.json`" in text and "1111111's files: a.py" in text
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| path")]
+    assert [row[1] for row in rows] == ["baseline", "shipped", "shipped / baseline"]
+    assert rows[2][2] == "0.80x" and rows[2][6] == "0.75x"  # requests 8/10, generate 6/8
+    assert "differ between the two runs: 2 of 96 (in 2 logs); scores that differ: 1 of 2." in text
+    assert request_timeline.render_request_timeline(tmp_path).startswith("No record yet")
+
+
+def test_an_ab_record_without_both_sides_is_one_line_naming_the_fix(tmp_path):
+    write_ab(tmp_path / "bench", "_abc1234", baseline=8.0, shipped=6.0, differ=0)
+    (tmp_path / "bench" / "request_timeline_h100_baseline_abc1234.json").unlink()
+    with pytest.raises(PathEvalError, match=r"^timeline_ab_h100_abc1234\.json has no "
+                                           r"request_timeline_h100_baseline_abc1234\.json beside it: commit"):
+        request_timeline.render_timeline_ab(tmp_path)
