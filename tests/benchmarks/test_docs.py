@@ -1,5 +1,6 @@
 """The generated blocks of docs/benchmarks.md, docs/results.md and docs/zoo.md are what the committed JSON
 and the schema give; a page without a block, or with a block nothing renders, is one line naming the fix."""
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -7,8 +8,44 @@ from pathlib import Path
 import pytest
 
 from benchmarks import data_parallel, docs, end_to_end, forward_autotune, kernels
+from training import study
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def study_inputs(results: Path) -> str:
+    """A digest of what the zoo study's block reads: results/zoo/study/index.json and every file of
+    the part folders it names, by their paths below the checkout (the same in a copy of it)."""
+    digest = hashlib.sha256()
+    files = [results / "zoo" / "study" / "index.json",
+             *(file for folder in study.study_parts(results).values() for file in sorted(folder.rglob("*")))]
+    for file in files:
+        if file.is_file():
+            digest.update(f"{file.relative_to(results.parent)}\0{file.stat().st_size}\0".encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def study_block_rendered_once_per_input():
+    """The zoo study's block (a variants report and paired tests over its five parts' sample logs)
+    is some 4 s of a CPU, nearly all of a page regeneration, and every test here that regenerates
+    does so on a copy whose study is the committed one: the block is rendered once for each content
+    of what it reads and kept for the module. Every other block renders afresh at every call."""
+    render, rendered = docs.BLOCKS["zoo study"], {}
+
+    def once(results: Path) -> str:
+        try:
+            key = study_inputs(results)
+        except Exception:  # noqa: BLE001  (what the digest cannot read, the renderer reads and reports)
+            return render(results)
+        if key not in rendered:
+            rendered[key] = render(results)
+        return rendered[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(docs.BLOCKS, "zoo study", once)
+        yield
 
 
 def copy_of_repository(tmp_path: Path) -> Path:
