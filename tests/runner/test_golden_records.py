@@ -8,7 +8,8 @@ a float32 kernel summing in another order moves the last bits, float32's epsilon
 are made from seeds and their numbers depend on torch's kernels: torch is pinned (2.13.0 in CI), and a
 torch upgrade that changes them means rewriting the goldens in a commit of its own.
 
-The runs take about 30 s on one thread, all in one process (lm-eval's task index is built once)."""
+The runs take about 20 s on one thread, all in one process (lm-eval's task index read once, from
+the cache the tests run with)."""
 import json
 import subprocess
 import sys
