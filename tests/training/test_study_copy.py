@@ -7,19 +7,19 @@ import tarfile
 import pytest
 
 from path_eval.api import load_results
+from path_eval.cli import main
 from path_eval.reports.paired import RunSamples
 from path_eval.results import load_records
 from path_eval.results.rescore import rescore
-from tests.helpers import run_cli
 from training.study import compact_run
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "state"
-    done = run_cli("run", "--suite", "state_tracking", "--model", "zoo:a5_rope", "--tasks", "a5", "--lengths", "5,10",
-                   "--limit", "6", "--device", "cpu", "--out", str(out), "--quiet")
-    assert done.returncode == 0, done.stderr
+    # the command in this process: the tests read its run folder, not its start-up
+    assert main(["run", "--suite", "state_tracking", "--model", "zoo:a5_rope", "--tasks", "a5", "--lengths", "5,10",
+                 "--limit", "6", "--device", "cpu", "--out", str(out), "--quiet"]) == 0
     return out
 
 
@@ -92,9 +92,8 @@ def parts(tmp_path_factory, run):
 
     def run_of(*models, name):
         out = root / name
-        done = run_cli("run", "--suite", "state_tracking", "--model", *models, "--tasks", "a5", "--lengths", "5,10",
-                       "--limit", "6", "--device", "cpu", "--out", str(out), "--quiet")
-        assert done.returncode == 0, done.stderr
+        assert main(["run", "--suite", "state_tracking", "--model", *models, "--tasks", "a5", "--lengths", "5,10",
+                     "--limit", "6", "--device", "cpu", "--out", str(out), "--quiet"]) == 0  # in this process too
         return out
     triplet = shutil.copytree(zoo_models("a5_rope")[0], root / "a5_triplet")
     return run, run_of(str(twin), name="twin"), run_of(str(triplet), name="triplet"), \
