@@ -109,7 +109,8 @@ def test_the_bench_writes_every_configuration_and_the_summary(bench_json):
     for s in summary:
         ours, llama = by_key[s["model"], s["batch"], s["prompt_tokens"]], by_key["llama", s["batch"], s["prompt_tokens"]]
         assert s["ratio"] == pytest.approx(ours["tokens_per_second"] / llama["tokens_per_second"], rel=1e-2)
-        assert s["meets_target"] == (s["ratio"] >= 1 / generation.TARGET - 1e-3)
+        # decided on the two rates themselves, not on the ratio rounded to three digits
+        assert s["meets_target"] == (ours["tokens_per_second"] / llama["tokens_per_second"] >= 1 / generation.TARGET)
 
 
 def test_the_docs_render_the_generation_json(bench_json):
