@@ -211,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 AB_SIDES = ("baseline", "shipped")
+TIMELINE_HEADER = ["requests s", "lm-eval s", "between batches s", "around generate s", "generate s", "GPU span s",
+                   "generate beyond GPU s", "batches"]
+
+
+def timeline_cells(model: dict) -> list[str]:
+    return [*(seconds(model[key]) for key in ("requests_s", *PARTS, "gpu_span_s", "generate_beyond_gpu_s")),
+            str(model["batches"])]
 
 
 def ab_side(path: Path) -> str | None:
@@ -231,18 +238,10 @@ def render_request_timeline(results: Path) -> str:
         meta = data["meta"]
         parts.append(f"Source: {source(path, results)}. Machine: {meta['machine']}; revision {meta['revision']}; "
                      f"batch {meta['batch_size']}; `{meta['command']}`.")
-        parts.append(table(["model", *TIMELINE_HEADER], [[m["model"], *timeline_cells(m)] for m in data["run"]["models"]]))
+        parts.append(table(["model", *TIMELINE_HEADER],
+                           [[m["model"], *timeline_cells(m)] for m in data["run"]["models"]]))
     return "\n\n".join(parts) or ("No record yet (`results/bench/request_timeline_*.json`): `python -m "
                                   "benchmarks.request_timeline --data-dir DATA --out FILE` on a GPU host.")
-
-
-TIMELINE_HEADER = ["requests s", "lm-eval s", "between batches s", "around generate s", "generate s", "GPU span s",
-                   "generate beyond GPU s", "batches"]
-
-
-def timeline_cells(model: dict) -> list[str]:
-    return [*(seconds(model[key]) for key in ("requests_s", *PARTS, "gpu_span_s", "generate_beyond_gpu_s")),
-            str(model["batches"])]
 
 
 def render_timeline_ab(results: Path) -> str:
@@ -261,15 +260,16 @@ def render_timeline_ab(results: Path) -> str:
         ab, runs = load(path), {side: load(file) for side, file in sides.items()}
         meta = runs["shipped"]["meta"]
         parts.append(f"Source: {source(path, results)} and its two request timelines. Machine: {meta['machine']}; "
-                     f"revision {meta['revision']}; batch {meta['batch_size']}; the shipped side `{meta['command']}` (the "
-                     "baseline the same, in a work folder of its own). "
+                     f"revision {meta['revision']}; batch {meta['batch_size']}; the shipped side "
+                     f"`{meta['command']}` (the baseline the same, in a work folder of its own). "
                      f"{ab['meta']['note']}.")
         rows = []
         for side in AB_SIDES:
             rows += [[m["model"], side, *timeline_cells(m)] for m in runs[side]["run"]["models"]]
         for base, shipped in zip(*(runs[side]["run"]["models"] for side in AB_SIDES)):
             rows.append([shipped["model"], "shipped / baseline",
-                         *("-" if not base[key] or shipped[key] is None else ratio(shipped[key] / base[key]) for key in ("requests_s", *PARTS, "gpu_span_s")), "", ""])
+                         *("-" if not base[key] or shipped[key] is None else ratio(shipped[key] / base[key])
+                           for key in ("requests_s", *PARTS, "gpu_span_s")), "", ""])
         parts.append(table(["model", "side", *TIMELINE_HEADER], rows))
         generations = [g for pair in ab["pairs"] for g in pair["generations"]]
         cells = [c for pair in ab["pairs"] for c in pair["cells"]]
